@@ -1,0 +1,296 @@
+"""The one error tree of archmax.
+
+Every error the runtime raises subclasses :class:`ArchmaxError`. Errors about one
+session expose ``.session_id``. They are grouped by who must act:
+
+* the workflow author (:class:`WorkflowSpecError`, :class:`ReservedToolNameError`, ...);
+* the caller / host (:class:`SessionNotAwaitingInputError`, :class:`InvalidSessionIdError`, ...);
+* the infrastructure (:class:`SessionStoreCapabilityError`, :class:`StoreError`, ...);
+* the model provider (:class:`ModelError` and its subclasses).
+
+Rule source: BEHAVIOUR.md §3.11 (error table) and §2.5 (load errors).
+Parking is an outcome, never an error: nothing here is used to unwind a park.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+
+class ArchmaxError(Exception):
+    """Root of every archmax error.
+
+    Attributes:
+        session_id: The session the error is about, or ``None``.
+    """
+
+    session_id: str | None = None
+
+    def __init__(self, message: str, *, session_id: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        if session_id is not None:
+            self.session_id = session_id
+
+
+# --------------------------------------------------------------------------- workflow author
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    """One finding of workflow validation (BEHAVIOUR.md §2.5).
+
+    Attributes:
+        path: Dotted path built from keys, state slugs and 0-based indices (``states.a.transitions.0.to``).
+        message: What is wrong.
+        severity: ``"error"`` or ``"warning"``; warnings never raise.
+    """
+
+    path: str
+    message: str
+    severity: str = "error"
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message}" if self.path else self.message
+
+
+class WorkflowError(ArchmaxError):
+    """Something the workflow author must fix."""
+
+
+class WorkflowSpecError(WorkflowError):
+    """A workflow failed to load. ``str(error)`` has one ``<path>: <message>`` line per error (§2.5).
+
+    Attributes:
+        diagnostics: Every :class:`Diagnostic` found, warnings included.
+    """
+
+    def __init__(self, diagnostics: Sequence[Diagnostic], *, source: str | None = None) -> None:
+        self.diagnostics = list(diagnostics)
+        self.source = source
+        lines = [str(d) for d in self.diagnostics if d.severity == "error"]
+        super().__init__("\n".join(lines) or "workflow is invalid")
+
+
+class ReservedToolNameError(WorkflowError):
+    """A host tool is named ``archmax_*`` (§2.3)."""
+
+    def __init__(self, tool: str) -> None:
+        self.tool = tool
+        super().__init__(f"tool name '{tool}' is reserved: names starting 'archmax_' belong to the runtime")
+
+
+class UnsupportedFeatureError(WorkflowError):
+    """The workflow uses a feature this version does not run yet (hooks, sub-workflows)."""
+
+
+# --------------------------------------------------------------------------- caller / host
+
+
+class CallerError(ArchmaxError):
+    """Something the caller (host, CLI user, webhook sender) must fix."""
+
+
+class InvalidSessionIdError(CallerError):
+    """An explicit or resolved session id fails BEHAVIOUR.md §4.1."""
+
+    def __init__(self, session_id: Any, rule: str) -> None:
+        self.rule = rule
+        self.bad_id = session_id
+        super().__init__(f"invalid session id {session_id!r}: {rule}")
+
+
+class InvalidSessionPathError(CallerError):
+    """A session path fails the grammar of §4.3."""
+
+    def __init__(self, path: str, source: str, reason: str) -> None:
+        self.path = path
+        self.source = source
+        self.reason = reason
+        super().__init__(f"the session path '{path}' from {source} is not usable: {reason}")
+
+
+class InvalidVariableNameError(CallerError):
+    """A host, delivery or file variable name fails ``^[a-z][a-z0-9_]*$`` or is supplied twice (§3.4, §6)."""
+
+    def __init__(self, name: Any, source: str, reason: str | None = None, *, session_id: str | None = None) -> None:
+        self.name = name
+        self.source = source
+        why = reason or "names must match ^[a-z][a-z0-9_]*$"
+        super().__init__(f"variable name {name!r} {source} is not usable: {why}", session_id=session_id)
+
+
+class InvalidFilePathError(CallerError):
+    """A bad attachment name or seed path (§3.10, §9.5)."""
+
+    def __init__(self, path: Any, reason: str, *, session_id: str | None = None) -> None:
+        self.path = path
+        self.reason = reason
+        super().__init__(f"file path {path!r} is not usable: {reason}", session_id=session_id)
+
+
+class EmptyMessageError(CallerError):
+    """A blank message on ``reply``, or on a turn from send/invoke/run."""
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(f"session '{session_id}': the message is empty", session_id=session_id)
+
+
+class MissingDeliveryTriggerError(CallerError):
+    """``deliver`` with a blank or missing trigger id (§3.5)."""
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(
+            f"delivery to session '{session_id}' carries no trigger id; a delivery must name its trigger",
+            session_id=session_id,
+        )
+
+
+class UnknownTriggerError(CallerError):
+    """A turn would open under a trigger no state declares (§3.4)."""
+
+    def __init__(self, trigger: str, declared: Sequence[str], *, session_id: str | None = None) -> None:
+        self.trigger = trigger
+        self.declared = list(declared)
+        names = ", ".join(f"'{t}'" for t in self.declared) or "(none)"
+        super().__init__(f"trigger '{trigger}' is not declared by the workflow. Declared: {names}", session_id=session_id)
+
+
+class UnknownSessionTriggerError(UnknownTriggerError):
+    """``resolve_session`` for a new session under an undeclared trigger (§3.8)."""
+
+
+class WorkflowDisabledError(CallerError):
+    """``send``/``run`` would open a turn on a workflow with ``disabled: true`` (§2.1)."""
+
+    def __init__(self, workflow: str, *, session_id: str | None = None) -> None:
+        self.workflow = workflow
+        super().__init__(f"workflow '{workflow}' is disabled: it starts no new turns", session_id=session_id)
+
+
+class SessionStateError(CallerError):
+    """The session is not in a state that allows the operation."""
+
+    def __init__(self, message: str, *, session_id: str, status: str | None) -> None:
+        self.status = status
+        super().__init__(message, session_id=session_id)
+
+
+class SessionNotAwaitingInputError(SessionStateError):
+    """``deliver`` to a session not parked on ``input`` (§3.5)."""
+
+    def __init__(self, session_id: str, status: str | None) -> None:
+        what = f"its status is '{status}'" if status else "no such session"
+        super().__init__(
+            f"session '{session_id}' is not parked awaiting an event: {what}", session_id=session_id, status=status
+        )
+
+
+class SessionNotParkedError(SessionStateError):
+    """``decide``/``reply`` when the session is not parked on ``decision`` (§3.6, §3.7)."""
+
+    def __init__(self, session_id: str, status: str | None) -> None:
+        what = f"its status is '{status}'" if status else "no such session"
+        super().__init__(
+            f"session '{session_id}' is not parked awaiting a decision: {what}", session_id=session_id, status=status
+        )
+
+
+class SessionNotResumableError(SessionStateError):
+    """A live lease is held by another writer, or a commit lost to another writer (§3.12)."""
+
+    def __init__(self, session_id: str, status: str | None, detail: str | None = None) -> None:
+        extra = f" ({detail})" if detail else ""
+        super().__init__(
+            f"session '{session_id}' is '{status}' and cannot be resumed now: one writer per session; "
+            f"retry after it parks{extra}",
+            session_id=session_id,
+            status=status,
+        )
+
+
+class CommitConflictError(SessionNotResumableError):
+    """A commit found a version or lease owner other than the one the writer read (§9.1).
+
+    Every store raises exactly this class for a stale commit.
+    """
+
+    def __init__(self, session_id: str, expected_version: int, found: Any = None) -> None:
+        self.expected_version = expected_version
+        self.found = found
+        super().__init__(session_id, "running", f"commit expected version {expected_version}, found {found}")
+
+
+class InvalidDecisionTargetError(CallerError):
+    """``decide`` with a missing target, or one that is not an edge of the park record (§3.7)."""
+
+    def __init__(self, target: str | None, valid: Sequence[str], *, session_id: str) -> None:
+        self.target = target
+        self.valid = list(valid)
+        choices = ", ".join(self.valid)
+        if not target:
+            msg = f"A decision target is required for session '{session_id}'. Choose one of: {choices}."
+        else:
+            msg = f"'{target}' is not a valid decision target for session '{session_id}'. Choose one of: {choices}."
+        super().__init__(msg, session_id=session_id)
+
+
+# --------------------------------------------------------------------------- infrastructure
+
+
+class InfrastructureError(ArchmaxError):
+    """Something wrong with the store or the platform."""
+
+
+class SessionStoreCapabilityError(InfrastructureError):
+    """The store lacks a capability (``list``, ``delete``, ``upload_files``) the call needs (§9.1)."""
+
+    def __init__(self, capability: str, path: str | None = None, *, session_id: str | None = None) -> None:
+        self.capability = capability
+        self.path = path
+        where = f" to write '{path}'" if path else ""
+        super().__init__(f"the session store lacks the '{capability}' capability{where}", session_id=session_id)
+
+
+class StoreError(InfrastructureError):
+    """The store failed for a reason other than a conflict (I/O, permissions, AWS service error)."""
+
+
+# --------------------------------------------------------------------------- model provider
+
+
+class ModelError(ArchmaxError):
+    """The model provider failed."""
+
+
+class ModelConfigurationError(ModelError):
+    """The model cannot be built from the configuration given (``ARCHMAX_MODEL`` etc.)."""
+
+
+class ModelAccessError(ModelError):
+    """The provider refused access (credentials, permissions, model not enabled)."""
+
+
+class ModelNotFoundError(ModelError):
+    """The provider does not know the model id."""
+
+
+class ModelRequestError(ModelError):
+    """The provider rejected the request as invalid."""
+
+
+class ModelThrottledError(ModelError):
+    """The provider throttled the request beyond the retry budget."""
+
+
+class ModelScriptError(ModelError):
+    """A scripted model ran out of entries or found the session somewhere its script did not expect (§10.4)."""
+
+
+class PathExistsError(StoreError):
+    """A create-only write found the path already there (§9.1 ``create_only``; placements retry the next name)."""
+
+    def __init__(self, path: str, *, session_id: str | None = None) -> None:
+        self.path = path
+        super().__init__(f"'{path}' already exists", session_id=session_id)

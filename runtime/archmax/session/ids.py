@@ -1,0 +1,105 @@
+"""Session ids: validation, minting and the store folder name.
+
+Rule source: BEHAVIOUR.md §4.1 (validity, minted ids, child ids) and §9.2 (folder names).
+Every entry point and every store method calls :func:`validate_session_id` before an id
+becomes a path or key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import uuid
+
+from archmax.errors import InvalidSessionIdError
+
+RESERVED_FIRST_SEGMENTS = frozenset(
+    {"_specs", "checkpoints", "artifacts", "scratchpad", "large_tool_results", "conversation_history"}
+)
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_CHILD_SUFFIX = re.compile(r"^[^~:]+:[^~:]+:\d+$")
+MAX_ID_BYTES = 512
+MAX_FOLDER_BYTES = 200
+FOLDER_PREFIX_BYTES = 160
+
+
+def validate_session_id(session_id: object) -> str:
+    """Return ``session_id`` unchanged if it is valid, else raise.
+
+    Args:
+        session_id: The candidate id (untrusted input). Ids are never trimmed or normalised.
+
+    Returns:
+        The same string.
+
+    Raises:
+        InvalidSessionIdError: naming ``repr(id)`` and the rule broken (§4.1).
+    """
+    if not isinstance(session_id, str):
+        raise InvalidSessionIdError(session_id, "a session id must be a string")
+    if not session_id.strip():
+        raise InvalidSessionIdError(session_id, "a session id must not be empty or whitespace only")
+    if len(session_id.encode("utf-8", "surrogatepass")) > MAX_ID_BYTES:
+        raise InvalidSessionIdError(session_id, f"a session id must encode as UTF-8 in at most {MAX_ID_BYTES} bytes")
+    if _CONTROL.search(session_id):
+        raise InvalidSessionIdError(session_id, "a session id must not contain NUL or control characters")
+    segments = re.split(r"[/\\]", session_id)
+    if any(seg == ".." for seg in segments):
+        raise InvalidSessionIdError(session_id, "no '/'- or '\\'-separated segment may be '..'")
+    if segments[0] in RESERVED_FIRST_SEGMENTS:
+        raise InvalidSessionIdError(session_id, f"the first segment '{segments[0]}' is a reserved store name")
+    try:
+        session_id.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidSessionIdError(session_id, "a session id must be valid Unicode text") from None
+    return session_id
+
+
+def mint_session_id() -> str:
+    """A fresh id: ``session-`` + a lowercase hyphenated uuid4 (§4.1)."""
+    return f"session-{uuid.uuid4()}"
+
+
+def parent_session_id(session_id: str) -> str | None:
+    """The parent of a child id ``<parent>~<state>:<workflow>:<n>``, or None (§4.1)."""
+    head, sep, tail = session_id.rpartition("~")
+    if sep and head and _CHILD_SUFFIX.match(tail):
+        return head
+    return None
+
+
+def folder_name(session_id: str) -> str:
+    """The store folder (or key prefix) for a valid id (§9.2).
+
+    ``%``→``%25``, ``/``→``%2F``, ``\\``→``%5C``, a leading ``.``→``%2E``; a name over 200 UTF-8
+    bytes becomes its longest prefix of at most 160 bytes (no split character or escape), then
+    ``%%``, then the first 32 hex characters of sha256(id).
+
+    Raises:
+        InvalidSessionIdError: if the id is invalid.
+    """
+    validate_session_id(session_id)
+    pieces: list[str] = []
+    for i, ch in enumerate(session_id):
+        if ch == "%":
+            pieces.append("%25")
+        elif ch == "/":
+            pieces.append("%2F")
+        elif ch == "\\":
+            pieces.append("%5C")
+        elif ch == "." and i == 0:
+            pieces.append("%2E")
+        else:
+            pieces.append(ch)
+    name = "".join(pieces)
+    if len(name.encode("utf-8")) <= MAX_FOLDER_BYTES:
+        return name
+    prefix, size = [], 0
+    for piece in pieces:
+        n = len(piece.encode("utf-8"))
+        if size + n > FOLDER_PREFIX_BYTES:
+            break
+        prefix.append(piece)
+        size += n
+    digest = hashlib.sha256(session_id.encode("utf-8")).hexdigest()[:32]
+    return "".join(prefix) + "%%" + digest

@@ -1,0 +1,234 @@
+"""The records a session is made of: the checkpoint and everything inside it.
+
+Rule source: BEHAVIOUR.md §3.1 (statuses, park records), §7 (runtime notes in messages),
+§9.3 (checkpoint record). Instants are UTC strings ``YYYY-MM-DDTHH:MM:SS.mmmZ``; trail
+timestamps are integer epoch milliseconds.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class SessionStatus(StrEnum):
+    """A session's status (§3.1). ``completed``, ``failed`` and ``rejected`` are finished."""
+
+    RUNNING = "running"
+    AWAITING_INPUT = "awaiting_input"
+    AWAITING_DECISION = "awaiting_decision"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    REJECTED = "rejected"
+
+
+FINISHED_STATUSES = frozenset({SessionStatus.COMPLETED, SessionStatus.FAILED, SessionStatus.REJECTED})
+
+
+def is_finished(status: object) -> bool:
+    """True exactly for ``completed``, ``failed`` and ``rejected`` (§3.1); False for anything else, None included."""
+    return isinstance(status, str) and status in {s.value for s in FINISHED_STATUSES}
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class ToolCall(_Record):
+    """One tool call inside an assistant message."""
+
+    id: str
+    """Provider or runtime id; scripted models use ``call_<n>``, notes ``note_<uuid4 hex>``."""
+    name: str
+    """The tool's name."""
+    args: dict[str, Any] = Field(default_factory=dict)
+    """The call's arguments, a JSON object."""
+
+
+class Message(_Record):
+    """One transcript entry: a user, assistant or tool message.
+
+    Runtime notes (§7) are an assistant message with one ``archmax_note`` call followed by a
+    tool message answering it; both carry ``archmax = {"note": <kind>}``.
+    """
+
+    role: Literal["user", "assistant", "tool"]
+    """Who wrote it."""
+    content: str = ""
+    """The text (a tool message's result text)."""
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    """An assistant message's tool calls, in order."""
+    tool_call_id: str | None = None
+    """On a tool message, the call it answers."""
+    name: str | None = None
+    """On a tool message, the tool's name."""
+    status: Literal["success", "error", "blocked"] | None = None
+    """On a tool message, the result status (§5)."""
+    archmax: dict[str, Any] | None = None
+    """The runtime-note marker ``{"note": kind}``; absent on ordinary messages."""
+    additional_kwargs: dict[str, Any] = Field(default_factory=dict)
+    """Provider extras; adapters keep the note marker in ``additional_kwargs["archmax"]``."""
+    handoff: bool = False
+    """True on the assistant answer of a handoff call (a park message)."""
+
+
+class Variable(_Record):
+    """A session variable (§6)."""
+
+    value: Any = None
+    """Any JSON value."""
+    locked: bool = False
+    """A locked variable cannot be changed by the agent."""
+
+
+class TrailStep(_Record):
+    """One movement step of the append-only trail (§1)."""
+
+    to: str
+    """The state moved to (or stayed in, for a ``trigger`` step)."""
+    kind: Literal["trigger", "agent", "human", "reset", "on_error", "sub-workflow"]
+    """What caused the step."""
+    reason: str | None = None
+    """Trigger id, the agent's reason, the person's comment, ..."""
+    workflow: str | None = None
+    """Sub-workflow slug, for ``sub-workflow`` steps."""
+    status: str | None = None
+    """Sub-workflow result status."""
+    ts: int
+    """Epoch milliseconds."""
+
+
+class TransitionRef(_Record):
+    """A transition as copied into a decision record."""
+
+    to: str
+    description: str | None = None
+    type: str | None = None
+
+
+class PendingDecision(_Record):
+    """A park on the ``decision`` channel (§3.1)."""
+
+    state: str
+    title: str | None = None
+    seq: int
+    """1 for the session's first decision record, +1 for each later one."""
+    transitions: list[TransitionRef]
+    evidence: list[str] | None = None
+    created_at: str
+
+
+class PendingInput(_Record):
+    """A park on the ``input`` channel, made by ``archmax_wait`` (§3.1)."""
+
+    state: str
+    title: str | None = None
+    reason: str
+    """The agent's words."""
+    parked_at: str
+    resume_at: str | None = None
+    """Only when the wait had ``until``; advice for whoever polls, never scheduled."""
+
+
+class Lease(_Record):
+    """A single-writer claim on a session (§3.12)."""
+
+    owner: str
+    expires_at: str
+
+
+class Usage(_Record):
+    """Token usage and estimated cost."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_creation_tokens: int = 0
+    cost_usd: float | None = None
+
+    def is_zero(self) -> bool:
+        return not (self.input_tokens or self.output_tokens or self.cache_read_tokens or self.cache_creation_tokens)
+
+    def plus(self, other: "Usage | None") -> "Usage":
+        """The sum of two usages (cost summed when either has one)."""
+        if other is None:
+            return self.model_copy()
+        cost = None
+        if self.cost_usd is not None or other.cost_usd is not None:
+            cost = (self.cost_usd or 0.0) + (other.cost_usd or 0.0)
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            cache_read_tokens=self.cache_read_tokens + other.cache_read_tokens,
+            cache_creation_tokens=self.cache_creation_tokens + other.cache_creation_tokens,
+            cost_usd=cost,
+        )
+
+
+class Raised(_Record):
+    """What ``archmax_raise`` recorded (§5.6)."""
+
+    code: str
+    reason: str
+    state: str
+
+
+class Checkpoint(_Record):
+    """The whole session at one committed version (§9.3). The highest version is the session."""
+
+    session_id: str
+    version: int = 0
+    """1 for the first commit, +1 for each later one."""
+    workflow: str
+    spec_hash: str | None = None
+    status: SessionStatus = SessionStatus.RUNNING
+    position: str | None = None
+    """The current state slug."""
+    entry_state: str | None = None
+    """Written once at the first turn opening; ``archmax_reset`` returns here."""
+    trigger: str | None = None
+    """The current trigger id."""
+    messages: list[Message] = Field(default_factory=list)
+    variables: dict[str, Variable] = Field(default_factory=dict)
+    trail: list[TrailStep] = Field(default_factory=list)
+    pending_decision: PendingDecision | None = None
+    pending_input: PendingInput | None = None
+    park_phase: Literal["closing", "suspend"] | None = None
+    reply_only: bool = False
+    park_counts: dict[str, int] = Field(default_factory=dict)
+    state_turns: int = 0
+    """Model calls in the current state visit (the ``maxTurns`` count)."""
+    decision_count: int = 0
+    rejected: str | None = None
+    """The rejection reason while the status is ``rejected``."""
+    raised: Raised | None = None
+    hook_iterations: dict[str, int] = Field(default_factory=dict)
+    before_done: list[str] = Field(default_factory=list)
+    usage: Usage = Field(default_factory=Usage)
+    lease: Lease | None = None
+    created_at: str
+    updated_at: str
+    # --- bookkeeping the rules above need, beyond §9.3's list
+    pending_failure: str | None = None
+    """A turn failure not yet routed (the "pending rejection")."""
+    turn_open_state: str | None = None
+    """Where the current turn opened (for RESET_INSTRUCTION, §8)."""
+    moved_since_open: bool = False
+    """Whether the position changed since the turn opened (§8)."""
+    event_seq: int = 0
+    """The last event ``seq`` emitted for this session."""
+
+    @property
+    def resume_at(self) -> str | None:
+        return self.pending_input.resume_at if self.pending_input else None
+
+    @property
+    def channel(self) -> Literal["decision", "input"] | None:
+        """The park channel derived from the record present (§3.1)."""
+        if self.pending_decision is not None:
+            return "decision"
+        if self.pending_input is not None:
+            return "input"
+        return None

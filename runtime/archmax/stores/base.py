@@ -1,0 +1,131 @@
+"""The ``SessionStore`` protocol every store implements, and the records it moves.
+
+Rule source: BEHAVIOUR.md §9.1 (protocol), §9.2 (layout), §9.3 (checkpoints), DESIGN.md §3.
+Stores store: what a firing means, leases and the inbox live in ``engine/`` and ``hosting/``.
+
+Conflicts: a commit against a stale version, or under a lease owner other than the one
+expected, raises :class:`archmax.errors.CommitConflictError` from every store.
+Paths given to file methods are relative to the session folder, use ``/``, and are checked by
+:func:`check_relative_path` before they become a path or key.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict
+
+from archmax.errors import InvalidFilePathError
+from archmax.session.records import Checkpoint, Lease, SessionStatus
+
+
+class StoreCapabilities(BaseModel):
+    """What a store can do beyond load/commit/get/seed (§9.1)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    list: bool = True
+    """``list()`` and ``due()`` work."""
+    delete: bool = True
+    """``delete()`` works."""
+    upload_files: bool = True
+    """``upload_files()`` exists: raw bytes can be stored."""
+
+
+class SessionHead(BaseModel):
+    """The cheap part of a session: what a store can answer without reading the checkpoint body."""
+
+    model_config = ConfigDict(frozen=True)
+
+    session_id: str
+    version: int
+    workflow: str
+    status: SessionStatus
+    lease: Lease | None = None
+    resume_at: str | None = None
+    """Present only while parked on ``input`` with a ``resume_at``."""
+    updated_at: str
+
+
+@runtime_checkable
+class SessionStore(Protocol):
+    """Where sessions live (§9.1). Every method validates the id (§4.1) before building a path or key."""
+
+    capabilities: StoreCapabilities
+
+    def load(self, session_id: str) -> Checkpoint | None:
+        """The latest committed checkpoint, or ``None``. A reader never sees a partial record."""
+
+    def head(self, session_id: str) -> SessionHead | None:
+        """The latest committed version's head (status, version, lease, resume_at), or ``None``."""
+
+    def commit(self, session_id: str, record: Checkpoint, expected_version: int, *, lease_owner: str | None = None) -> None:
+        """Atomically create version ``expected_version + 1`` (``record.version`` must equal it).
+
+        Args:
+            session_id: The session.
+            record: The whole new record.
+            expected_version: The version the writer read (0 for a new session).
+            lease_owner: When given, the stored record's lease owner must be this owner.
+
+        Raises:
+            CommitConflictError: that version exists already, or the stored lease owner differs.
+        """
+
+    def list(self) -> list[str]:
+        """Ids of all sessions that have a checkpoint, sorted (needs ``list``)."""
+
+    def due(self, now: str, workflow: str | None = None) -> list[tuple[str, str]]:
+        """``(session_id, resume_at)`` of sessions parked on ``input`` with ``resume_at <= now``,
+        ordered by ``resume_at`` then id (needs ``list``)."""
+
+    def get(self, session_id: str, path: str) -> bytes | None:
+        """A session file's bytes, or ``None``."""
+
+    def seed(self, session_id: str, files: dict[str, str], create_only: bool = False) -> None:
+        """Write text files (UTF-8). With ``create_only``, raise ``PathExistsError`` for a path that exists."""
+
+    def upload_files(self, session_id: str, files: dict[str, bytes], create_only: bool = False) -> None:
+        """Write raw bytes (only with the ``upload_files`` capability)."""
+
+    def list_files(self, session_id: str, prefix: str = "") -> list[str]:
+        """Paths under ``prefix``, relative to the session folder, sorted."""
+
+    def delete(self, session_id: str) -> bool:
+        """Remove the folder and checkpoints; return whether anything existed (needs ``delete``)."""
+
+    def get_spec(self, spec_hash: str) -> dict[str, Any] | None:
+        """A spec snapshot, or ``None``."""
+
+    def put_spec(self, spec_hash: str, doc: dict[str, Any]) -> bool:
+        """Write a snapshot create-only; return False when it already existed."""
+
+
+def head_of(record: Checkpoint) -> SessionHead:
+    """The head of a full record."""
+    return SessionHead(
+        session_id=record.session_id,
+        version=record.version,
+        workflow=record.workflow,
+        status=record.status,
+        lease=record.lease,
+        resume_at=record.resume_at if record.status == SessionStatus.AWAITING_INPUT else None,
+        updated_at=record.updated_at,
+    )
+
+
+def check_relative_path(path: object, *, session_id: str | None = None) -> str:
+    """Return a safe relative file path or raise ``InvalidFilePathError``.
+
+    A safe path is a non-empty string of ``/``-separated segments, none empty, ``.`` or ``..``,
+    with no backslash, NUL or control character, not absolute.
+    """
+    if not isinstance(path, str) or not path:
+        raise InvalidFilePathError(path, "a path must be a non-empty string", session_id=session_id)
+    if path.startswith("/") or "\\" in path:
+        raise InvalidFilePathError(path, "a path must be relative and use '/'", session_id=session_id)
+    if any(ord(c) < 32 or 0x7F <= ord(c) <= 0x9F for c in path):
+        raise InvalidFilePathError(path, "a path must not contain control characters", session_id=session_id)
+    if any(seg in ("", ".", "..") for seg in path.split("/")):
+        raise InvalidFilePathError(path, "a path segment must not be empty, '.' or '..'", session_id=session_id)
+    return path

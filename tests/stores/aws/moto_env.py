@@ -1,0 +1,163 @@
+"""The moto server every AWS test talks to, and the table and bucket built from template.yaml.
+
+Plain functions, no fixtures: ``tests/stores/aws/conftest.py`` and the conformance registry
+(``tests/stores/conformance/conftest.py``) both load this one module (by path, under one fixed
+module name, see :func:`load`) so a pytest process starts exactly one server.
+
+Rule source: DESIGN.md §6 (moto in server mode on 127.0.0.1, reset between tests) and
+CONVENTIONS.md ("tests build their tables from the template's own properties so drift fails a
+test"; "no table creation at run time" — only tests create tables, and only from the template).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[3]
+TEMPLATE = REPO / "template.yaml"
+MODULE_NAME = "archmax_tests_moto_env"
+REGION = "us-east-1"
+TABLE_NAME = "archmax-sessions-test"
+BUCKET = "archmax-sessions-test"
+# Dummy credentials passed explicitly to every client: nothing reads or mutates os.environ.
+CREDENTIALS = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing", "aws_session_token": "testing"}
+
+
+def load() -> Any:
+    """This module, loaded once per process under :data:`MODULE_NAME` whoever asks first.
+
+    Test directories are not packages, so a conftest elsewhere loads this file by path; the fixed
+    name makes every loader share one module object (and so one server).
+    """
+    if MODULE_NAME in sys.modules:
+        return sys.modules[MODULE_NAME]
+    spec = importlib.util.spec_from_file_location(MODULE_NAME, Path(__file__))
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[MODULE_NAME] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def template_resource(logical_id: str, template: Path = TEMPLATE) -> dict[str, Any]:
+    """The ``Properties`` of one resource of ``template.yaml``, intrinsics decoded (``!Ref`` -> ``{"Ref": ...}``)."""
+    from cfnlint.decode.decode import decode_str
+
+    doc, errors = decode_str(template.read_text(encoding="utf-8"))
+    if errors:
+        raise AssertionError(f"template.yaml does not decode: {errors}")
+    # Round-trip through JSON: cfn-lint's nodes subclass str/dict, boto3 wants plain ones.
+    return json.loads(json.dumps(doc["Resources"][logical_id]["Properties"]))
+
+
+def table_definition(template: Path = TEMPLATE) -> dict[str, Any]:
+    """``create_table`` keyword arguments read from ``SessionsTable`` in template.yaml.
+
+    Only KeySchema, AttributeDefinitions, GlobalSecondaryIndexes and BillingMode are copied: the
+    parts that decide whether the store's reads and writes work. Drift between template and
+    store then fails the AWS tests.
+    """
+    props = template_resource("SessionsTable", template)
+    out: dict[str, Any] = {
+        "KeySchema": props["KeySchema"],
+        "AttributeDefinitions": props["AttributeDefinitions"],
+        "BillingMode": props.get("BillingMode", "PAY_PER_REQUEST"),
+    }
+    if props.get("GlobalSecondaryIndexes"):
+        out["GlobalSecondaryIndexes"] = props["GlobalSecondaryIndexes"]
+    return out
+
+
+class MotoServer:
+    """One ``ThreadedMotoServer`` on 127.0.0.1 with an OS-chosen port."""
+
+    def __init__(self) -> None:
+        from moto.server import ThreadedMotoServer
+
+        self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+        self._server.start()
+        host, port = self._server.get_host_and_port()
+        self.endpoint_url = f"http://{host}:{port}"
+
+    def reset(self) -> None:
+        """Forget every table, item, bucket and object (moto's ``POST /moto-api/reset``)."""
+        request = urllib.request.Request(f"{self.endpoint_url}/moto-api/reset", method="POST", data=b"")
+        with urllib.request.urlopen(request, timeout=30) as answer:  # noqa: S310 - 127.0.0.1 only
+            assert answer.status == 200
+
+    def client(self, service: str) -> Any:
+        """A boto3 client for ``service`` pointed at this server with dummy credentials."""
+        import boto3
+        from botocore.config import Config
+
+        return boto3.session.Session().client(
+            service,
+            endpoint_url=self.endpoint_url,
+            region_name=REGION,
+            config=Config(retries={"max_attempts": 2, "mode": "standard"}, max_pool_connections=32),
+            **CREDENTIALS,
+        )
+
+    def stop(self) -> None:
+        self._server.stop()
+
+
+_SERVER: MotoServer | None = None
+
+
+def server() -> MotoServer:
+    """The process's moto server, started on first use."""
+    global _SERVER
+    if _SERVER is None:
+        _SERVER = MotoServer()
+    return _SERVER
+
+
+def stop_server() -> None:
+    """Stop the process's server if it runs (session teardown)."""
+    global _SERVER
+    if _SERVER is not None:
+        _SERVER.stop()
+        _SERVER = None
+
+
+@dataclass
+class AwsEnv:
+    """A freshly reset moto with the sessions table and bucket built from template.yaml."""
+
+    server: MotoServer
+    dynamodb: Any
+    s3: Any
+    table_name: str = TABLE_NAME
+    bucket: str = BUCKET
+
+    def store(self, prefix: str = "", **kwargs: Any) -> Any:
+        """An ``AwsStore`` on this table and bucket with the injected clients."""
+        from archmax.stores.aws import AwsStore
+
+        return AwsStore(self.table_name, self.bucket, prefix, dynamodb_client=self.dynamodb, s3_client=self.s3, **kwargs)
+
+
+_CLIENTS: dict[str, Any] = {}
+
+
+def fresh_env() -> AwsEnv:
+    """Reset the server, then create the table (from the template) and the bucket.
+
+    Clients are built once per process and reused: a reset forgets data, not connections.
+    """
+    srv = server()
+    srv.reset()
+    if not _CLIENTS:
+        _CLIENTS["dynamodb"] = srv.client("dynamodb")
+        _CLIENTS["s3"] = srv.client("s3")
+    ddb, s3 = _CLIENTS["dynamodb"], _CLIENTS["s3"]
+    ddb.create_table(TableName=TABLE_NAME, **table_definition())
+    s3.create_bucket(Bucket=BUCKET)
+    return AwsEnv(server=srv, dynamodb=ddb, s3=s3)

@@ -88,7 +88,7 @@ class MotoServer:
     def reset(self) -> None:
         """Forget every table, item, bucket and object (moto's ``POST /moto-api/reset``)."""
         request = urllib.request.Request(f"{self.endpoint_url}/moto-api/reset", method="POST", data=b"")
-        with urllib.request.urlopen(request, timeout=30) as answer:  # noqa: S310 - 127.0.0.1 only
+        with urllib.request.urlopen(request, timeout=30) as answer:
             assert answer.status == 200
 
     def client(self, service: str) -> Any:

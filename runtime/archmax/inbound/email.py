@@ -1,0 +1,348 @@
+"""Raw email (RFC 5322 / MIME bytes) -> :class:`~archmax.session.firing.Firing`.
+
+Rule source: DESIGN.md §4 "Email" (conversation id from the thread, ``reply_body`` without quoted
+history, the whole text kept, attachments placed as session files) and the seed, "Sessions: which
+session does this event belong to?" (an email trigger's ``session: conversation_id``) and "Files
+handed to a session" (files as variable -> {name, content}).
+
+Parsing uses the standard library (``email.parser.BytesParser`` with ``email.policy.default``).
+Real mail is often broken, so every header is read defensively: a header that defeats the parser
+falls back to its raw text, and :func:`parse_email` never raises on malformed input.
+"""
+
+from __future__ import annotations
+
+import email.policy
+import hashlib
+import mimetypes
+import re
+from collections.abc import Collection, Iterator, Mapping
+from email.message import EmailMessage, Message
+from email.parser import BytesParser
+from typing import Any
+
+from archmax.inbound.email_ids import message_ids_in, thread_root
+from archmax.inbound.email_text import html_to_text, strip_quoted, unflow
+from archmax.session.firing import FileIn, Firing
+
+TRIGGER_RECEIVED = "email_received"
+"""Default trigger of a message that replies to nothing (starts a conversation)."""
+TRIGGER_REPLY = "email_reply"
+"""Default trigger of a message whose In-Reply-To or References holds a usable id."""
+
+MAX_FILENAME_BYTES = 255
+"""BEHAVIOUR.md §9.5: an attachment name over 255 UTF-8 bytes is refused, so names are cut to fit."""
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_FOLD = re.compile(r"\r?\n(?=[ \t])")
+
+
+def parse_email(
+    raw: bytes,
+    *,
+    trigger: str | None = None,
+    known_message_ids: Mapping[str, str] | Collection[str] | None = None,
+) -> Firing:
+    """Turn one raw email into a firing for the session of its conversation.
+
+    Conversation id: the thread root, i.e. the first usable id in ``References``, else in
+    ``In-Reply-To``, else the message's own ``Message-ID`` (see
+    :func:`archmax.inbound.email_ids.thread_root`; ids the host already knows win, and a
+    newest-first References list is read reversed). Ids are normalised: brackets and folding
+    whitespace stripped, the domain lowercased, the local part kept. With two ``Message-ID``
+    headers, the **last** usable one wins: relays and forwarders prepend headers, so the one nearest
+    the body is the one the sender's client wrote, and replies quote that one. A message with no
+    usable id at all gets ``mail-<first 32 hex of sha256(raw)>``: fresh, but the same for a
+    redelivered copy, so the duplicate lands on the same session and is de-duplicated there.
+
+    Args:
+        raw: The message exactly as received (SES stores it in S3 this way); any bytes are accepted.
+        trigger: The firing's trigger id. Default: ``email_reply`` when In-Reply-To or References
+            holds a usable id, else ``email_received`` (an empty ``In-Reply-To:`` does not count).
+        known_message_ids: Optional host knowledge for threading: a mapping of normalised
+            Message-ID -> conversation id already filed, or a collection of ids that are
+            conversation ids. Joins threads the headers alone cannot (typos, In-Reply-To cycles).
+
+    Returns:
+        A :class:`Firing` with
+
+        * ``variables``: ``conversation_id`` (str), ``message_id`` (str | None), ``from`` (the
+          sender's address, str | None), ``to`` (list[str] of addresses), ``subject`` (decoded str,
+          ``""`` if absent), ``body`` (the whole text/plain, or text extracted from the HTML when
+          there is no plain part; ``\\n`` line ends), ``reply_body`` (body without quoted history),
+          ``in_reply_to`` (first usable id or None), ``references`` (list[str], header order);
+        * ``files``: ``attachment_1``, ``attachment_2``, ... -> :class:`FileIn` with a safe basename
+          (the runtime re-validates names, BEHAVIOUR.md §9.5) and the decoded bytes;
+        * ``message``: ``reply_body``, else ``body``, else None when both are blank;
+        * ``delivery_id``: the normalised Message-ID, else the sha256 hex of ``raw``;
+        * ``trigger`` as above; ``warnings``: one sentence per oddity worked around.
+
+    Raises:
+        TypeError: if ``raw`` is not bytes-like. Nothing else: malformed mail degrades instead.
+
+    Example:
+        >>> firing = parse_email(open("02-reply.eml", "rb").read())  # doctest: +SKIP
+        >>> firing.variables["conversation_id"], firing.variables["reply_body"]  # doctest: +SKIP
+        ('first.7f3a@mail.example.org', "It's ORD-1001.")
+    """
+    if not isinstance(raw, (bytes, bytearray, memoryview)):
+        raise TypeError(f"parse_email takes the raw message as bytes, not {type(raw).__name__}")
+    raw = bytes(raw)
+    warnings: list[str] = []
+    msg = BytesParser(policy=email.policy.default).parsebytes(raw)
+    digest = hashlib.sha256(raw).hexdigest()
+
+    own_ids = [i for value in _raw_values(msg, "Message-ID") for i in message_ids_in(value)]
+    message_id = own_ids[-1] if own_ids else None
+    if len(own_ids) > 1:
+        warnings.append(
+            f"{len(own_ids)} Message-ID values; the last one, <{message_id}>, was used "
+            "(the one nearest the body is the sender's; relays prepend theirs)"
+        )
+    in_reply_to = _ids_of(msg, "In-Reply-To", warnings)
+    references = _ids_of(msg, "References", warnings)
+    for name, ids in (("In-Reply-To", in_reply_to), ("References", references)):
+        if _raw_values(msg, name) and not ids:
+            warnings.append(f"{name} is present but holds no usable message id; it was ignored")
+
+    root = thread_root(message_id, in_reply_to, references, known_message_ids)
+    warnings.extend(root.warnings)
+    conversation_id = root.conversation_id
+    if conversation_id is None:
+        conversation_id = f"mail-{digest[:32]}"
+        warnings.append(
+            f"no usable Message-ID, In-Reply-To or References: started a fresh conversation {conversation_id}"
+        )
+
+    body_part = _body_part(msg)
+    body = _body_text(body_part, warnings) if body_part is not None else ""
+    reply_body = strip_quoted(body)
+    files = _attachments(msg, body_part, warnings)
+
+    variables: dict[str, Any] = {
+        "conversation_id": conversation_id,
+        "message_id": message_id,
+        "from": next(iter(_addresses(msg, "From", warnings)), None),
+        "to": _addresses(msg, "To", warnings),
+        "subject": _subject(msg, warnings),
+        "body": body,
+        "reply_body": reply_body,
+        "in_reply_to": in_reply_to[0] if in_reply_to else None,
+        "references": references,
+    }
+    if trigger is None:
+        trigger = TRIGGER_REPLY if (in_reply_to or references) else TRIGGER_RECEIVED
+    message = reply_body if reply_body.strip() else (body.strip() or None)
+    return Firing(
+        trigger=trigger,
+        variables=variables,
+        files=files,
+        message=message,
+        delivery_id=message_id or digest,
+        warnings=warnings,
+    )
+
+
+# --- headers -------------------------------------------------------------------------------------
+
+
+def _clean(text: str) -> str:
+    """Undo the parser's surrogate escapes (8-bit bytes in headers) without ever failing."""
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
+def _raw_values(msg: Message, name: str) -> list[str]:
+    """Every raw value of header ``name`` (case-insensitive), unfolded, in file order."""
+    wanted = name.lower()
+    return [_clean(_FOLD.sub("", value)).strip() for key, value in msg.raw_items() if key.lower() == wanted]
+
+
+def _ids_of(msg: Message, name: str, warnings: list[str]) -> list[str]:
+    """Usable ids across every ``name`` header, in order, without duplicates; skipped tokens warned."""
+    ids: list[str] = []
+    for value in _raw_values(msg, name):
+        skipped: list[str] = []
+        ids.extend(i for i in message_ids_in(value, skipped) if i not in ids)
+        warnings.extend(f"{name}: skipped the malformed id {token!r}" for token in skipped)
+    return ids
+
+
+def _subject(msg: Message, warnings: list[str]) -> str:
+    """The decoded Subject (RFC 2047 words decoded), or its raw text if decoding fails."""
+    raw = _raw_values(msg, "Subject")
+    if not raw:
+        return ""
+    try:
+        value = msg["Subject"]
+        return _clean(str(value)).strip() if value is not None else raw[0]
+    except Exception:  # noqa: BLE001 — the stdlib header parser has crash bugs on hostile input
+        warnings.append("the Subject header could not be decoded; its raw text was kept")
+        return raw[0]
+
+
+def _addresses(msg: Message, name: str, warnings: list[str]) -> list[str]:
+    """Addresses (``local@domain`` strings) of every ``name`` header, in order.
+
+    The stdlib parser is used when it reports no defect. Otherwise the raw text is split by hand:
+    it misreads a display name that is itself an address (``alice@example.com <bob@example.com>``
+    gives alice, where every mail client shows and answers bob).
+    """
+    found: list[str] = []
+    for value in _raw_values(msg, name):
+        try:
+            header = msg.policy.header_factory(name, value)
+            parsed = [a.addr_spec for a in header.addresses if a.addr_spec and a.addr_spec != "<>"]
+            trusted = not header.defects and parsed
+        except Exception:  # noqa: BLE001 — fall back to the raw header text
+            parsed, trusted = [], False
+        if not trusted:
+            parsed = _addresses_by_hand(value)
+            warnings.append(f"the {name} header is malformed; addresses were read from its raw text")
+        found.extend(a for a in parsed if a not in found)
+    return found
+
+
+def _addresses_by_hand(value: str) -> list[str]:
+    """Addresses of a raw address-list: per top-level comma entry, the last ``<...@...>``, else a bare word with ``@``."""
+    entries, current, depth, quoted = [], [], 0, False
+    for ch in value:
+        if ch == '"':
+            quoted = not quoted
+        elif not quoted and ch in "<(":
+            depth += 1
+        elif not quoted and ch in ">)":
+            depth = max(0, depth - 1)
+        if ch == "," and not quoted and depth == 0:
+            entries.append("".join(current))
+            current = []
+        else:
+            current.append(ch)
+    entries.append("".join(current))
+    found = []
+    for entry in entries:
+        angle = re.findall(r"<\s*([^<>\s]+@[^<>\s]+)\s*>", entry)
+        if angle:
+            found.append(angle[-1])
+            continue
+        bare = re.sub(r'"[^"]*"|\([^()]*\)', " ", entry)
+        words = [w.strip(";:<>") for w in bare.split() if "@" in w]
+        if words:
+            found.append(words[-1])
+    return [a for a in found if not _CONTROL.search(a)]
+
+
+# --- body ----------------------------------------------------------------------------------------
+
+
+def _body_part(msg: EmailMessage) -> Message | None:
+    """The text/plain body part, else the text/html one, else None."""
+    for preference in (("plain",), ("html",)):
+        try:
+            part = msg.get_body(preferencelist=preference)
+        except Exception:  # noqa: BLE001 — a broken MIME tree has no usable body
+            part = None
+        if part is not None:
+            return part
+    return None
+
+
+def _body_text(part: Message, warnings: list[str]) -> str:
+    """Decoded text of the body part, ``\\n`` line ends; HTML reduced to text; flowed text unwrapped."""
+    try:
+        text = part.get_content()
+    except Exception:  # noqa: BLE001 — unknown transfer encoding or charset: decode leniently
+        warnings.append("the body could not be decoded with its declared charset; read as UTF-8")
+        payload = part.get_payload(decode=True)
+        text = payload.decode("utf-8", "replace") if isinstance(payload, bytes) else str(payload or "")
+    if not isinstance(text, str):
+        text = text.decode("utf-8", "replace") if isinstance(text, bytes) else str(text)
+    text = _clean(text).replace("\r\n", "\n").replace("\r", "\n")
+    if part.get_content_subtype() == "html":
+        return html_to_text(text)
+    if str(part.get_param("format", "")).lower() == "flowed":
+        text = unflow(text, delsp=str(part.get_param("delsp", "")).lower() == "yes")
+    return text
+
+
+# --- attachments ---------------------------------------------------------------------------------
+
+
+def _leaves(part: Message) -> Iterator[Message]:
+    """Leaf parts in order; an attached message (message/rfc822) is one leaf, not walked into."""
+    if part.is_multipart() and not (
+        part.get_content_maintype() == "message" and part.get_content_disposition() == "attachment"
+    ):
+        payload = part.get_payload()
+        for child in payload if isinstance(payload, list) else []:
+            yield from _leaves(child)
+    else:
+        yield part
+
+
+def _is_attachment(part: Message) -> bool:
+    """Content-Disposition attachment, or an inline non-text part that carries a filename."""
+    disposition = part.get_content_disposition()
+    if disposition == "attachment":
+        return True
+    return part.get_content_maintype() not in ("text", "multipart") and bool(_filename(part))
+
+
+def _filename(part: Message) -> str | None:
+    try:
+        name = part.get_filename()
+    except Exception:  # noqa: BLE001 — a broken RFC 2231 parameter is just a missing name
+        return None
+    return _clean(str(name)) if name else None
+
+
+def _attachments(msg: EmailMessage, body_part: Message | None, warnings: list[str]) -> dict[str, FileIn]:
+    """Attachments as ``attachment_<n>`` -> FileIn, numbered from 1 in message order."""
+    files: dict[str, FileIn] = {}
+    for part in _leaves(msg):
+        if part is body_part or not _is_attachment(part):
+            continue
+        try:
+            if part.get_content_maintype() == "message":
+                inner = part.get_payload()
+                content = inner[0].as_bytes() if isinstance(inner, list) and inner else b""
+            else:
+                content = part.get_payload(decode=True) or b""
+        except Exception:  # noqa: BLE001 — keep the raw payload rather than drop the file
+            content = _clean(str(part.get_payload())).encode("utf-8")
+            warnings.append("an attachment could not be decoded; its raw payload was kept")
+        n = len(files) + 1
+        name = safe_filename(_filename(part), fallback=f"attachment-{n}", content_type=part.get_content_type())
+        files[f"attachment_{n}"] = FileIn(name=name, content=content)
+    return files
+
+
+def safe_filename(name: str | None, *, fallback: str, content_type: str | None = None) -> str:
+    """Reduce an untrusted attachment name to a safe single file name.
+
+    The name is cut to its last path component (``/`` and ``\\`` both separate), control characters
+    are dropped, surrounding whitespace removed, and the result cut to 255 UTF-8 bytes keeping the
+    extension. An empty result, ``.`` or ``..`` becomes ``fallback`` plus an extension guessed from
+    ``content_type``. The result always passes :func:`archmax.stores.base.check_relative_path` as a
+    single segment (BEHAVIOUR.md §9.5), which the runtime checks again when it places the file.
+
+    Args:
+        name: The filename as sent (already RFC 2047/2231-decoded), or None.
+        fallback: The stem to use when nothing of ``name`` survives (``attachment-1``).
+        content_type: The part's MIME type, for the fallback's extension.
+
+    Returns:
+        A non-empty name with no ``/``, ``\\`` or control character.
+    """
+    base = re.split(r"[/\\]", name or "")[-1]
+    base = _CONTROL.sub("", base).strip()
+    if base in ("", ".", ".."):
+        extension = mimetypes.guess_extension(content_type or "") or ""
+        base = fallback + extension
+    if len(base.encode("utf-8")) > MAX_FILENAME_BYTES:
+        stem, dot, extension = base.rpartition(".")
+        if not dot or not stem or len(extension.encode("utf-8")) > 16:
+            stem, extension = base, ""
+        budget = MAX_FILENAME_BYTES - len(extension.encode("utf-8")) - (1 if extension else 0)
+        stem = stem.encode("utf-8")[:budget].decode("utf-8", "ignore")
+        base = f"{stem}.{extension}" if extension else stem
+    return base

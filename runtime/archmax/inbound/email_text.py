@@ -127,7 +127,7 @@ def unflow(text: str, *, delsp: bool = False) -> str:
         if line.startswith(" "):  # space-stuffing (RFC 3676 §4.4)
             line = line[1:]
         if pending is not None and depth != pending_depth:
-            out.append(">" * pending_depth + (" " if pending_depth else "") + pending)
+            out.append(_requote(pending_depth, pending))
             pending = None
         content = line if pending is None else pending + line
         if line.endswith(" ") and line != "-- ":
@@ -135,10 +135,15 @@ def unflow(text: str, *, delsp: bool = False) -> str:
             pending_depth = depth
             continue
         pending = None
-        out.append(">" * depth + (" " if depth else "") + content)
+        out.append(_requote(depth, content))
     if pending is not None:
-        out.append(">" * pending_depth + (" " if pending_depth else "") + pending)
+        out.append(_requote(pending_depth, pending))
     return "\n".join(out)
+
+
+def _requote(depth: int, content: str) -> str:
+    """A line at quote ``depth`` in the usual ``> text`` form (no trailing space on an empty line)."""
+    return (">" * depth + " " + content).rstrip(" ") if depth and content else ">" * depth + content
 
 
 # Verbs that end an attribution line ("On <date>, <name> wrote:"), in the languages mail clients

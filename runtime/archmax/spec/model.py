@@ -1,0 +1,277 @@
+"""The loaded workflow: frozen value objects the engine reads.
+
+Rule source: BEHAVIOUR.md §2 (root, states, triggers, budgets, governance, hooks) and §9.4
+(``spec``/``spec_hash``). Build them with :func:`archmax.spec.load_workflow` or
+:func:`archmax.spec.workflow_from_dict`, which validate first; constructing them by hand skips
+validation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from archmax.errors import Diagnostic
+from archmax.spec.governance import NOTE_TOOL, SUBWORKFLOW_PREFIX, offered_tool_names
+
+
+class _Value(BaseModel):
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+
+class ReturnSpec(_Value):
+    """One ``requires``/``returns`` entry of a trigger signature (§2.2)."""
+
+    name: str
+    """The variable's name (``^[a-z][a-z0-9_]*$``)."""
+    type: str | None = None
+    """One of :data:`archmax.spec.value_types.VALUE_TYPES`, or ``None`` (untyped: any value, null included)."""
+    description: str | None = None
+    """What the variable holds, for whoever supplies or reads it."""
+
+
+class TriggerDecl(_Value):
+    """A trigger's declaration under ``states.<s>.triggers.<id>`` (§2.2). ``null`` gives all defaults."""
+
+    session: str | None = None
+    """Raw session-path text (``"triggers.-1.conversationId"``), already checked by the §4.3 parser."""
+    message: str | Literal[False] | None = None
+    """Host-read path to the firing's words, ``False`` for none, ``None`` when absent."""
+    connection: str | None = None
+    """Host-read connection slug."""
+    description: str | None = None
+    """Shown to callers, never to the session's own model."""
+    requires: list[ReturnSpec] = Field(default_factory=list)
+    """Variables a firing must supply for a turn to open (checked at turn opening, §8)."""
+    returns: list[ReturnSpec] = Field(default_factory=list)
+    """Variables the session guarantees when a turn completes (§5.8)."""
+    extra: dict[str, Any] = Field(default_factory=dict)
+    """Unknown declaration keys, kept as written (each produced a load warning)."""
+
+
+class TriggerRef(_Value):
+    """A declared trigger and the state it enters."""
+
+    state: str
+    """The entry state's slug."""
+    decl: TriggerDecl
+    """The declaration."""
+
+
+class Transition(_Value):
+    """One outgoing edge ``{to, description, type?}`` (§2.1)."""
+
+    to: str
+    """The target state's slug."""
+    description: str
+    """When the edge applies (non-blank)."""
+    type: Literal["approve", "reject", "refine", "none"] | None = None
+    """Shown to the person at a human state."""
+
+
+class Budget(_Value):
+    """``budget: {maxTurns, maxParks, timeoutMs}`` (§2.3, §5.4); ``None`` means unbounded."""
+
+    max_turns: int | None = None
+    """Model calls per state visit."""
+    max_parks: int | None = None
+    """Successful ``archmax_wait`` parks per state per turn."""
+    timeout_ms: int | None = None
+    """Milliseconds each model call may take."""
+
+
+class ToolRule(_Value):
+    """One ``tools`` list entry: a bare name, or ``{tool, args?, paths?, connection?, source?}``."""
+
+    tool: str
+    """The tool's name; ``"*"`` (forbid lists only) means every tool."""
+    args: dict[str, list[str]] | None = None
+    """Per-argument glob guards (argument name → globs; may hold ``${{var}}`` references)."""
+    paths: list[str] | None = None
+    """Shorthand for a ``file_path`` guard."""
+    connection: str | None = None
+    """Host-read connection slug."""
+    source: str | None = None
+    """Free-form label, preserved and never read."""
+
+    @property
+    def guarded(self) -> bool:
+        """True when the entry narrows by arguments (then it governs calls, not the tool's presence)."""
+        return self.args is not None or self.paths is not None
+
+
+class State(_Value):
+    """One state of the machine (§2.1)."""
+
+    slug: str
+    """The state's key (``^[a-z0-9]+(-[a-z0-9]+)*$``)."""
+    type: Literal["agent", "human"] = "agent"
+    """``agent`` (default) or ``human``."""
+    title: str | None = None
+    instructions: str | None = None
+    summary: str | None = None
+    evidence: list[str] = Field(default_factory=list)
+    """Baseline paths every decision record of a human state shows."""
+    approvers: list[str] = Field(default_factory=list)
+    """Informational (shown by the CLI; ``decide`` does not check it)."""
+    triggers: dict[str, TriggerDecl] = Field(default_factory=dict)
+    """Triggers entering this state, document order."""
+    before: list[dict[str, Any]] = Field(default_factory=list)
+    """``before`` hooks as written, one mapping per hook (a single hook becomes a one-item list)."""
+    after: list[dict[str, Any]] = Field(default_factory=list)
+    """``after`` hooks as written, one mapping per hook."""
+    budget: Budget = Field(default_factory=Budget)
+    model: str | None = None
+    """Model id for this state's calls."""
+    on_error: str | None = None
+    """Where turn failures route (a declared state)."""
+    allow_rules: list[ToolRule] = Field(default_factory=list)
+    """``tools.allow`` entries as parsed."""
+    forbid_rules: list[ToolRule] = Field(default_factory=list)
+    """``tools.forbid`` entries as parsed."""
+    requires: list[str] = Field(default_factory=list)
+    """Variables that must be set before ``archmax_advance`` may leave (§5.1)."""
+    transitions: list[Transition] = Field(default_factory=list)
+
+    @property
+    def is_terminal(self) -> bool:
+        """A state with no outgoing transitions (§1)."""
+        return not self.transitions
+
+    @property
+    def tools_allow(self) -> list[str]:
+        """Tool names this state's ``tools.allow`` grants (guarded entries included)."""
+        return [rule.tool for rule in self.allow_rules]
+
+    @property
+    def tools_forbid(self) -> list[str]:
+        """Tool names this state's ``tools.forbid`` removes outright (bare denials; ``*`` = all)."""
+        return [rule.tool for rule in self.forbid_rules if not rule.guarded]
+
+
+class Workflow(_Value):
+    """A validated workflow (§2), with its stripped spec and hash (§9.4)."""
+
+    slug: str
+    """The ``workflows/<slug>/`` folder name."""
+    root: Path | None = None
+    """The workflow folder (hooks resolve under ``root/hooks``); ``None`` for an in-memory spec."""
+    title: str | None = None
+    instructions: str | None = None
+    disabled: bool = False
+    """``True`` refuses new turns; resumes still work (§2.1)."""
+    states: dict[str, State]
+    """Every state, in document order."""
+    allow_always: list[ToolRule] = Field(default_factory=list)
+    """Root ``tools.allow_always``."""
+    forbid_always: list[ToolRule] = Field(default_factory=list)
+    """Root ``tools.forbid_always`` merged with ``policy.forbid_tools`` (§2.3)."""
+    spec: dict[str, Any]
+    """The loaded document with ``metadata`` stripped (§9.4); JSON-able."""
+    spec_hash: str
+    """First 32 hex characters of the sha256 of ``spec`` as canonical JSON (§9.4)."""
+    warnings: list[Diagnostic] = Field(default_factory=list)
+    """Load warnings (never raised)."""
+
+    # ------------------------------------------------------------------ triggers
+
+    def triggers(self) -> dict[str, TriggerRef]:
+        """Every declared trigger id → :class:`TriggerRef`, in document order (§2.2)."""
+        return {
+            trigger: TriggerRef(state=state.slug, decl=decl)
+            for state in self.states.values()
+            for trigger, decl in state.triggers.items()
+        }
+
+    def declared_triggers(self) -> list[str]:
+        """Declared trigger ids in document order (an undeclared ``manual`` is not listed)."""
+        return list(self.triggers())
+
+    def entry_state_for(self, trigger: str) -> str | None:
+        """The state a turn under ``trigger`` opens in (§2.2).
+
+        Returns:
+            The declaring state's slug. For an undeclared ``manual``: the first state, in document
+            order, declaring any trigger. ``None`` for any other undeclared id.
+        """
+        ref = self.triggers().get(trigger)
+        if ref is not None:
+            return ref.state
+        if trigger == "manual":
+            return next((s.slug for s in self.states.values() if s.triggers), None)
+        return None
+
+    def is_declared(self, trigger: str) -> bool:
+        """Whether a turn may open under ``trigger``; ``manual`` always has an entry (§2.2)."""
+        return self.entry_state_for(trigger) is not None
+
+    def trigger_decl(self, trigger: str) -> TriggerDecl | None:
+        """The declaration of ``trigger``; an undeclared ``manual`` gets an empty one, others ``None``."""
+        ref = self.triggers().get(trigger)
+        if ref is not None:
+            return ref.decl
+        return TriggerDecl() if trigger == "manual" and self.is_declared("manual") else None
+
+    # ------------------------------------------------------------------ governance
+
+    def offered_tools(self, state: str, host_tools: Iterable[str]) -> list[str]:
+        """The tool names the model is offered in ``state`` (§2.3).
+
+        Args:
+            state: A declared state slug.
+            host_tools: The host's tool names, in registration order.
+
+        Returns:
+            Control tools (``archmax_advance`` only in a non-terminal state), then the host tools
+            granted by root ``allow_always`` or the state's ``allow``, minus every name removed by
+            root ``forbid_always``/``policy.forbid_tools`` or the state's ``forbid`` (``*`` removes
+            all). Host tools are closed by default: an ungranted host tool is not offered.
+
+        Raises:
+            KeyError: ``state`` is not declared.
+        """
+        node = self.states[state]
+        removed = [r.tool for r in self.forbid_always if not r.guarded] + node.tools_forbid
+        granted = [r.tool for r in self.allow_always] + node.tools_allow
+        return offered_tool_names(terminal=node.is_terminal, granted=granted, removed=removed, host_tools=host_tools)
+
+    def tool_allowed(self, state: str, name: str, host_tools: Iterable[str]) -> bool:
+        """Whether a call to ``name`` in ``state`` may run; ``False`` means a ``blocked`` result (§2.3).
+
+        ``archmax_note`` is never allowed. Argument guards are not evaluated here.
+
+        Raises:
+            KeyError: ``state`` is not declared.
+        """
+        if name == NOTE_TOOL:
+            return False
+        return name in self.offered_tools(state, host_tools)
+
+    def removed_everywhere(self) -> set[str]:
+        """Names the root lists remove outright; they bind hooks too (§2.4)."""
+        return {r.tool for r in self.forbid_always if not r.guarded}
+
+    # ------------------------------------------------------------------ features
+
+    def uses_hooks(self) -> bool:
+        """Whether any state declares a ``before`` or ``after`` hook (§2.4)."""
+        return any(s.before or s.after for s in self.states.values())
+
+    def uses_subworkflows(self) -> bool:
+        """Whether any allow list grants an ``archmax_workflow_<slug>`` tool (§5.10)."""
+        rules = list(self.allow_always) + [r for s in self.states.values() for r in s.allow_rules]
+        return any(r.tool.startswith(SUBWORKFLOW_PREFIX) for r in rules)
+
+    def subworkflows_for(self, state: str) -> list[str]:
+        """Slugs of the sub-workflows ``state`` may call (granted ``archmax_workflow_<slug>`` tools)."""
+        node = self.states[state]
+        names = [r.tool for r in list(self.allow_always) + node.allow_rules]
+        seen: list[str] = []
+        for name in names:
+            slug = name[len(SUBWORKFLOW_PREFIX) :]
+            if name.startswith(SUBWORKFLOW_PREFIX) and slug and slug not in seen:
+                seen.append(slug)
+        return seen

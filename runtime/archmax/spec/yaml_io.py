@@ -1,0 +1,91 @@
+"""Reading ``workflow.yaml``: a safe YAML loader whose timestamps stay strings.
+
+Rule source: BEHAVIOUR.md §9.4 ("YAML timestamps load as strings") and §2.5 (an unreadable
+document is a load error like any other).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from archmax.errors import Diagnostic
+
+_TIMESTAMP = "tag:yaml.org,2002:timestamp"
+_MERGE = "tag:yaml.org,2002:merge"
+
+
+class SpecLoader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` minus the timestamp resolver, refusing duplicate mapping keys.
+
+    ``2025-03-01`` loads as the string ``"2025-03-01"``, so the spec hash never depends on how a
+    date happens to be re-serialised. A duplicate key is an error instead of PyYAML's silent
+    last-one-wins: a trigger id written twice on one state would otherwise vanish unnoticed.
+    """
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[tuple[str, Any]] = set()
+        for key_node, _ in node.value:
+            if key_node.tag == _MERGE or not isinstance(key_node, yaml.ScalarNode):
+                continue
+            key = self.construct_object(key_node, deep=True)
+            marker = (type(key).__name__, key)  # 1, 1.0 and true hash alike in Python
+            if marker in seen:
+                raise yaml.constructor.ConstructorError(
+                    "while constructing a mapping", node.start_mark, f"found duplicate key {key!r}", key_node.start_mark
+                )
+            seen.add(marker)
+        return super().construct_mapping(node, deep=deep)
+
+
+SpecLoader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != _TIMESTAMP]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+# An explicit ``!!timestamp`` tag keeps its text too.
+SpecLoader.add_constructor(_TIMESTAMP, lambda loader, node: loader.construct_scalar(node))
+
+
+def parse_yaml(text: str, source: str = "workflow.yaml") -> tuple[Any, list[Diagnostic]]:
+    """Parse one YAML document with :class:`SpecLoader`.
+
+    Args:
+        text: The document's text.
+        source: A name for messages (the file path).
+
+    Returns:
+        ``(document, [])`` on success; ``(None, [Diagnostic("", <message>)])`` when the text is
+        not valid YAML (the message names the line and column).
+    """
+    try:
+        return yaml.load(text, Loader=SpecLoader), []  # noqa: S506 - SpecLoader is a SafeLoader
+    except yaml.YAMLError as exc:
+        return None, [Diagnostic("", f"{source} is not valid YAML: {_yaml_problem(exc)}")]
+
+
+def read_yaml_file(file: Path) -> tuple[Any, list[Diagnostic]]:
+    """Read and parse a workflow file.
+
+    Args:
+        file: Path of ``workflow.yaml``.
+
+    Returns:
+        ``(document, diagnostics)``: a missing or unreadable file, or bad YAML, gives
+        ``(None, [one error diagnostic])``.
+    """
+    try:
+        text = file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        return None, [Diagnostic("", f"cannot read {file}: {reason}")]
+    return parse_yaml(text, str(file))
+
+
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc)
+    if mark is not None:
+        return f"{problem} (line {mark.line + 1}, column {mark.column + 1})"
+    return problem

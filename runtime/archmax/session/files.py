@@ -26,7 +26,7 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 def check_attachment_name(name: Any, *, session_id: str | None = None) -> str:
-    """Return an attachment file name unchanged, or raise (§9.5).
+    r"""Return an attachment file name unchanged, or raise (§9.5).
 
     Args:
         name: The file's own name (untrusted: a host's ``FileIn.name``, an email attachment's
@@ -38,7 +38,7 @@ def check_attachment_name(name: Any, *, session_id: str | None = None) -> str:
 
     Raises:
         InvalidFilePathError: the name is not a string, is empty, ``.`` or ``..``, contains
-            ``/``, ``\\`` or a control character, or exceeds 255 UTF-8 bytes.
+            ``/``, ``\`` or a control character, or exceeds 255 UTF-8 bytes.
     """
     if not isinstance(name, str):
         raise InvalidFilePathError(name, "a file name must be a string", session_id=session_id)
@@ -47,14 +47,20 @@ def check_attachment_name(name: Any, *, session_id: str | None = None) -> str:
     if "/" in name or "\\" in name:
         raise InvalidFilePathError(name, "a file name must not contain '/' or '\\'", session_id=session_id)
     if _CONTROL.search(name):
-        raise InvalidFilePathError(name, "a file name must not contain control characters", session_id=session_id)
+        raise InvalidFilePathError(
+            name, "a file name must not contain control characters", session_id=session_id
+        )
     try:
         size = len(name.encode("utf-8"))
     except UnicodeEncodeError:
-        raise InvalidFilePathError(name, "a file name must be valid Unicode text", session_id=session_id) from None
+        raise InvalidFilePathError(
+            name, "a file name must be valid Unicode text", session_id=session_id
+        ) from None
     if size > MAX_NAME_BYTES:
         raise InvalidFilePathError(
-            name, f"a file name must be at most {MAX_NAME_BYTES} UTF-8 bytes (this one has {size})", session_id=session_id
+            name,
+            f"a file name must be at most {MAX_NAME_BYTES} UTF-8 bytes (this one has {size})",
+            session_id=session_id,
         )
     return name
 
@@ -156,19 +162,18 @@ def check_seed_path(path: Any, *, session_id: str | None = None) -> str:
     if segments[0] != SCRATCHPAD_DIR:
         raise InvalidFilePathError(
             path,
-            "seeded files go at the session's root or under 'scratchpad/'; "
-            f"'{segments[0]}/' is not writable",
+            f"seeded files go at the session's root or under 'scratchpad/'; '{segments[0]}/' is not writable",
             session_id=session_id,
         )
     return path
 
 
 def encode_seed_value(value: Any) -> str | bytes:
-    """What ``sessions.seed`` writes for one value (§3.10).
+    r"""What ``sessions.seed`` writes for one value (§3.10).
 
     Returns:
         A ``str`` verbatim; ``bytes`` (or bytearray) raw; anything else as
-        ``json.dumps(value, indent=2) + "\\n"``.
+        ``json.dumps(value, indent=2) + "\n"``.
 
     Raises:
         TypeError: the value is not JSON-serialisable.

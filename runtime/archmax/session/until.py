@@ -9,11 +9,13 @@ tomorrow, so the park records an absolute instant.
 from __future__ import annotations
 
 import re
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 
 from archmax.clock import format_instant
 
-UNTIL_HINT = "Expected a duration such as 30m, 2h or 1d (units ms, s, m, h, d) or an ISO-8601 date or date-time."
+UNTIL_HINT = (
+    "Expected a duration such as 30m, 2h or 1d (units ms, s, m, h, d) or an ISO-8601 date or date-time."
+)
 
 _DURATION = re.compile(r"([0-9]+)(ms|s|m|h|d)")
 _UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
@@ -23,7 +25,7 @@ _INSTANT = re.compile(
     r"(?P<tz>Z|[+-][0-9]{2}:[0-9]{2}|[+-][0-9]{4})?)?"
 )
 # The latest instant a resume_at may name; anything after it is malformed (§5.3).
-_LATEST = datetime(9999, 12, 31, 23, 59, 59, 999000, tzinfo=timezone.utc)
+_LATEST = datetime(9999, 12, 31, 23, 59, 59, 999000, tzinfo=UTC)
 
 
 class UntilError(ValueError):
@@ -85,9 +87,9 @@ def _after(text: str, now: datetime, amount: int, unit: str) -> datetime:
     if amount == 0:
         raise UntilError(f"'until' value '{text}' must be a positive duration.")
     if now.tzinfo is None:
-        now = now.replace(tzinfo=timezone.utc)
+        now = now.replace(tzinfo=UTC)
     try:
-        moment = now.astimezone(timezone.utc) + timedelta(milliseconds=amount * _UNIT_MS[unit])
+        moment = now.astimezone(UTC) + timedelta(milliseconds=amount * _UNIT_MS[unit])
     except OverflowError:
         raise _neither(text) from None
     return _bounded(text, moment)
@@ -108,7 +110,7 @@ def _instant(text: str, match: re.Match[str]) -> datetime:
             int(fraction) * 1000,
             tzinfo=offset,
         )
-        moment = local.astimezone(timezone.utc)
+        moment = local.astimezone(UTC)
     except (ValueError, OverflowError):  # impossible date or time, offset out of range, year 0 / 10000
         raise _neither(text) from None
     return _bounded(text, moment)
@@ -116,7 +118,7 @@ def _instant(text: str, match: re.Match[str]) -> datetime:
 
 def _offset(tz: str | None) -> timezone:
     if tz is None or tz == "Z":
-        return timezone.utc
+        return UTC
     digits = tz[1:].replace(":", "")
     hours, minutes = int(digits[:2]), int(digits[2:])
     if minutes > 59:
@@ -135,4 +137,4 @@ def _bounded(text: str, moment: datetime) -> datetime:
 def _format(moment: datetime) -> str:
     text = format_instant(moment)
     # strftime writes years before 1000 unpadded on glibc ('999-...'); pad so string order holds.
-    return text if moment.year >= 1000 else f"{moment.year:04d}{text[text.index('-'):]}"
+    return text if moment.year >= 1000 else f"{moment.year:04d}{text[text.index('-') :]}"

@@ -210,14 +210,18 @@ def _lookup(reference: str, values: Mapping[str, Any]) -> Any:
     try:
         path = parse_session_path(inner, "a tool argument")
     except InvalidSessionPathError as exc:
-        raise UnresolvedReferenceError(reference, f"'{inner.strip()}' is not a usable path: {exc.reason}") from None
+        raise UnresolvedReferenceError(
+            reference, f"'{inner.strip()}' is not a usable path: {exc.reason}"
+        ) from None
     name = path.segments[0]
     if name not in values:
         known = ", ".join(sorted(values)) or "(none set yet)"
         raise UnresolvedReferenceError(reference, f"variable '{name}' is not set. Set: {known}")
     value = resolve_path(path, values)
     if value is UNRESOLVED:
-        raise UnresolvedReferenceError(reference, f"path '{path.text}' does not resolve against variable '{name}'")
+        raise UnresolvedReferenceError(
+            reference, f"path '{path.text}' does not resolve against variable '{name}'"
+        )
     return value
 
 

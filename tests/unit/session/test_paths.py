@@ -221,7 +221,22 @@ def test_values_that_become_ids(value: object, expected: str) -> None:
 
 @pytest.mark.parametrize(
     "value",
-    ["", "   ", "\n", True, False, None, {}, {"id": "x"}, [], ["x"], math.nan, math.inf, -math.inf, UNRESOLVED],
+    [
+        "",
+        "   ",
+        "\n",
+        True,
+        False,
+        None,
+        {},
+        {"id": "x"},
+        [],
+        ["x"],
+        math.nan,
+        math.inf,
+        -math.inf,
+        UNRESOLVED,
+    ],
 )
 def test_values_that_leave_the_path_unresolved(value: object) -> None:
     assert session_id_from_value(value) is None

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
@@ -10,7 +10,7 @@ from archmax.clock import FakeClock
 from archmax.errors import ArchmaxError
 from archmax.session.until import UNTIL_HINT, UntilError, parse_until
 
-NOW = datetime(2025, 1, 1, 12, 0, 0, tzinfo=timezone.utc)
+NOW = datetime(2025, 1, 1, 12, 0, 0, tzinfo=UTC)
 
 
 def neither(value: str) -> str:
@@ -82,7 +82,24 @@ def test_zero_amount_is_not_a_positive_duration(value: str) -> None:
 
 @pytest.mark.parametrize(
     "value",
-    ["30M", "2H", "1D", "30 m", "1.5h", "-1h", "+1h", "30", "m", "1w", "1y", "30min", "1h30m", "PT1H", "1e3s", "١d"],
+    [
+        "30M",
+        "2H",
+        "1D",
+        "30 m",
+        "1.5h",
+        "-1h",
+        "+1h",
+        "30",
+        "m",
+        "1w",
+        "1y",
+        "30min",
+        "1h30m",
+        "PT1H",
+        "1e3s",
+        "١d",
+    ],
 )
 def test_malformed_durations_are_neither(value: str) -> None:
     with pytest.raises(UntilError) as info:
@@ -99,7 +116,7 @@ def test_duration_landing_after_the_last_instant_is_malformed() -> None:
 
 
 def test_duration_landing_on_the_last_instant_is_accepted() -> None:
-    now = datetime(9999, 12, 31, 23, 59, 59, 998000, tzinfo=timezone.utc)
+    now = datetime(9999, 12, 31, 23, 59, 59, 998000, tzinfo=UTC)
     assert parse_until("1ms", now) == "9999-12-31T23:59:59.999Z"
     with pytest.raises(UntilError):
         parse_until("2ms", now)

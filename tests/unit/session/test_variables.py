@@ -178,7 +178,9 @@ def test_trigger_variable_is_a_locked_string_replaced_at_each_firing() -> None:
 # --------------------------------------------------------------------------- ${{...}} substitution
 
 SESSION = {
-    "order": Variable(value={"id": "ORD-1001", "lines": [{"sku": "A"}, {"sku": "B"}], "total": 12.5}, locked=True),
+    "order": Variable(
+        value={"id": "ORD-1001", "lines": [{"sku": "A"}, {"sku": "B"}], "total": 12.5}, locked=True
+    ),
     "customer": Variable(value="Ada", locked=False),
     "count": Variable(value=3, locked=False),
     "nothing": Variable(value=None, locked=False),
@@ -195,9 +197,7 @@ def test_whole_string_reference_keeps_the_value_type() -> None:
 
 def test_embedded_references_become_text() -> None:
     args = {"subject": "Order ${{order.id}} for ${{customer}}: ${{count}} items, ${{order.lines.0}}"}
-    assert substitute_references(args, SESSION) == {
-        "subject": 'Order ORD-1001 for Ada: 3 items, {"sku":"A"}'
-    }
+    assert substitute_references(args, SESSION) == {"subject": 'Order ORD-1001 for Ada: 3 items, {"sku":"A"}'}
 
 
 def test_whitespace_inside_the_braces_is_allowed() -> None:

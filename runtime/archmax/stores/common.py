@@ -95,7 +95,7 @@ def check_prefix(prefix: object, session_id: str) -> str:
         return ""
     if not isinstance(prefix, str):
         raise InvalidFilePathError(prefix, "a prefix must be a string", session_id=session_id)
-    return check_relative_path(prefix[:-1] if prefix.endswith("/") else prefix, session_id=session_id)
+    return check_file_path(prefix[:-1] if prefix.endswith("/") else prefix, session_id)
 
 
 def is_under(path: str, folder: str) -> bool:

@@ -65,7 +65,11 @@ def check_host_variables(
 
     Raises:
         InvalidVariableNameError: a name fails ``^[a-z][a-z0-9_]*$``, or appears in both mappings.
+        TypeError: ``variables`` or ``files`` is neither a mapping nor ``None`` (a host bug).
     """
+    for label, group in (("variables", variables), ("files", files)):
+        if group is not None and not isinstance(group, Mapping):
+            raise TypeError(f"{label} must be a mapping of name to value, not {type(group).__name__}")
     for group in (variables or {}, files or {}):
         for name in group:
             if not is_variable_name(name):

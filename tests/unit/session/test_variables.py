@@ -56,6 +56,12 @@ def test_bad_file_variable_name_is_refused() -> None:
     assert info.value.name == "Invoice"
 
 
+@pytest.mark.parametrize(("variables", "files"), [(["a"], None), ("a", None), (None, [("a", 1)])])
+def test_host_variables_that_are_not_a_mapping_are_refused(variables: object, files: object) -> None:
+    with pytest.raises(TypeError):
+        check_host_variables(variables, files, source="passed to send", session_id="s")  # type: ignore[arg-type]
+
+
 def test_name_supplied_as_variable_and_file_is_refused() -> None:
     with pytest.raises(InvalidVariableNameError) as info:
         check_host_variables({"invoice": "x"}, {"invoice": object()}, source="passed to send", session_id="s")

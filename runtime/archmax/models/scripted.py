@@ -41,18 +41,12 @@ class ScriptEntry(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     say: str | None = None
-    """A text answer (may be combined with ``call`` into one message)."""
+    """A text answer (may be combined with ``call`` into one message). An empty string is an empty
+    answer, which a cassette records when a provider gave one."""
     call: dict[str, Any] | list[Any] | None = None
     """``{tool: {args}, ...}`` or ``[{tool: {args}}, ...]`` as written."""
     expect_state: str | None = None
     """The state slug the session must be in when this entry is consumed."""
-
-    @field_validator("say")
-    @classmethod
-    def _say_is_text(cls, value: str | None) -> str | None:
-        if value is not None and not value.strip():
-            raise ValueError("'say' must be non-empty text")
-        return value
 
     @field_validator("expect_state")
     @classmethod

@@ -1,0 +1,82 @@
+"""model_from_config: choosing a model is configuration (DESIGN.md §5)."""
+
+from __future__ import annotations
+
+import pytest
+
+from archmax.errors import ModelConfigurationError, ModelScriptError
+from archmax.models import BedrockModel, OpenAIModel, ScriptedModel, model_from_config
+
+
+def test_scripted_spec_loads_the_file(tmp_path, request_in):
+    script = tmp_path / "responses.yaml"
+    script.write_text("- say: hello from the script\n", encoding="utf-8")
+
+    model = model_from_config(f"scripted:{script}", env={})
+
+    assert isinstance(model, ScriptedModel)
+    assert model.complete(request_in()).text == "hello from the script"
+
+
+def test_relative_scripted_path_is_read_from_the_base_dir(tmp_path):
+    (tmp_path / "r.yaml").write_text("- say: hi\n", encoding="utf-8")
+
+    assert model_from_config("scripted:r.yaml", env={}, base_dir=tmp_path).remaining == 1
+
+
+def test_none_reads_archmax_model_from_the_environment(tmp_path):
+    (tmp_path / "r.yaml").write_text("- say: hi\n- say: bye\n", encoding="utf-8")
+
+    model = model_from_config(env={"ARCHMAX_MODEL": f"scripted:{tmp_path / 'r.yaml'}"})
+
+    assert isinstance(model, ScriptedModel) and model.remaining == 2
+
+
+def test_bedrock_spec_keeps_the_whole_model_id_colons_included():
+    model = model_from_config("bedrock:us.anthropic.claude-sonnet-4-20250514-v1:0", env={})
+
+    assert isinstance(model, BedrockModel)
+    assert model.model_id == "us.anthropic.claude-sonnet-4-20250514-v1:0"
+
+
+def test_bedrock_region_comes_from_the_environment():
+    model = model_from_config("bedrock:amazon.nova-lite-v1:0", env={"ARCHMAX_BEDROCK_REGION": "eu-west-1"})
+
+    assert model.region == "eu-west-1"
+
+
+def test_openai_spec_reads_endpoint_and_key_from_the_environment():
+    env = {"ARCHMAX_API_BASE_URL": "http://127.0.0.1:9/v1", "ARCHMAX_API_KEY": "k"}
+
+    model = model_from_config("openai:llama-3.1-8b", env=env)
+
+    assert isinstance(model, OpenAIModel)
+    assert (model.model, model.base_url) == ("llama-3.1-8b", "http://127.0.0.1:9/v1")
+
+
+@pytest.mark.parametrize("env", [{}, {"ARCHMAX_MODEL": ""}, {"ARCHMAX_MODEL": "   "}])
+def test_nothing_configured_says_how_to_configure_a_model(env):
+    with pytest.raises(ModelConfigurationError) as info:
+        model_from_config(env=env)
+
+    message = str(info.value)
+    assert "ARCHMAX_MODEL" in message
+    assert "scripted:" in message and "bedrock:" in message and "openai:" in message
+
+
+@pytest.mark.parametrize("spec", ["gpt-4o", "anthropic:claude", "scripted:", "bedrock:  "])
+def test_unknown_scheme_or_empty_value_is_a_configuration_error(spec):
+    with pytest.raises(ModelConfigurationError, match="ARCHMAX_MODEL"):
+        model_from_config(spec, env={})
+
+
+def test_scripted_file_missing_is_a_configuration_error(tmp_path):
+    with pytest.raises(ModelConfigurationError, match="nope.yaml"):
+        model_from_config(f"scripted:{tmp_path / 'nope.yaml'}", env={})
+
+
+def test_scripted_file_with_a_bad_entry_is_a_script_error(tmp_path):
+    (tmp_path / "bad.yaml").write_text("- shout: hi\n", encoding="utf-8")
+
+    with pytest.raises(ModelScriptError, match="model response 1"):
+        model_from_config(f"scripted:{tmp_path / 'bad.yaml'}", env={})

@@ -308,4 +308,3 @@ class BedrockModel:
             except BotoCoreError as exc:
                 raise map_client_error(exc, model_id) from exc
         return from_converse(response, model_id)
-

@@ -245,7 +245,10 @@ class OpenAIModel:
                     "the OpenAI-compatible model needs the openai package: pip install 'archmax[openai]'"
                 ) from exc
             self._client = openai.OpenAI(
-                api_key=self._api_key, base_url=self.base_url, timeout=self.timeout_s, max_retries=self.max_retries
+                api_key=self._api_key,
+                base_url=self.base_url,
+                timeout=self.timeout_s,
+                max_retries=self.max_retries,
             )
         return self._client
 

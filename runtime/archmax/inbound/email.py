@@ -311,7 +311,9 @@ def _attachments(msg: EmailMessage, body_part: Message | None, warnings: list[st
             content = _clean(str(part.get_payload())).encode("utf-8")
             warnings.append("an attachment could not be decoded; its raw payload was kept")
         n = len(files) + 1
-        name = safe_filename(_filename(part), fallback=f"attachment-{n}", content_type=part.get_content_type())
+        name = safe_filename(
+            _filename(part), fallback=f"attachment-{n}", content_type=part.get_content_type()
+        )
         files[f"attachment_{n}"] = FileIn(name=name, content=content)
     return files
 

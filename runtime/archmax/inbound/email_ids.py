@@ -40,10 +40,7 @@ def normalise_message_id(token: str) -> str | None:
         them back verbatim, so refusing them would only break the thread.
     """
     text = _WHITESPACE.sub("", token)
-    if text.startswith("<"):
-        text = text[1:]
-    if text.endswith(">"):
-        text = text[:-1]
+    text = text.removeprefix("<").removesuffix(">")
     if not text or _FORBIDDEN.search(text):
         return None
     local, at, domain = text.rpartition("@")

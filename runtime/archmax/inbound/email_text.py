@@ -7,17 +7,51 @@ dependency.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from html.parser import HTMLParser
 
 # Tags whose start or end breaks a line in rendered HTML.
 _BLOCK_TAGS = frozenset(
-    {
-        "address", "article", "aside", "blockquote", "br", "dd", "div", "dl", "dt", "fieldset",
-        "figcaption", "figure", "footer", "form", "h1", "h2", "h3", "h4", "h5", "h6", "header", "hr",
-        "li", "main", "nav", "ol", "p", "pre", "section", "table", "tbody", "td", "tfoot", "th",
-        "thead", "tr", "ul",
-    }
+    [
+        "address",
+        "article",
+        "aside",
+        "blockquote",
+        "br",
+        "dd",
+        "div",
+        "dl",
+        "dt",
+        "fieldset",
+        "figcaption",
+        "figure",
+        "footer",
+        "form",
+        "h1",
+        "h2",
+        "h3",
+        "h4",
+        "h5",
+        "h6",
+        "header",
+        "hr",
+        "li",
+        "main",
+        "nav",
+        "ol",
+        "p",
+        "pre",
+        "section",
+        "table",
+        "tbody",
+        "td",
+        "tfoot",
+        "th",
+        "thead",
+        "tr",
+        "ul",
+    ]
 )
 # Tags whose content is never shown to a reader.
 _HIDDEN_TAGS = frozenset({"head", "script", "style", "template", "title"})
@@ -96,11 +130,10 @@ def html_to_text(html: str) -> str:
         content is prefixed ``> `` so :func:`strip_quoted` removes it like a plain-text quote.
     """
     parser = _TextExtractor()
-    try:
+    # html.parser is lenient, but hostile markup has made it raise before: keep what was read so far.
+    with contextlib.suppress(Exception):
         parser.feed(html)
         parser.close()
-    except Exception:  # noqa: BLE001 — html.parser is lenient; a failure keeps what was read so far
-        pass
     parser._break()
     return _collapse_blank_lines("\n".join(parser.lines)).strip("\n")
 
@@ -124,8 +157,7 @@ def unflow(text: str, *, delsp: bool = False) -> str:
     for raw in text.split("\n"):
         depth = len(raw) - len(raw.lstrip(">"))
         line = raw[depth:]
-        if line.startswith(" "):  # space-stuffing (RFC 3676 §4.4)
-            line = line[1:]
+        line = line.removeprefix(" ")  # space-stuffing (RFC 3676 §4.4)
         if pending is not None and depth != pending_depth:
             out.append(_requote(pending_depth, pending))
             pending = None
@@ -206,9 +238,9 @@ def _history_start(lines: list[str]) -> int:
         if _ATTRIBUTION_END.search(stripped):
             previous = lines[i - 1].strip() if i > 0 else ""
             # A wrapped attribution: "On Tue, Bob <bob@x>" / "wrote:" or a date line / "<addr> написал:".
-            if previous and not previous.startswith(">") and not _ATTRIBUTION_START.match(stripped):
-                if _ATTRIBUTION_START.match(previous) or previous.endswith(("<", ",")):
-                    return i - 1
+            wrapped = previous and not previous.startswith(">") and not _ATTRIBUTION_START.match(stripped)
+            if wrapped and (_ATTRIBUTION_START.match(previous) or previous.endswith(("<", ","))):
+                return i - 1
             if _ATTRIBUTION_START.match(stripped) or _quote_follows(lines, i):
                 return i
     return len(lines)

@@ -19,6 +19,7 @@ from archmax.models.pricing import estimate_cost
 from archmax.models.scripted import ScriptedModel
 
 __all__ = [
+    "MODEL_SCHEMES",
     "BedrockModel",
     "Model",
     "ModelRequest",
@@ -28,14 +29,29 @@ __all__ = [
     "ScriptedModel",
     "ToolSpec",
     "estimate_cost",
+    "is_model_spec",
     "model_from_config",
 ]
+
+MODEL_SCHEMES = ("scripted", "bedrock", "openai")
 
 HOW_TO_CONFIGURE = (
     "set ARCHMAX_MODEL to one of: scripted:<responses.yaml> (offline, deterministic), "
     "bedrock:<model id> (Amazon Bedrock, e.g. bedrock:us.anthropic.claude-sonnet-4-20250514-v1:0), "
     "openai:<model> (an OpenAI-compatible endpoint; with ARCHMAX_API_BASE_URL and ARCHMAX_API_KEY)"
 )
+
+
+def is_model_spec(value: str | None) -> bool:
+    """Whether ``value`` names an adapter (``scripted:``, ``bedrock:``, ``openai:``) rather than a bare model id.
+
+    A bare Bedrock id may itself hold a colon (``anthropic.claude-3-5-haiku-20241022-v1:0``), so
+    "contains ':'" is not the test; the scheme before the first colon is.
+    """
+    if not value:
+        return False
+    scheme, sep, _ = value.strip().partition(":")
+    return bool(sep) and scheme in MODEL_SCHEMES
 
 
 def model_from_config(
@@ -71,7 +87,7 @@ def model_from_config(
         raise ModelConfigurationError(f"no model is configured: {HOW_TO_CONFIGURE}")
     scheme, sep, rest = value.strip().partition(":")
     rest = rest.strip()
-    if not sep or scheme not in {"scripted", "bedrock", "openai"}:
+    if not sep or scheme not in MODEL_SCHEMES:
         raise ModelConfigurationError(f"model '{value}' is not a model configuration: {HOW_TO_CONFIGURE}")
     if not rest:
         raise ModelConfigurationError(f"model '{value}' names nothing after '{scheme}:': {HOW_TO_CONFIGURE}")

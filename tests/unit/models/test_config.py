@@ -80,3 +80,21 @@ def test_scripted_file_with_a_bad_entry_is_a_script_error(tmp_path):
 
     with pytest.raises(ModelScriptError, match="model response 1"):
         model_from_config(f"scripted:{tmp_path / 'bad.yaml'}", env={})
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("bedrock:amazon.nova-lite-v1:0", True),
+        ("openai:gpt-4o", True),
+        ("scripted:r.yaml", True),
+        ("anthropic.claude-3-5-haiku-20241022-v1:0", False),
+        ("gpt-4o", False),
+        ("", False),
+        (None, False),
+    ],
+)
+def test_a_bare_model_id_with_a_colon_is_not_mistaken_for_an_adapter_spec(value, expected):
+    from archmax.models import is_model_spec
+
+    assert is_model_spec(value) is expected

@@ -1,0 +1,230 @@
+"""FilesystemStore specifics: the §9.2 layout on disk, immutable chunks, crash repair, paths, processes.
+
+Rule source: BEHAVIOUR.md §9.2 (layout), §9.3 (checkpoints), §4.1 (ids never become paths
+unchecked), DESIGN.md §3 (a file lock so two processes on one machine are safe).
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+from pathlib import Path
+
+import pytest
+
+from archmax.errors import CommitConflictError, InvalidFilePathError, InvalidSessionIdError
+from archmax.session.ids import folder_name
+from archmax.stores.base import SessionStore
+from archmax.stores.codec import chunk_bytes, chunk_counts, chunk_from_bytes, decode_chunks, encode_chunk
+from archmax.stores.filesystem import FilesystemStore
+
+from .conformance.conftest import make_record
+
+HASH = "0123456789abcdef0123456789abcdef"
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    return tmp_path / "sessions"
+
+
+@pytest.fixture
+def store(root: Path) -> FilesystemStore:
+    return FilesystemStore(root)
+
+
+def _tree(root: Path) -> list[str]:
+    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
+
+
+def test_filesystem_store_satisfies_the_protocol_with_every_capability(store):
+    assert isinstance(store, SessionStore)
+    assert (store.capabilities.list, store.capabilities.delete, store.capabilities.upload_files) == (True, True, True)
+
+
+def test_layout_on_disk_is_the_one_of_section_9_2(store, root):
+    store.commit("chat-42", make_record("chat-42", 1, messages=1), 0)
+    store.commit("chat-42", make_record("chat-42", 2, messages=2), 1)
+    store.seed("chat-42", {"scratchpad/notes.md": "n", "artifacts/trail.json": "{}", "brief.txt": "b"})
+    store.upload_files("chat-42", {"scratchpad/attachments/a.pdf": b"%PDF\x00"})
+    store.put_spec(HASH, {"name": "support-inbox"})
+    files = [f for f in _tree(root) if not f.startswith(".")]
+    assert files == [
+        f"_specs/{HASH}.json",
+        "chat-42/artifacts/trail.json",
+        "chat-42/brief.txt",
+        "chat-42/checkpoints/0000000001.json",
+        "chat-42/checkpoints/0000000002.json",
+        "chat-42/checkpoints/head.json",
+        "chat-42/scratchpad/attachments/a.pdf",
+        "chat-42/scratchpad/notes.md",
+    ]
+
+
+def test_spec_snapshot_is_pretty_json(store, root):
+    store.put_spec(HASH, {"name": "support-inbox", "states": {"a": {}}})
+    text = (root / "_specs" / f"{HASH}.json").read_text("utf-8")
+    assert text.startswith("{\n  ") and text.endswith("\n")
+    assert json.loads(text) == {"name": "support-inbox", "states": {"a": {}}}
+
+
+@pytest.mark.parametrize("session_id", ["mail/thread\\x", ".hidden", "100%", "ü" * 150, "x" * 300])
+def test_session_folder_is_the_escaped_or_hashed_id(store, root, session_id):
+    store.commit(session_id, make_record(session_id, 1), 0)
+    folder = folder_name(session_id)
+    assert (root / folder / "checkpoints" / "0000000001.json").is_file()
+    assert [p.name for p in root.iterdir() if not p.name.startswith(".")] == [folder]
+    assert store.list() == [session_id]
+
+
+def test_checkpoint_files_are_codec_chunks_and_never_change(store, root):
+    store.commit("s", make_record("s", 1, messages=3), 0)
+    first = (root / "s/checkpoints/0000000001.json").read_bytes()
+    store.commit("s", make_record("s", 2, messages=4), 1)
+    assert (root / "s/checkpoints/0000000001.json").read_bytes() == first
+    chunks = [chunk_from_bytes((root / f"s/checkpoints/000000000{v}.json").read_bytes()) for v in (1, 2)]
+    assert chunks[1]["full"] is False and len(chunks[1]["messages"]) == 1
+    assert decode_chunks(chunks) == make_record("s", 2, messages=4)
+
+
+def test_bytes_written_per_commit_do_not_grow_with_the_transcript(store, root):
+    for v in range(1, 401):
+        store.commit("long", make_record("long", v, messages=v), v - 1)
+    size = lambda v: (root / f"long/checkpoints/{v:010d}.json").stat().st_size  # noqa: E731
+    assert size(400) < size(10) * 1.1
+    assert store.load("long") == make_record("long", 400, messages=400)
+
+
+def test_another_store_on_the_same_folder_sees_everything(store, root):
+    store.commit("s", make_record("s", 1, messages=2), 0)
+    store.seed("s", {"scratchpad/a.txt": "x"})
+    store.put_spec(HASH, {"k": 1})
+    again = FilesystemStore(root)
+    assert again.load("s") == make_record("s", 1, messages=2)
+    assert again.get("s", "scratchpad/a.txt") == b"x"
+    assert again.get_spec(HASH) == {"k": 1}
+
+
+def test_missing_head_cache_is_rebuilt_from_the_checkpoints(store, root):
+    for v in (1, 2, 3):
+        store.commit("s", make_record("s", v, messages=v), v - 1)
+    (root / "s/checkpoints/head.json").unlink()
+    assert store.head("s").version == 3
+    assert store.load("s") == make_record("s", 3, messages=3)
+    with pytest.raises(CommitConflictError):
+        store.commit("s", make_record("s", 3), 2)
+    store.commit("s", make_record("s", 4, messages=4), 3)
+    assert store.load("s") == make_record("s", 4, messages=4)
+
+
+def test_chunk_written_by_a_writer_that_crashed_before_its_head_update_is_still_the_latest(store, root):
+    store.commit("s", make_record("s", 1, messages=1), 0)
+    stale_head = (root / "s/checkpoints/head.json").read_bytes()
+    store.commit("s", make_record("s", 2, messages=2), 1)
+    (root / "s/checkpoints/head.json").write_bytes(stale_head)  # as if the process died after the chunk
+    assert store.head("s").version == 2
+    assert store.load("s") == make_record("s", 2, messages=2)
+    with pytest.raises(CommitConflictError):
+        store.commit("s", make_record("s", 2), 1)
+
+
+def test_a_version_already_on_disk_cannot_be_created_again(store, root):
+    store.commit("s", make_record("s", 1, messages=1), 0)
+    chunk = encode_chunk(make_record("s", 2, messages=9), chunk_counts(chunk_from_bytes(
+        (root / "s/checkpoints/0000000001.json").read_bytes())))
+    (root / "s/checkpoints/0000000002.json").write_bytes(chunk_bytes(chunk))  # another writer's version 2
+    with pytest.raises(CommitConflictError):
+        store.commit("s", make_record("s", 2, messages=2), 1)
+    assert store.load("s") == make_record("s", 2, messages=9)
+
+
+def test_folders_without_checkpoints_are_not_sessions(store, root):
+    store.seed("files-only", {"scratchpad/a.txt": "x"})
+    (root / "stray").mkdir()
+    store.commit("real", make_record("real", 1), 0)
+    assert store.list() == ["real"]
+
+
+def test_list_reads_the_id_stored_in_the_checkpoint_not_the_folder_name(store, root):
+    long_id = "thread-" + "y" * 250
+    store.commit(long_id, make_record(long_id, 1), 0)
+    assert "%%" in folder_name(long_id)
+    assert store.list() == [long_id]
+    assert store.due("2030-01-01T00:00:00.000Z") == []
+
+
+def test_symlink_leading_out_of_the_session_folder_is_refused(store, root, tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("secret")
+    store.seed("s", {"scratchpad/keep.txt": "x"})
+    os.symlink(outside, root / "s" / "scratchpad" / "out")
+    with pytest.raises(InvalidFilePathError):
+        store.get("s", "scratchpad/out/secret.txt")
+    with pytest.raises(InvalidFilePathError):
+        store.seed("s", {"scratchpad/out/planted.txt": "x"})
+    with pytest.raises(InvalidFilePathError):
+        store.list_files("s", "scratchpad/out")
+    assert sorted(p.name for p in outside.iterdir()) == ["secret.txt"]
+
+
+@pytest.mark.parametrize("bad_id", ["..", "a/../../b", "_specs", "", "x\x00"])
+def test_invalid_id_creates_nothing_on_disk(store, root, bad_id):
+    before = _tree(root)
+    for call in (
+        lambda: store.seed(bad_id, {"a.txt": "x"}),
+        lambda: store.upload_files(bad_id, {"a.bin": b"x"}),
+        lambda: store.commit(bad_id, make_record("placeholder", 1), 0),
+        lambda: store.delete(bad_id),
+    ):
+        with pytest.raises(InvalidSessionIdError):
+            call()
+    assert _tree(root) == before
+    assert sorted(p.name for p in root.iterdir()) == [".locks", ".tmp"]
+
+
+def test_writes_leave_no_temporary_files_behind(store, root):
+    store.commit("s", make_record("s", 1), 0)
+    store.seed("s", {"a.txt": "x"}, create_only=True)
+    store.upload_files("s", {"b.bin": b"\x00"})
+    store.put_spec(HASH, {})
+    store.put_spec(HASH, {})
+    store.delete("s")
+    assert list((root / ".tmp").iterdir()) == []
+
+
+def test_delete_removes_the_session_folder(store, root):
+    store.commit("s", make_record("s", 1), 0)
+    store.seed("s", {"scratchpad/a.txt": "x"})
+    assert store.delete("s") is True
+    assert not (root / "s").exists()
+
+
+def _commit_in_another_process(root: str, session_id: str, i: int, barrier, results) -> None:
+    store = FilesystemStore(root)
+    record = make_record(session_id, 1, messages=i + 1)
+    barrier.wait()
+    try:
+        store.commit(session_id, record, 0)
+        results.put((i, "won"))
+    except CommitConflictError:
+        results.put((i, "conflict"))
+
+
+def test_processes_racing_to_commit_the_same_version_have_exactly_one_winner(root):
+    FilesystemStore(root)
+    ctx = multiprocessing.get_context("spawn")
+    n = 4
+    barrier, results = ctx.Barrier(n), ctx.Queue()
+    procs = [ctx.Process(target=_commit_in_another_process, args=(str(root), "raced", i, barrier, results)) for i in range(n)]
+    for p in procs:
+        p.start()
+    outcomes = dict(results.get(timeout=120) for _ in range(n))
+    for p in procs:
+        p.join(timeout=120)
+        assert p.exitcode == 0
+    winners = [i for i, outcome in outcomes.items() if outcome == "won"]
+    assert len(winners) == 1
+    assert sorted(outcomes.values()) == ["conflict"] * (n - 1) + ["won"]
+    assert FilesystemStore(root).load("raced") == make_record("raced", 1, messages=winners[0] + 1)

@@ -51,7 +51,8 @@ class FakeClock:
 def format_instant(moment: datetime) -> str:
     """Format an aware datetime as ``YYYY-MM-DDTHH:MM:SS.mmmZ`` in UTC (milliseconds truncated)."""
     moment = moment.astimezone(timezone.utc)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+    # strftime's %Y does not pad years before 1000, which would break string ordering
+    return f"{moment.year:04d}-" + moment.strftime("%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
 
 def parse_instant(text: str) -> datetime:

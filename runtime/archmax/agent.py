@@ -1,0 +1,316 @@
+"""Assembly: ``create_agent`` and the objects hosts call.
+
+Rule source: BEHAVIOUR.md §3 (assembly, operations), §3.10 (``agent.sessions``); seed
+"Delivering the event", "Starting versus resuming", "Files handed to a session".
+
+Example:
+    >>> agent = create_agent("workflows/support-inbox", model=ScriptedModel([...]))
+    >>> outcome = agent.workflow.send("AAQk-1", "Where is my order?", trigger="email_received")
+    >>> outcome.kind
+    'parked'
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping
+
+from archmax.clock import Clock, SystemClock
+from archmax.engine.events import EventEmitter, EventHandler
+from archmax.engine.operations import Operations
+from archmax.engine.runtime import Runtime
+from archmax.engine.tools import host_tools_from
+from archmax.errors import (
+    SessionNotResumableError,
+    SessionStoreCapabilityError,
+    UnsupportedFeatureError,
+)
+from archmax.models.base import Model
+from archmax.session.files import check_seed_path, encode_seed_value
+from archmax.session.ids import parent_session_id, validate_session_id
+from archmax.session.paths import parse_session_path
+from archmax.session.records import Message
+from archmax.session.results import Outcome, Resolution, SessionSummary, summary_of
+from archmax.session.variables import check_host_variables
+from archmax.spec import Workflow, load_workflow
+from archmax.stores.base import SessionStore
+
+
+class WorkflowOperations:
+    """``agent.workflow``: send, deliver, reply, decide, resolve_session (§3.4–§3.8)."""
+
+    def __init__(self, ops: Operations) -> None:
+        self._ops = ops
+
+    def send(
+        self,
+        session_id: str,
+        message: str | None = None,
+        *,
+        trigger: str | None = None,
+        variables: Mapping[str, Any] | None = None,
+        files: Mapping[str, Any] | None = None,
+    ) -> Outcome:
+        """Apply the firing rule to one session: a new turn, a delivery, or a reply (§3.2, §3.4).
+
+        Args:
+            session_id: The explicit session id (§4.1).
+            message: The user's text (required for a turn or a reply; optional for a delivery).
+            trigger: Trigger id; defaults to ``manual``.
+            variables: name → JSON value, seeded locked.
+            files: variable name → ``FileIn`` / ``{name, content}``; placed under ``scratchpad/attachments/``.
+
+        Returns:
+            The :class:`Outcome` (``disposition`` says what the session's state made of the firing).
+
+        Raises:
+            InvalidSessionIdError, SessionNotResumableError, InvalidVariableNameError, WorkflowDisabledError,
+            EmptyMessageError, UnknownTriggerError, InvalidFilePathError, SessionStoreCapabilityError.
+        """
+        return self._ops.send(session_id, message, trigger=trigger, variables=variables, files=files)
+
+    def deliver(
+        self,
+        session_id: str,
+        *,
+        trigger: str | None = None,
+        variables: Mapping[str, Any] | None = None,
+        message: str | None = None,
+        files: Mapping[str, Any] | None = None,
+    ) -> Outcome:
+        """Resume a session parked by ``archmax_wait`` (§3.5). Any trigger id works; it is never matched.
+
+        Raises:
+            SessionNotAwaitingInputError: the session is not parked on ``input`` (also the loser of a race).
+            MissingDeliveryTriggerError: blank or missing trigger.
+            InvalidVariableNameError: a bad variable name (source ``delivered to session '<id>'``).
+        """
+        return self._ops.deliver(session_id, trigger=trigger, variables=variables, message=message, files=files)
+
+    def reply(self, session_id: str, message: str) -> Outcome:
+        """Answer a person's message at a decision park; the session stays parked (§3.6).
+
+        Raises:
+            SessionNotParkedError, EmptyMessageError.
+        """
+        return self._ops.reply(session_id, message)
+
+    def decide(self, session_id: str, *, to: str | None = None, comment: str | None = None) -> Outcome:
+        """Pick one of the parked human state's transitions (§3.7).
+
+        Raises:
+            SessionNotParkedError, InvalidDecisionTargetError.
+        """
+        return self._ops.decide(session_id, to=to, comment=comment)
+
+    def resolve_session(
+        self,
+        *,
+        trigger: str | None = None,
+        variables: Mapping[str, Any] | None = None,
+        session_id: str | None = None,
+        session_path: str | None = None,
+    ) -> Resolution:
+        """What a firing would do, without writing anything (§3.8).
+
+        Raises:
+            InvalidSessionPathError, InvalidSessionIdError, UnknownSessionTriggerError, SessionNotResumableError.
+        """
+        return self._ops.resolve_session(
+            trigger=trigger, variables=variables, session_id=session_id, session_path=session_path
+        )
+
+
+class Sessions:
+    """``agent.sessions``: get, list, messages, seed, delete (§3.10)."""
+
+    def __init__(self, ops: Operations) -> None:
+        self._ops = ops
+        self._store = ops.rt.store
+
+    def get(self, session_id: str) -> SessionSummary | None:
+        """The summary of a session, or None when it has no checkpoint."""
+        rec = self._ops.load(session_id)
+        return summary_of(rec, parent_session_id(session_id)) if rec else None
+
+    def list(self) -> list[SessionSummary]:
+        """Every session with a checkpoint, sorted by id.
+
+        Raises:
+            SessionStoreCapabilityError: the store lacks ``list``.
+        """
+        if not self._store.capabilities.list:
+            raise SessionStoreCapabilityError("list")
+        out = []
+        for sid in sorted(self._store.list()):
+            rec = self._store.load(sid)
+            if rec is not None:
+                out.append(summary_of(rec, parent_session_id(sid)))
+        return out
+
+    def messages(self, session_id: str) -> list[Message]:
+        """The latest committed transcript, notes included, or ``[]``."""
+        rec = self._ops.load(session_id)
+        return list(rec.messages) if rec else []
+
+    def _refuse_live(self, session_id: str) -> None:
+        rec = self._ops.load(session_id)
+        if rec is not None and self._ops.lease_live(rec):
+            raise SessionNotResumableError(session_id, str(rec.status))
+
+    def seed(self, session_id: str, files: Mapping[str, Any]) -> None:
+        """Write fixture files at the paths given; seeds no variable and creates no checkpoint (§3.10).
+
+        Args:
+            files: path → ``str`` (verbatim) | ``bytes`` (raw; needs ``upload_files``) | JSON value
+                (``json.dumps(v, indent=2) + "\\n"``). Paths are root-level files or under ``scratchpad/``.
+
+        Raises:
+            InvalidFilePathError, SessionStoreCapabilityError, SessionNotResumableError, InvalidSessionIdError.
+        """
+        validate_session_id(session_id)
+        self._refuse_live(session_id)
+        texts: dict[str, str] = {}
+        blobs: dict[str, bytes] = {}
+        for path, value in files.items():
+            check_seed_path(path, session_id=session_id)
+            encoded = encode_seed_value(value)
+            if isinstance(encoded, bytes):
+                if not self._store.capabilities.upload_files:
+                    raise SessionStoreCapabilityError("upload_files", path, session_id=session_id)
+                blobs[path] = encoded
+            else:
+                texts[path] = encoded
+        if texts:
+            self._store.seed(session_id, texts)
+        if blobs:
+            self._store.upload_files(session_id, blobs)
+
+    def delete(self, session_id: str) -> bool:
+        """Remove a session's folder and checkpoints; the id then starts over (§3.10).
+
+        Raises:
+            SessionStoreCapabilityError, SessionNotResumableError, InvalidSessionIdError.
+        """
+        validate_session_id(session_id)
+        if not self._store.capabilities.delete:
+            raise SessionStoreCapabilityError("delete", session_id=session_id)
+        self._refuse_live(session_id)
+        return self._store.delete(session_id)
+
+
+class Agent:
+    """An assembled workflow runtime: ``agent.workflow``, ``agent.sessions``, ``agent.invoke``."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
+        self._ops = Operations(runtime)
+        self.workflow = WorkflowOperations(self._ops)
+        self.sessions = Sessions(self._ops)
+
+    @property
+    def spec(self) -> Workflow:
+        return self.runtime.workflow
+
+    @property
+    def store(self) -> SessionStore:
+        return self.runtime.store
+
+    def invoke(
+        self,
+        session_id: str | None = None,
+        *,
+        message: str,
+        trigger: str | None = None,
+        variables: Mapping[str, Any] | None = None,
+        files: Mapping[str, Any] | None = None,
+        session_path: str | None = None,
+    ) -> Outcome:
+        """Always open a new turn (§3.9). An input park is abandoned; a decision park is re-presented.
+
+        Raises:
+            SessionNotResumableError, EmptyMessageError, UnknownTriggerError, InvalidSessionIdError,
+            InvalidSessionPathError, InvalidVariableNameError.
+        """
+        return self._ops.invoke(
+            session_id, message=message, trigger=trigger, variables=variables, files=files, session_path=session_path
+        )
+
+
+def _model_resolver(model: Model | None) -> Callable[[str | None], Model]:
+    cache: dict[str | None, Model] = {}
+
+    def model_for(override: str | None) -> Model:
+        if override is None and model is not None:
+            return model
+        if override is not None and model is not None and ":" not in override:
+            return model  # a bare per-state id is the default adapter's business (it reads request.model)
+        if override not in cache:
+            from archmax.models import model_from_config
+
+            cache[override] = model_from_config(override)
+        return cache[override]
+
+    return model_for
+
+
+def create_agent(
+    workflow: str | os.PathLike[str] | Workflow,
+    store: SessionStore | None = None,
+    model: Model | None = None,
+    *,
+    tools: Iterable[Any] | Mapping[str, Any] | None = None,
+    session_path: str | None = None,
+    variables: Mapping[str, Any] | None = None,
+    on_event: EventHandler | None = None,
+    clock: Clock | None = None,
+    lease_ttl_s: float | None = None,
+) -> Agent:
+    """Assemble an agent for one workflow (§3).
+
+    Args:
+        workflow: A workflow folder / ``workflow.yaml`` path, or a loaded :class:`Workflow`.
+        store: Where sessions live; ``None`` → ``FilesystemStore("./sessions")`` (the embedded default).
+        model: The model adapter; ``None`` → the model configured by ``ARCHMAX_MODEL`` (built at first use).
+        tools: Host tools (callables, ``HostTool``s, or a name → callable mapping).
+        session_path: The assembly's session path (§4.2 level 3).
+        variables: Assembly seeds, applied locked at every turn opening.
+        on_event: Subscriber for lifecycle events (§3.11).
+        clock: Injected clock (default: the wall clock).
+        lease_ttl_s: Lease time-to-live in seconds (default 900).
+
+    Raises:
+        WorkflowSpecError, ReservedToolNameError, InvalidSessionPathError, InvalidVariableNameError,
+        UnsupportedFeatureError (hooks and sub-workflows are not run by this version).
+    """
+    spec = workflow if isinstance(workflow, Workflow) else load_workflow(Path(workflow))
+    if spec.uses_hooks():
+        raise UnsupportedFeatureError(
+            f"workflow '{spec.slug}' declares before/after hooks, which this version of archmax does not run yet"
+        )
+    if spec.uses_subworkflows():
+        raise UnsupportedFeatureError(
+            f"workflow '{spec.slug}' calls sub-workflows, which this version of archmax does not run yet"
+        )
+    host_tools = host_tools_from(tools)
+    path = parse_session_path(session_path, "the agent's session_path") if session_path is not None else None
+    check_host_variables(variables, None, source="seeded by create_agent", session_id=None)
+    if store is None:
+        from archmax.stores.filesystem import FilesystemStore
+
+        store = FilesystemStore(Path("sessions"))
+    clock = clock or SystemClock()
+    runtime = Runtime(
+        workflow=spec,
+        store=store,
+        model=model,
+        model_for=_model_resolver(model),
+        host_tools=host_tools,
+        clock=clock,
+        events=EventEmitter(on_event, clock),
+        assembly_variables=dict(variables or {}),
+        session_path=path,
+        lease_ttl_s=900.0 if lease_ttl_s is None else float(lease_ttl_s),
+    )
+    return Agent(runtime)

@@ -1,0 +1,552 @@
+"""The firing operations: send, deliver, reply, decide, invoke, resolve_session.
+
+Rule source: BEHAVIOUR.md §3 (operations, validation order, lease), §4.2 (id precedence),
+§8 (turn boundary), §9.5 (artifacts, file placement); seed "Delivering the event",
+"Starting versus resuming".
+
+Every operation validates (1) the id, (2) the session's state, (3) the other arguments, before
+it writes anything; then it claims the session with a conditional commit that takes the lease.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Mapping
+
+from archmax.clock import parse_instant
+from archmax.engine.artifacts import write_artifacts
+from archmax.engine.loop import TurnLoop
+from archmax.engine.placement import place_files, prepare_files
+from archmax.engine.runtime import Runtime
+from archmax.engine.work import Work
+from archmax.errors import (
+    CommitConflictError,
+    EmptyMessageError,
+    InvalidDecisionTargetError,
+    MissingDeliveryTriggerError,
+    SessionNotAwaitingInputError,
+    SessionNotParkedError,
+    SessionNotResumableError,
+    UnknownSessionTriggerError,
+    UnknownTriggerError,
+    WorkflowDisabledError,
+)
+from archmax.session.ids import mint_session_id, validate_session_id
+from archmax.session.notes import decision_note_text, event_note_text, make_note, runtime_note_kind
+from archmax.session.paths import SessionPath, parse_session_path, resolve_session_id
+from archmax.session.records import Checkpoint, Message, SessionStatus, Variable, is_finished
+from archmax.session.results import Outcome, Resolution, exit_of, variables_view
+from archmax.session.variables import check_host_variables, seed_host_variables, set_trigger_variable
+
+Disposition = Literal["turn", "resume", "reply"]
+INTERRUPTED = "interrupted: the process running this turn stopped before this call returned"
+
+
+class Operations:
+    """The operations of one assembled agent (``agent.workflow`` and ``agent.invoke`` delegate here)."""
+
+    def __init__(self, rt: Runtime) -> None:
+        self.rt = rt
+
+    # ------------------------------------------------------------------ classification
+
+    def lease_live(self, rec: Checkpoint) -> bool:
+        """A lease is live while ``expires_at > now`` (§3.12)."""
+        return rec.lease is not None and parse_instant(rec.lease.expires_at) > self.rt.clock.now()
+
+    def parked_channel(self, rec: Checkpoint | None) -> str | None:
+        """The channel a session is parked on, or None: status ``awaiting_*``, a record, no live lease (§3.1)."""
+        if rec is None or self.lease_live(rec):
+            return None
+        if rec.status == SessionStatus.AWAITING_INPUT and rec.pending_input is not None:
+            return "input"
+        if rec.status == SessionStatus.AWAITING_DECISION and rec.pending_decision is not None:
+            return "decision"
+        return None
+
+    def classify(self, session_id: str, rec: Checkpoint | None) -> tuple[Disposition, bool]:
+        """The firing rule (§3.2): ``(disposition, recovered)``.
+
+        Raises:
+            SessionNotResumableError: the session is mid-turn under a live lease.
+        """
+        if rec is None or is_finished(rec.status):
+            return "turn", False
+        channel = self.parked_channel(rec)
+        if channel == "input":
+            return "resume", False
+        if channel == "decision":
+            return "reply", False
+        if self.lease_live(rec):
+            raise SessionNotResumableError(session_id, str(rec.status))
+        return "turn", True  # running (or parked mid-handoff) with an expired lease: take it over
+
+    def load(self, session_id: str) -> Checkpoint | None:
+        validate_session_id(session_id)
+        return self.rt.store.load(session_id)
+
+    # ------------------------------------------------------------------ ids (§4.2)
+
+    def resolve_id(
+        self,
+        *,
+        session_id: str | None,
+        session_path: str | None,
+        trigger: str,
+        variables: Mapping[str, Any] | None,
+    ) -> tuple[str, bool, list[str]]:
+        """Pick the session id by precedence: explicit id, firing path, assembly path, trigger path, minted.
+
+        Returns:
+            ``(session_id, minted, warnings)``.
+
+        Raises:
+            InvalidSessionPathError: a malformed caller path (even beside an explicit id).
+            InvalidSessionIdError: an explicit or resolved id fails §4.1.
+        """
+        firing_path = parse_session_path(session_path, "the firing's session_path") if session_path is not None else None
+        if session_id is not None:
+            return validate_session_id(session_id), False, []
+        path: SessionPath | None = firing_path or self.rt.session_path
+        if path is None:
+            ref = self.rt.workflow.triggers().get(trigger)
+            if ref is not None and ref.decl.session:
+                path = parse_session_path(ref.decl.session, f"states.{ref.state}.triggers.{trigger}.session")
+        if path is None:
+            return mint_session_id(), True, []
+        resolved = resolve_session_id(path, variables or {})
+        if resolved is None:
+            minted = mint_session_id()
+            warning = (
+                f"session path '{path.text}' did not resolve for this firing: it runs as its own session "
+                f"'{minted}', and no later firing can continue it"
+            )
+            return minted, True, [warning]
+        return validate_session_id(resolved), False, []
+
+    # ------------------------------------------------------------------ resolve_session (§3.8)
+
+    def resolve_session(
+        self,
+        *,
+        trigger: str | None = None,
+        variables: Mapping[str, Any] | None = None,
+        session_id: str | None = None,
+        session_path: str | None = None,
+    ) -> Resolution:
+        """Classify a firing without writing anything (§3.8)."""
+        trig = trigger or "manual"
+        sid, minted, warnings = self.resolve_id(
+            session_id=session_id, session_path=session_path, trigger=trig, variables=variables
+        )
+        rec = self.rt.store.load(sid)
+        disposition, recovered = self.classify(sid, rec)
+        if disposition == "turn":
+            if rec is None and not self.rt.workflow.is_declared(trig):
+                raise UnknownSessionTriggerError(trig, self.rt.workflow.declared_triggers(), session_id=sid)
+            return Resolution(
+                session_id=sid,
+                disposition="turn",
+                start_state=self._start_position(rec, trig),
+                minted=minted,
+                recovered=recovered,
+                warnings=warnings,
+            )
+        park = rec.pending_input if disposition == "resume" else rec.pending_decision  # type: ignore[union-attr]
+        return Resolution(session_id=sid, disposition=disposition, state=park.state, minted=minted, warnings=warnings)
+
+    def _start_position(self, rec: Checkpoint | None, trigger: str) -> str | None:
+        if rec is not None and rec.position in self.rt.workflow.states:
+            return rec.position
+        return self.rt.workflow.entry_state_for(trigger)
+
+    # ------------------------------------------------------------------ send (§3.4)
+
+    def send(
+        self,
+        session_id: str,
+        message: str | None = None,
+        *,
+        trigger: str | None = None,
+        variables: Mapping[str, Any] | None = None,
+        files: Mapping[str, Any] | None = None,
+        warnings: list[str] | None = None,
+    ) -> Outcome:
+        """Apply the firing rule (§3.2) to an explicit id."""
+        rec = self.load(session_id)
+        disposition, recovered = self.classify(session_id, rec)
+        source = f"sent to session '{session_id}'"
+        check_host_variables(variables, files, source=source, session_id=session_id)
+        if disposition == "reply":
+            if not (message or "").strip():
+                raise EmptyMessageError(session_id)
+            dropped = [
+                f"'{name}' was not applied: the session is parked at a human state, where a message is only answered"
+                for name, given in (("trigger", trigger), ("variables", variables), ("files", files))
+                if given
+            ]
+            return self.reply(session_id, message or "", _rec=rec, _warnings=(warnings or []) + dropped)
+        prepared = prepare_files(self.rt.store, session_id, files)
+        if disposition == "resume":
+            text = message if (message or "").strip() else None
+            return self._deliver(rec, trigger or "manual", variables, text, prepared, "deliver", warnings or [])
+        if self.rt.workflow.disabled:
+            raise WorkflowDisabledError(self.rt.workflow.slug, session_id=session_id)
+        if not (message or "").strip():
+            raise EmptyMessageError(session_id)
+        trig = trigger or "manual"
+        if not self.rt.workflow.is_declared(trig):
+            raise UnknownTriggerError(trig, self.rt.workflow.declared_triggers(), session_id=session_id)
+        return self._open_turn(session_id, rec, message or "", trig, variables, prepared, recovered, warnings or [])
+
+    # ------------------------------------------------------------------ invoke (§3.9)
+
+    def invoke(
+        self,
+        session_id: str | None = None,
+        *,
+        message: str,
+        trigger: str | None = None,
+        variables: Mapping[str, Any] | None = None,
+        files: Mapping[str, Any] | None = None,
+        session_path: str | None = None,
+    ) -> Outcome:
+        """Always open a new turn (§3.9); the id comes from §4.2 when not given."""
+        trig = trigger or "manual"
+        sid, _, warnings = self.resolve_id(
+            session_id=session_id, session_path=session_path, trigger=trig, variables=variables
+        )
+        rec = self.rt.store.load(sid)
+        if rec is not None and self.lease_live(rec):
+            raise SessionNotResumableError(sid, str(rec.status))
+        recovered = rec is not None and rec.status == SessionStatus.RUNNING
+        check_host_variables(variables, files, source=f"sent to session '{sid}'", session_id=sid)
+        if not (message or "").strip():
+            raise EmptyMessageError(sid)
+        if not self.rt.workflow.is_declared(trig):
+            raise UnknownTriggerError(trig, self.rt.workflow.declared_triggers(), session_id=sid)
+        prepared = prepare_files(self.rt.store, sid, files)
+        return self._open_turn(sid, rec, message, trig, variables, prepared, recovered, warnings, allow_disabled=True)
+
+    # ------------------------------------------------------------------ turn opening (§8)
+
+    def _open_turn(
+        self,
+        session_id: str,
+        rec: Checkpoint | None,
+        message: str,
+        trigger: str,
+        variables: Mapping[str, Any] | None,
+        prepared: list,
+        recovered: bool,
+        warnings: list[str],
+        *,
+        allow_disabled: bool = False,
+    ) -> Outcome:
+        rt = self.rt
+        now = rt.now()
+        if rec is None:
+            record = Checkpoint(session_id=session_id, workflow=rt.workflow.slug, created_at=now, updated_at=now)
+            version = 0
+        else:
+            record = rec.model_copy(deep=True)
+            version = rec.version
+        work = Work(rt.store, rt.clock, rt.lease_ttl_s, record, version, warnings=list(warnings))
+        work.start_messages = len(record.messages)
+        abandoned_input = record.pending_input is not None and record.status == SessionStatus.AWAITING_INPUT
+        record.status = SessionStatus.RUNNING
+        work.claim()  # raises SessionNotResumableError (CommitConflictError) when another writer won
+        if recovered:
+            self._take_over(work)
+        return self._guarded(work, lambda: self._open_turn_claimed(work, message, trigger, variables, prepared,
+                                                                    abandoned_input, allow_disabled), "turn")
+
+    def _take_over(self, work: Work) -> None:
+        """Answer every call that has no result, warn, and mark the outcome recovered (§3.12)."""
+        rec = work.record
+        answered = {m.tool_call_id for m in rec.messages if m.role == "tool"}
+        for message in list(rec.messages):
+            for call in message.tool_calls:
+                if call.id not in answered:
+                    rec.messages.append(
+                        Message(role="tool", content=INTERRUPTED, tool_call_id=call.id, name=call.name, status="error")
+                    )
+        work.recovered = True
+        self.rt.warn(rec, "lease", f"session '{rec.session_id}' was taken over after its lease expired")
+
+    def _open_turn_claimed(
+        self,
+        work: Work,
+        message: str,
+        trigger: str,
+        variables: Mapping[str, Any] | None,
+        prepared: list,
+        abandoned_input: bool,
+        allow_disabled: bool,
+    ) -> None:
+        rt, rec, wf = self.rt, work.record, self.rt.workflow
+        # 1. the trigger
+        rec.trigger = trigger
+        # 2. disabled workflows; the spec snapshot
+        if rec.spec_hash != wf.spec_hash:
+            try:
+                rt.store.put_spec(wf.spec_hash, wf.spec)
+            except Exception as exc:  # a snapshot is a record, never a reason to fail the turn
+                rt.warn(rec, "spec_snapshot", f"could not write _specs/{wf.spec_hash}.json: {exc}")
+            rec.spec_hash = wf.spec_hash
+        # 3. the position
+        if rec.entry_state is None or rec.position not in wf.states:
+            rec.position = wf.entry_state_for(trigger)
+        if rec.entry_state is None:
+            rec.entry_state = rec.position
+        rt.trail(rec, "trigger", rec.position, trigger)
+        # 4. files, then assembly seeds, firing variables and `trigger`
+        placed = place_files(rt.store, rec.session_id, prepared)
+        for note in seed_host_variables(rec.variables, rt.assembly_variables):
+            self._title_warning(work, note)
+        for note in seed_host_variables(rec.variables, dict(variables or {})):
+            self._title_warning(work, note)
+        for var, path in placed.items():
+            rec.variables[var] = Variable(value=path, locked=True)
+        set_trigger_variable(rec.variables, trigger)
+        # 5. the turn's own mechanics
+        if abandoned_input:
+            rt.warn(rec, "park", f"session '{rec.session_id}' abandoned its input park: a new turn was opened")
+        rec.pending_failure = None
+        rec.raised = None
+        rec.rejected = None
+        rec.hook_iterations = {}
+        rec.before_done = []
+        rec.park_counts = {}
+        rec.pending_input = None
+        rec.pending_decision = None
+        rec.park_phase = None
+        rec.reply_only = False
+        rec.state_turns = 0
+        rec.status = SessionStatus.RUNNING
+        rec.turn_open_state = rec.position
+        rec.moved_since_open = False
+        rec.messages.append(Message(role="user", content=message))
+        if wf.disabled and allow_disabled:
+            rec.status = SessionStatus.REJECTED
+            rec.rejected = f"Refusing to start: workflow '{wf.slug}' is disabled."
+            work.release()
+            return
+        # 6. the trigger's requires
+        missing = self._unmet_requires(rec, trigger, variables, placed)
+        if missing:
+            names = ", ".join(f"'{n}'" for n in missing)
+            rec.status = SessionStatus.REJECTED
+            rec.rejected = f"Refusing to start: trigger '{trigger}' requires {names}, which this firing does not supply."
+            work.release()
+            return
+        work.commit()
+        TurnLoop(rt, work).run()
+
+    def _title_warning(self, work: Work, text: str) -> None:
+        work.warnings.append(text)
+        self.rt.warn(work.record, "variables", text)
+
+    def _unmet_requires(self, rec: Checkpoint, trigger: str, variables: Mapping[str, Any] | None, placed: dict) -> list[str]:
+        from archmax.spec import check_value_type
+
+        ref = self.rt.workflow.triggers().get(trigger)
+        if ref is None or not ref.decl.requires:
+            return []
+        supplied = {**self.rt.assembly_variables, **dict(variables or {}), **placed}
+
+        def exists(path: str) -> bool:
+            return self.rt.store.get(rec.session_id, path) is not None
+
+        return [
+            spec.name
+            for spec in ref.decl.requires
+            if spec.name not in supplied or not check_value_type(supplied[spec.name], spec.type, file_exists=exists)
+        ]
+
+    # ------------------------------------------------------------------ deliver (§3.5)
+
+    def deliver(
+        self,
+        session_id: str,
+        *,
+        trigger: str | None,
+        variables: Mapping[str, Any] | None = None,
+        message: str | None = None,
+        files: Mapping[str, Any] | None = None,
+    ) -> Outcome:
+        """Resume an ``input`` park with a trigger id, variables and an optional message (§3.5)."""
+        rec = self.load(session_id)
+        if self.parked_channel(rec) != "input":
+            raise SessionNotAwaitingInputError(session_id, str(rec.status) if rec else None)
+        if not isinstance(trigger, str) or not trigger.strip():
+            raise MissingDeliveryTriggerError(session_id)
+        check_host_variables(variables, files, source=f"delivered to session '{session_id}'", session_id=session_id)
+        prepared = prepare_files(self.rt.store, session_id, files)
+        text = message if (message or "").strip() else None
+        return self._deliver(rec, trigger.strip(), variables, text, prepared, "deliver", [])
+
+    def _deliver(
+        self,
+        rec: Checkpoint | None,
+        trigger: str,
+        variables: Mapping[str, Any] | None,
+        message: str | None,
+        prepared: list,
+        disposition: str,
+        warnings: list[str],
+    ) -> Outcome:
+        assert rec is not None and rec.pending_input is not None
+        rt = self.rt
+        record = rec.model_copy(deep=True)
+        work = Work(rt.store, rt.clock, rt.lease_ttl_s, record, rec.version, warnings=list(warnings))
+        work.start_messages = len(record.messages)
+        state = record.pending_input.state
+        values = dict(variables or {})
+        title_notes = seed_host_variables(record.variables, values)
+        set_trigger_variable(record.variables, trigger)
+        record.trigger = trigger
+        record.messages.extend(make_note("event", event_note_text(trigger, state, values, message is not None)))
+        if message is not None:
+            record.messages.append(Message(role="user", content=message))
+        rt.trail(record, "trigger", state, trigger)
+        record.pending_input = None
+        record.park_phase = None
+        record.pending_failure = None
+        record.status = SessionStatus.RUNNING
+        try:
+            work.claim()  # atomic: of two racing deliveries exactly one commits this version
+        except CommitConflictError:
+            now = rt.store.load(rec.session_id)
+            raise SessionNotAwaitingInputError(rec.session_id, str(now.status) if now else None) from None
+
+        def body() -> None:
+            for text in title_notes:
+                self._title_warning(work, text)
+            if message is not None:
+                rt.events.emit(record, "park_message", state=state, direction="inbound", text=message)
+            rt.events.emit(record, "delivered", state=state, trigger=trigger, to=state)
+            placed = place_files(rt.store, record.session_id, prepared)
+            for var, path in placed.items():
+                record.variables[var] = Variable(value=path, locked=True)
+            work.commit()
+            TurnLoop(rt, work).run()
+
+        return self._guarded(work, body, disposition)
+
+    # ------------------------------------------------------------------ reply (§3.6)
+
+    def reply(self, session_id: str, message: str, *, _rec: Checkpoint | None = None, _warnings: list[str] | None = None) -> Outcome:
+        """Answer a person's message at a decision park; the session stays parked (§3.6)."""
+        rec = _rec if _rec is not None else self.load(session_id)
+        if self.parked_channel(rec) != "decision":
+            raise SessionNotParkedError(session_id, str(rec.status) if rec else None)
+        if not isinstance(message, str) or not message.strip():
+            raise EmptyMessageError(session_id)
+        rt = self.rt
+        record = rec.model_copy(deep=True)  # type: ignore[union-attr]
+        work = Work(rt.store, rt.clock, rt.lease_ttl_s, record, rec.version, warnings=list(_warnings or []))  # type: ignore[union-attr]
+        work.start_messages = len(record.messages)
+        record.reply_only = True
+        record.messages.append(Message(role="user", content=message))
+        work.claim()
+        state = record.pending_decision.state  # type: ignore[union-attr]
+
+        def body() -> None:
+            rt.events.emit(record, "park_message", state=state, direction="inbound", text=message)
+            loop = TurnLoop(rt, work)
+            response = loop._call_model(handoff="reply")
+            if response is not None:
+                loop._record_handoff_answer(response, announce=False)
+                if (response.text or "").strip():
+                    rt.events.emit(record, "park_message", state=state, direction="outbound", text=response.text)
+            record.reply_only = False
+            record.park_phase = "suspend"
+            work.release()
+
+        return self._guarded(work, body, "reply")
+
+    # ------------------------------------------------------------------ decide (§3.7)
+
+    def decide(self, session_id: str, *, to: str | None, comment: str | None = None) -> Outcome:
+        """A person picks one of the parked human state's edges (§3.7)."""
+        rec = self.load(session_id)
+        if self.parked_channel(rec) != "decision":
+            raise SessionNotParkedError(session_id, str(rec.status) if rec else None)
+        pending = rec.pending_decision  # type: ignore[union-attr]
+        valid = [t.to for t in pending.transitions if t.to != pending.state]
+        target = to.strip() if isinstance(to, str) else ""
+        if not target or target not in valid:
+            raise InvalidDecisionTargetError(target or None, valid, session_id=session_id)
+        note_comment = comment.strip() if isinstance(comment, str) and comment.strip() else None
+        rt = self.rt
+        record = rec.model_copy(deep=True)  # type: ignore[union-attr]
+        work = Work(rt.store, rt.clock, rt.lease_ttl_s, record, rec.version)  # type: ignore[union-attr]
+        work.start_messages = len(record.messages)
+        edge_type = next((t.type for t in pending.transitions if t.to == target), None)
+        rt.trail(record, "human", target, note_comment)
+        record.messages.extend(make_note("decision", decision_note_text(pending.state, target, edge_type, note_comment)))
+        record.position = target
+        record.moved_since_open = True
+        record.pending_decision = None
+        record.park_phase = None
+        record.pending_failure = None
+        record.state_turns = 0
+        record.status = SessionStatus.RUNNING
+        work.claim()
+
+        def body() -> None:
+            rt.events.emit(record, "decided", state=pending.state, to=target)
+            work.commit()
+            loop = TurnLoop(rt, work)
+            loop.handoff_directive = "routed"
+            loop.run()
+
+        return self._guarded(work, body, "decide")
+
+    # ------------------------------------------------------------------ shared tail
+
+    def _guarded(self, work: Work, body, disposition: str) -> Outcome:
+        """Run ``body`` under the lease; on an unexpected error let the lease go (so the session can be
+        taken over at once) and re-raise; always write artifacts; build the Outcome."""
+        try:
+            body()
+        except BaseException:
+            if work.holds_lease:
+                try:
+                    work.release()
+                except Exception:
+                    pass
+            write_artifacts(self.rt, work.record)
+            raise
+        write_artifacts(self.rt, work.record)
+        return build_outcome(work, disposition)
+
+
+def build_outcome(work: Work, disposition: str) -> Outcome:
+    """The :class:`Outcome` of an operation (§3.11)."""
+    rec = work.record
+    parked = rec.status in (SessionStatus.AWAITING_INPUT, SessionStatus.AWAITING_DECISION)
+    pending = (rec.pending_input or rec.pending_decision) if parked else None
+    reply = ""
+    for message in reversed(rec.messages[work.start_messages:]):
+        if message.role == "assistant" and runtime_note_kind(message) is None and message.content.strip():
+            reply = message.content
+            break
+    return Outcome(
+        kind="parked" if parked else rec.status.value,  # type: ignore[arg-type]
+        disposition=disposition,  # type: ignore[arg-type]
+        session_id=rec.session_id,
+        status=rec.status,
+        state=pending.state if pending else rec.position,
+        parked_channel=rec.channel if parked else None,
+        pending=pending,
+        reply=reply,
+        rejected=rec.rejected if rec.status == SessionStatus.REJECTED else None,
+        exit=exit_of(rec),
+        messages=list(rec.messages),
+        trail=list(rec.trail),
+        variables=variables_view(rec),
+        usage=work.usage,
+        recovered=work.recovered,
+        warnings=list(work.warnings),
+    )

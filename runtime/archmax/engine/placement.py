@@ -1,0 +1,92 @@
+"""Placing host files into a session's ``scratchpad/attachments/``.
+
+Rule source: seed "Files handed to a session"; BEHAVIOUR.md §9.5. Every file of a firing is
+checked before any is stored, so a refusal stores none. Each placement claims its name with a
+create-only write and tries the next number when it loses; placements into one session are
+serialized in-process by a lock (and across processes by the create-only claim).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from archmax.errors import InvalidFilePathError, PathExistsError, SessionStoreCapabilityError
+from archmax.session.files import ATTACHMENTS_DIR, candidate_names, check_attachment_name, is_text
+from archmax.session.firing import FileIn
+from archmax.stores.base import SessionStore
+
+_locks: dict[str, threading.Lock] = defaultdict(threading.Lock)
+_locks_guard = threading.Lock()
+
+
+@dataclass(frozen=True)
+class PreparedFile:
+    """A validated file waiting to be placed."""
+
+    variable: str
+    name: str
+    content: str | bytes
+    text: bool
+
+
+def _as_file(variable: str, value: Any, session_id: str) -> FileIn:
+    if isinstance(value, FileIn):
+        return value
+    if isinstance(value, Mapping) and "name" in value and "content" in value:
+        return FileIn(name=value["name"], content=value["content"])
+    if isinstance(value, tuple) and len(value) == 2:
+        return FileIn(name=value[0], content=value[1])
+    raise InvalidFilePathError(variable, "a file must be {name, content}", session_id=session_id)
+
+
+def prepare_files(store: SessionStore, session_id: str, files: Mapping[str, Any] | None) -> list[PreparedFile]:
+    """Check every file of a firing before anything is stored.
+
+    Args:
+        files: variable name → ``FileIn`` | ``{name, content}`` | ``(name, content)``; content is ``str`` or ``bytes``.
+
+    Raises:
+        InvalidFilePathError: a bad name (§9.5).
+        SessionStoreCapabilityError: binary content through a store without ``upload_files``; names the path.
+    """
+    prepared = []
+    for variable, value in (files or {}).items():
+        file = _as_file(variable, value, session_id)
+        name = check_attachment_name(file.name, session_id=session_id)
+        text = is_text(file.content)
+        if not text and not store.capabilities.upload_files:
+            raise SessionStoreCapabilityError("upload_files", f"{ATTACHMENTS_DIR}/{name}", session_id=session_id)
+        prepared.append(PreparedFile(variable, name, file.content, text))
+    return prepared
+
+
+def place_files(store: SessionStore, session_id: str, prepared: list[PreparedFile]) -> dict[str, str]:
+    """Place prepared files, never overwriting; returns variable → ``scratchpad/attachments/<placed name>``."""
+    if not prepared:
+        return {}
+    with _locks_guard:
+        lock = _locks[session_id]
+    placed: dict[str, str] = {}
+    with lock:
+        taken = {p.rsplit("/", 1)[-1] for p in store.list_files(session_id, ATTACHMENTS_DIR + "/")}
+        for item in prepared:
+            for candidate in candidate_names(item.name):
+                if candidate in taken:
+                    continue
+                path = f"{ATTACHMENTS_DIR}/{candidate}"
+                try:
+                    if item.text:
+                        content = item.content if isinstance(item.content, str) else item.content.decode("utf-8")
+                        store.seed(session_id, {path: content}, create_only=True)
+                    else:
+                        store.upload_files(session_id, {path: bytes(item.content)}, create_only=True)
+                except PathExistsError:
+                    taken.add(candidate)  # another placement won this name: take the next number
+                    continue
+                taken.add(candidate)
+                placed[item.variable] = path
+                break
+    return placed

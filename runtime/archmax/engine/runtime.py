@@ -1,0 +1,54 @@
+"""The collaborators every engine step shares, and small helpers over them.
+
+``Runtime`` is built once by ``create_agent``: the workflow, the store, the model, host tools,
+the clock, the event subscriber, assembly seeds and path, and the lease TTL.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from archmax.clock import Clock, epoch_ms, format_instant
+from archmax.engine.events import EventEmitter
+from archmax.engine.tools import HostTool
+from archmax.models.base import Model
+from archmax.session.paths import SessionPath
+from archmax.session.records import Checkpoint, Message, TrailStep
+from archmax.spec import Workflow
+from archmax.stores.base import SessionStore
+
+log = logging.getLogger("archmax")
+
+
+@dataclass
+class Runtime:
+    """Everything an operation needs besides the session itself."""
+
+    workflow: Workflow
+    store: SessionStore
+    model: Model | None
+    model_for: Callable[[str | None], Model]
+    """Returns the model for a state's ``model:`` override (None = the default)."""
+    host_tools: dict[str, HostTool]
+    clock: Clock
+    events: EventEmitter
+    assembly_variables: dict[str, Any] = field(default_factory=dict)
+    session_path: SessionPath | None = None
+    lease_ttl_s: float = 900.0
+
+    def now(self) -> str:
+        return format_instant(self.clock.now())
+
+    def trail(self, record: Checkpoint, kind: str, to: str, reason: str | None = None, **extra: Any) -> None:
+        """Append one trail step (epoch-ms timestamp)."""
+        record.trail.append(TrailStep(to=to, kind=kind, reason=reason, ts=epoch_ms(self.clock.now()), **extra))
+
+    def warn(self, record: Checkpoint, scope: str, message: str) -> None:
+        self.events.emit(record, "warning", level="warning", scope=scope, message=message)
+
+    def say(self, record: Checkpoint, text: str, *, handoff: bool = False) -> None:
+        """Record assistant text the model wrote (an ``agent_text`` event + a transcript entry)."""
+        record.messages.append(Message(role="assistant", content=text, handoff=handoff))
+        self.events.emit(record, "agent_text", text=text)

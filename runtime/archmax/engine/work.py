@@ -1,0 +1,84 @@
+"""One operation's hold on one session: the record being built, the lease, and commits.
+
+Rule source: BEHAVIOUR.md §3.12 (lease, commits), §9.3 (when commits happen). A ``Work`` is
+created by claiming the session (a conditional commit that takes the lease); every later
+commit is conditional on the version it read and on still owning the lease; the commit that
+leaves the session finished or suspended lets the lease go.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from archmax.clock import Clock, format_instant
+from archmax.session.records import Checkpoint, Lease, Usage
+from archmax.stores.base import SessionStore
+
+
+@dataclass
+class Work:
+    """The record an operation is building, with the version it last committed.
+
+    Attributes:
+        record: The working copy (mutated in place, committed by :meth:`commit`).
+        version: The last committed version (0 before the session's first commit).
+        owner: This operation's lease owner id.
+        start_messages: Transcript length when the operation started (for ``Outcome.reply``).
+        usage: What this operation spent.
+        warnings: Warnings for ``Outcome.warnings``.
+    """
+
+    store: SessionStore
+    clock: Clock
+    lease_ttl_s: float
+    record: Checkpoint
+    version: int
+    owner: str = field(default_factory=lambda: f"lease-{uuid.uuid4().hex}")
+    holds_lease: bool = False
+    start_messages: int = 0
+    usage: Usage | None = None
+    warnings: list[str] = field(default_factory=list)
+    recovered: bool = False
+
+    def now(self) -> str:
+        return format_instant(self.clock.now())
+
+    def claim(self) -> None:
+        """Take the lease with a commit conditional on the version read (§3.12).
+
+        Raises:
+            CommitConflictError: another writer committed since the load (one writer per session).
+        """
+        self.holds_lease = False
+        self._commit(lease=True, claim=True)
+
+    def commit(self) -> None:
+        """Commit the working record, extending the lease (§3.12, §9.3)."""
+        self._commit(lease=True, claim=False)
+
+    def release(self) -> None:
+        """Commit the working record and let the lease go (finished or suspended)."""
+        self._commit(lease=False, claim=False)
+
+    def _commit(self, *, lease: bool, claim: bool) -> None:
+        now = self.clock.now()
+        rec = self.record
+        rec.version = self.version + 1
+        rec.updated_at = format_instant(now)
+        rec.lease = (
+            Lease(owner=self.owner, expires_at=format_instant(now + timedelta(seconds=self.lease_ttl_s))) if lease else None
+        )
+        self.store.commit(
+            rec.session_id, rec, self.version, lease_owner=None if claim or not self.holds_lease else self.owner
+        )
+        self.version = rec.version
+        self.holds_lease = lease
+
+    def spend(self, usage: Usage | None) -> None:
+        """Add a model call's usage to the operation's and the session's totals."""
+        if usage is None:
+            return
+        self.usage = usage.model_copy() if self.usage is None else self.usage.plus(usage)
+        self.record.usage = self.record.usage.plus(usage)

@@ -1,0 +1,37 @@
+"""What users need to test their own workflows: a scripted model, a fake clock, the memory store,
+real-shaped events and a fake Lambda context (CONVENTIONS.md "archmax.testing")."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from archmax.clock import FakeClock
+from archmax.models.scripted import ScriptedModel
+from archmax.stores.memory import MemoryStore
+
+__all__ = ["FakeClock", "FakeLambdaContext", "MemoryStore", "ScriptedModel", "load_event"]
+
+
+def load_event(path: str | Path) -> dict[str, Any]:
+    """Read a JSON event file (``events/<source>.json``) as a dict."""
+    return json.loads(Path(path).read_text(encoding="utf-8"))
+
+
+@dataclass
+class FakeLambdaContext:
+    """The attributes Powertools and handlers read from a Lambda context."""
+
+    function_name: str = "archmax-test"
+    memory_limit_in_mb: int = 512
+    invoked_function_arn: str = "arn:aws:lambda:us-east-1:123456789012:function:archmax-test"
+    aws_request_id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    function_version: str = "$LATEST"
+    log_group_name: str = "/aws/lambda/archmax-test"
+    log_stream_name: str = "test"
+
+    def get_remaining_time_in_millis(self) -> int:
+        return 300_000

@@ -69,9 +69,14 @@ class _TextExtractor(HTMLParser):
         self._hidden = 0
         self._pre = 0
 
-    def _break(self) -> None:
+    def _break(self, *, force: bool = False) -> None:
+        """End the current line; an empty one is only kept for <br> and inside <pre> (force)."""
         text = "".join(self._line)
         text = text if self._pre else re.sub(r"[ \t\r\n\f\v]+", " ", text).strip()
+        if not text and not force:
+            self._line = []
+            self._line_depth = self._quote_depth
+            return
         prefix = "> " * self._line_depth
         self.lines.append((prefix + text).rstrip())
         self._line = []
@@ -81,7 +86,7 @@ class _TextExtractor(HTMLParser):
         if tag in _HIDDEN_TAGS:
             self._hidden += 1
         elif tag in _BLOCK_TAGS:
-            self._break()
+            self._break(force=tag == "br" and not self._line)
             if tag == "blockquote":
                 self._quote_depth += 1
                 self._line_depth = self._quote_depth
@@ -90,7 +95,7 @@ class _TextExtractor(HTMLParser):
 
     def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         if tag in _BLOCK_TAGS:
-            self._break()
+            self._break(force=tag == "br")
 
     def handle_endtag(self, tag: str) -> None:
         if tag in _HIDDEN_TAGS:
@@ -111,7 +116,7 @@ class _TextExtractor(HTMLParser):
             parts = data.split("\n")
             for i, part in enumerate(parts):
                 if i:
-                    self._break()
+                    self._break(force=True)
                 self._line.append(part)
         else:
             if not self._line:
@@ -180,12 +185,15 @@ def _requote(depth: int, content: str) -> str:
 
 # Verbs that end an attribution line ("On <date>, <name> wrote:"), in the languages mail clients
 # ship; matched at the end of the (possibly re-joined) line, before the colon.
-_ATTRIBUTION_END = re.compile(
+_VERBS = (
     r"(wrote|writes|написал|написала|написал\(а\)|пишет|a écrit|schrieb|escribió|escreveu|ha scritto|"
     r"schreef|skrev|napisał|napisała|kirjoitti|írta|yazdı|napsal|napísal|scrise|έγραψε|"
-    r"כתב|كتب|写道|寫道|のメッセージ|님이 작성)\s*[:：]\s*$",
-    re.IGNORECASE,
+    r"כתב|كتب|写道|寫道|のメッセージ|님이 작성)"
 )
+_ATTRIBUTION_END = re.compile(_VERBS + r"\s*[:：]\s*$", re.IGNORECASE)
+# German and Dutch put the verb before the name: "Am 14.01.2025 um 11:03 schrieb Support:".
+_ATTRIBUTION_VERB = re.compile(_VERBS, re.IGNORECASE)
+
 # How attribution lines begin: "On", its translations, or a date ("02.04.2012 14:20 ...").
 _ATTRIBUTION_START = re.compile(
     r"^(on|am|le|el|il|op|em|den|dne|w dniu|в|\d{1,4}[./-]\d{1,2}[./-]\d{1,4}|\d{4}年)\b",
@@ -234,6 +242,12 @@ def _history_start(lines: list[str]) -> int:
         if _OUTLOOK_FROM.match(stripped) and _outlook_block_follows(lines, i):
             if i > 0 and _UNDERSCORES.match(lines[i - 1]):
                 return i - 1
+            return i
+        if (
+            _ATTRIBUTION_START.match(stripped)
+            and stripped.endswith(":")
+            and _ATTRIBUTION_VERB.search(stripped)
+        ):
             return i
         if _ATTRIBUTION_END.search(stripped):
             previous = lines[i - 1].strip() if i > 0 else ""

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from archmax.inbound.email import parse_email
-from archmax.session.firing import Firing
+from archmax.session.firing import FileIn, Firing
 from archmax.stores.base import check_relative_path
 
 REPO = Path(__file__).resolve().parents[3]
@@ -365,3 +365,24 @@ def test_garbage_bytes_do_not_raise():
 def test_non_bytes_input_is_a_type_error():
     with pytest.raises(TypeError):
         parse_email("From: a@example.org\n\nhi")  # type: ignore[arg-type]
+
+
+def test_rfc2231_encoded_traversal_in_a_filename_is_reduced_to_its_basename():
+    raw = (
+        b'Content-Type: multipart/mixed; boundary="b"\n\n--b\n'
+        b"Content-Disposition: attachment; filename*=utf-8''%2e%2e%2f%00x.txt\n"
+        b"Content-Type: application/octet-stream\n\nabc\n--b--\n"
+    )
+    assert parse_email(raw).files["attachment_1"] == FileIn(name="x.txt", content=b"abc")
+
+
+def test_an_attached_email_is_one_file_and_its_text_is_not_the_body():
+    raw = (
+        b'Content-Type: multipart/mixed; boundary="b"\n\n--b\nContent-Type: text/plain\n\nsee forwarded\n'
+        b"--b\nContent-Type: message/rfc822\nContent-Disposition: attachment; filename=fwd.eml\n\n"
+        b"Subject: inner\n\ninner body\n--b--\n"
+    )
+    firing = parse_email(raw)
+    assert firing.variables["body"] == "see forwarded\n"
+    assert firing.files["attachment_1"].name == "fwd.eml"
+    assert b"inner body" in firing.files["attachment_1"].content

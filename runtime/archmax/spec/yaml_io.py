@@ -26,17 +26,17 @@ class SpecLoader(yaml.SafeLoader):
     """
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        seen: set[tuple[str, Any]] = set()
+        seen: set[Any] = set()
         for key_node, _ in node.value:
             if key_node.tag == _MERGE or not isinstance(key_node, yaml.ScalarNode):
                 continue
             key = self.construct_object(key_node, deep=True)
-            marker = (type(key).__name__, key)  # 1, 1.0 and true hash alike in Python
-            if marker in seen:
+            # Python equality, not YAML's: 1, 1.0 and true would collapse into one dict key.
+            if key in seen:
                 raise yaml.constructor.ConstructorError(
                     "while constructing a mapping", node.start_mark, f"found duplicate key {key!r}", key_node.start_mark
                 )
-            seen.add(marker)
+            seen.add(key)
         return super().construct_mapping(node, deep=deep)
 
 

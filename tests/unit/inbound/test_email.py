@@ -383,6 +383,6 @@ def test_an_attached_email_is_one_file_and_its_text_is_not_the_body():
         b"Subject: inner\n\ninner body\n--b--\n"
     )
     firing = parse_email(raw)
-    assert firing.variables["body"] == "see forwarded\n"
+    assert firing.variables["body"] == "see forwarded"
     assert firing.files["attachment_1"].name == "fwd.eml"
     assert b"inner body" in firing.files["attachment_1"].content

@@ -244,11 +244,11 @@ def _model_resolver(model: Model | None) -> Callable[[str | None], Model]:
     def model_for(override: str | None) -> Model:
         if override is None and model is not None:
             return model
-        if override is not None and model is not None and ":" not in override:
+        from archmax.models import is_model_spec, model_from_config
+
+        if override is not None and model is not None and not is_model_spec(override):
             return model  # a bare per-state id is the default adapter's business (it reads request.model)
         if override not in cache:
-            from archmax.models import model_from_config
-
             cache[override] = model_from_config(override)
         return cache[override]
 

@@ -83,7 +83,7 @@ def parse_email(
     Example:
         >>> firing = parse_email(open("02-reply.eml", "rb").read())  # doctest: +SKIP
         >>> firing.variables["conversation_id"], firing.variables["reply_body"]  # doctest: +SKIP
-        ('first.7f3a@mail.example.org', "It's ORD-1001.")
+        ('3f1c2a9e-5b7d-4e21-9c3a-0d8e6f4b2a11@example.org', "It's ORD-1001.")
     """
     if not isinstance(raw, (bytes, bytearray, memoryview)):
         raise TypeError(f"parse_email takes the raw message as bytes, not {type(raw).__name__}")

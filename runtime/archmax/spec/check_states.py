@@ -132,25 +132,25 @@ def _state(slug: Any, body: Any, declared: set[str], out: Collector) -> State | 
         elif on_error not in declared:
             out.error(at(path, "on_error"), f"State '{slug}' on_error routes to undefined state '{on_error}'")
     allow, forbid = _state_tools(body.get("tools"), at(path, "tools"), out)
-    state = dict(
-        slug=slug,
-        type=type_,
-        title=optional_text(body, "title", path, out),
-        instructions=optional_text(body, "instructions", path, out),
-        summary=optional_text(body, "summary", path, out),
-        evidence=_evidence(body.get("evidence"), at(path, "evidence"), out),
-        approvers=string_list(body.get("approvers"), at(path, "approvers"), out),
-        triggers=triggers_block(body.get("triggers"), at(path, "triggers"), out),
-        before=hooks(body.get("before"), at(path, "before"), out, phase="before"),
-        after=hooks(body.get("after"), at(path, "after"), out, phase="after"),
-        budget=_budget(body.get("budget"), at(path, "budget"), out),
-        model=optional_text(body, "model", path, out, non_blank=True),
-        on_error=on_error if isinstance(on_error, str) else None,
-        allow_rules=allow,
-        forbid_rules=forbid,
-        requires=_requires(body.get("requires"), at(path, "requires"), out),
-        transitions=transitions,
-    )
+    state = {
+        "slug": slug,
+        "type": type_,
+        "title": optional_text(body, "title", path, out),
+        "instructions": optional_text(body, "instructions", path, out),
+        "summary": optional_text(body, "summary", path, out),
+        "evidence": _evidence(body.get("evidence"), at(path, "evidence"), out),
+        "approvers": string_list(body.get("approvers"), at(path, "approvers"), out),
+        "triggers": triggers_block(body.get("triggers"), at(path, "triggers"), out),
+        "before": hooks(body.get("before"), at(path, "before"), out, phase="before"),
+        "after": hooks(body.get("after"), at(path, "after"), out, phase="after"),
+        "budget": _budget(body.get("budget"), at(path, "budget"), out),
+        "model": optional_text(body, "model", path, out, non_blank=True),
+        "on_error": on_error if isinstance(on_error, str) else None,
+        "allow_rules": allow,
+        "forbid_rules": forbid,
+        "requires": _requires(body.get("requires"), at(path, "requires"), out),
+        "transitions": transitions,
+    }
     if len(out.errors) != before:
         return None
     return State(**state)

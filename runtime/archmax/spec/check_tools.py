@@ -81,7 +81,11 @@ def _guards(value: Any, path: str, out: Collector) -> dict[str, list[str]] | Non
     guards: dict[str, list[str]] = {}
     for name, globs in value.items():
         items = [globs] if isinstance(globs, str) else globs
-        if not isinstance(name, str) or not isinstance(items, list) or not all(isinstance(g, str) for g in items):
+        if (
+            not isinstance(name, str)
+            or not isinstance(items, list)
+            or not all(isinstance(g, str) for g in items)
+        ):
             out.error(at(path, name), "must be a glob or a list of globs")
             continue
         guards[name] = list(items)

@@ -13,7 +13,15 @@ from typing import Any
 
 from archmax.errors import InvalidSessionPathError
 from archmax.session.paths import parse_session_path
-from archmax.spec.checks import NON_BLANK, VARIABLE_NAME, Collector, at, is_non_blank, optional_text, unknown_keys
+from archmax.spec.checks import (
+    NON_BLANK,
+    VARIABLE_NAME,
+    Collector,
+    at,
+    is_non_blank,
+    optional_text,
+    unknown_keys,
+)
 from archmax.spec.model import ReturnSpec, TriggerDecl
 from archmax.spec.value_types import VALUE_TYPES
 
@@ -88,7 +96,9 @@ def trigger_decl(value: Any, path: str, out: Collector) -> TriggerDecl | None:
     )
 
 
-def _path_key(value: dict[str, Any], key: str, path: str, out: Collector, *, allow_false: bool = False) -> str | None:
+def _path_key(
+    value: dict[str, Any], key: str, path: str, out: Collector, *, allow_false: bool = False
+) -> str | None:
     """A dotted path read with the session-path parser (§4.3); the parser's message is kept."""
     raw = value.get(key)
     if raw is None:

@@ -59,7 +59,9 @@ def is_non_blank(value: Any) -> bool:
     return isinstance(value, str) and bool(value.strip())
 
 
-def optional_text(mapping: dict[Any, Any], key: str, path: str, out: Collector, *, non_blank: bool = False) -> str | None:
+def optional_text(
+    mapping: dict[Any, Any], key: str, path: str, out: Collector, *, non_blank: bool = False
+) -> str | None:
     """Read an optional string key; ``null`` counts as absent.
 
     Reports ``must be a string`` (or ``must be a non-blank string`` with ``non_blank``) at

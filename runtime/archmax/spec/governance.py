@@ -59,9 +59,7 @@ def offered_tool_names(
         return []
     granted_set = set(granted)
     names = [
-        name
-        for name in CONTROL_TOOLS
-        if name not in removed_set and not (terminal and name == ADVANCE_TOOL)
+        name for name in CONTROL_TOOLS if name not in removed_set and not (terminal and name == ADVANCE_TOOL)
     ]
     for name in host_tools:
         if name.startswith(RESERVED_PREFIX) or name in names:

@@ -236,7 +236,9 @@ class Workflow(_Value):
         node = self.states[state]
         removed = [r.tool for r in self.forbid_always if not r.guarded] + node.tools_forbid
         granted = [r.tool for r in self.allow_always] + node.tools_allow
-        return offered_tool_names(terminal=node.is_terminal, granted=granted, removed=removed, host_tools=host_tools)
+        return offered_tool_names(
+            terminal=node.is_terminal, granted=granted, removed=removed, host_tools=host_tools
+        )
 
     def tool_allowed(self, state: str, name: str, host_tools: Iterable[str]) -> bool:
         """Whether a call to ``name`` in ``state`` may run; ``False`` means a ``blocked`` result (§2.3).

@@ -34,7 +34,10 @@ class SpecLoader(yaml.SafeLoader):
             # Python equality, not YAML's: 1, 1.0 and true would collapse into one dict key.
             if key in seen:
                 raise yaml.constructor.ConstructorError(
-                    "while constructing a mapping", node.start_mark, f"found duplicate key {key!r}", key_node.start_mark
+                    "while constructing a mapping",
+                    node.start_mark,
+                    f"found duplicate key {key!r}",
+                    key_node.start_mark,
                 )
             seen.add(key)
         return super().construct_mapping(node, deep=deep)
@@ -60,7 +63,7 @@ def parse_yaml(text: str, source: str = "workflow.yaml") -> tuple[Any, list[Diag
         not valid YAML (the message names the line and column).
     """
     try:
-        return yaml.load(text, Loader=SpecLoader), []  # noqa: S506 - SpecLoader is a SafeLoader
+        return yaml.load(text, Loader=SpecLoader), []
     except yaml.YAMLError as exc:
         return None, [Diagnostic("", f"{source} is not valid YAML: {_yaml_problem(exc)}")]
 

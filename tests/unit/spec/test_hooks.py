@@ -31,7 +31,15 @@ def test_a_workflow_without_hooks_says_so(load):
 
 @pytest.mark.parametrize(
     "script",
-    ["check.py", "hooks/../secret.py", "/hooks/check.py", "hooks/check.js", "hooks/", "hooks\\\\check.py", "hooks//x.py"],
+    [
+        "check.py",
+        "hooks/../secret.py",
+        "/hooks/check.py",
+        "hooks/check.js",
+        "hooks/",
+        "hooks\\\\check.py",
+        "hooks//x.py",
+    ],
 )
 def test_a_script_hook_is_confined_to_the_hooks_folder(errors_of, script):
     assert errors_of(_state(f"    before: {{script: '{script}'}}\n")) == [
@@ -44,7 +52,9 @@ def test_a_script_in_a_subfolder_of_hooks_is_accepted(load):
 
 
 def test_a_rubric_needs_instructions(errors_of):
-    assert errors_of(_state("    after: {rubric: {model: judge}}\n")) == ["states.a.after.rubric.instructions: is required"]
+    assert errors_of(_state("    after: {rubric: {model: judge}}\n")) == [
+        "states.a.after.rubric.instructions: is required"
+    ]
 
 
 def test_a_rubric_is_strict(errors_of):
@@ -66,9 +76,11 @@ def test_the_sidecar_budget_is_refused_beside_a_rubric(errors_of):
 
 
 def test_a_hook_with_two_kinds_is_malformed_and_indexed_in_a_list(errors_of):
-    assert errors_of(_state("    after:\n      - {script: hooks/a.py}\n      - {script: hooks/b.py, rubric: {instructions: x}}\n")) == [
-        "states.a.after.1: a hook is a single-key mapping: {script: ...}, {rubric: {...}} or a custom kind"
-    ]
+    assert errors_of(
+        _state(
+            "    after:\n      - {script: hooks/a.py}\n      - {script: hooks/b.py, rubric: {instructions: x}}\n"
+        )
+    ) == ["states.a.after.1: a hook is a single-key mapping: {script: ...}, {rubric: {...}} or a custom kind"]
 
 
 def test_a_hook_that_is_not_a_mapping_is_malformed(errors_of):

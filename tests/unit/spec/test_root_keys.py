@@ -27,7 +27,12 @@ def test_a_minimal_workflow_loads_with_its_root_fields(load):
             triggers: {manual: null}
         """
     )
-    assert (wf.slug, wf.title, wf.instructions, wf.disabled) == ("demo", "Support inbox", "Answer politely.", False)
+    assert (wf.slug, wf.title, wf.instructions, wf.disabled) == (
+        "demo",
+        "Support inbox",
+        "Answer politely.",
+        False,
+    )
     assert list(wf.states) == ["intake"]
     assert wf.warnings == []
 
@@ -61,19 +66,24 @@ def test_an_unknown_root_key_is_reported_at_its_own_path(errors_of, key):
 
 
 def test_unknown_keys_inside_tools_and_policy_are_reported_at_their_paths(errors_of):
-    assert errors_of(
-        "tools: {allow: [x], forbid_always: []}\npolicy: {forbid: [y]}\n" + MINIMAL_STATES
-    ) == ["tools.allow: Unknown key 'allow'", "policy.forbid: Unknown key 'forbid'"]
+    assert errors_of("tools: {allow: [x], forbid_always: []}\npolicy: {forbid: [y]}\n" + MINIMAL_STATES) == [
+        "tools.allow: Unknown key 'allow'",
+        "policy.forbid: Unknown key 'forbid'",
+    ]
 
 
 @pytest.mark.parametrize("value", ['"no"', "1", "null", "yes-please"])
 def test_a_non_boolean_disabled_is_a_load_error(errors_of, value):
-    assert errors_of(f"disabled: {value}\n" + MINIMAL_STATES) == ["disabled: must be a boolean (true or false)"]
+    assert errors_of(f"disabled: {value}\n" + MINIMAL_STATES) == [
+        "disabled: must be a boolean (true or false)"
+    ]
 
 
 @pytest.mark.parametrize("value", ['""', '"   "', "3", "[a]"])
 def test_root_instructions_must_be_a_non_empty_string(errors_of, value):
-    assert errors_of(f"instructions: {value}\n" + MINIMAL_STATES) == ["instructions: must be a non-empty string"]
+    assert errors_of(f"instructions: {value}\n" + MINIMAL_STATES) == [
+        "instructions: must be a non-empty string"
+    ]
 
 
 def test_states_is_required(errors_of):

@@ -87,7 +87,9 @@ def test_an_unknown_state_key_is_reported_at_its_path(errors_of):
 
 @pytest.mark.parametrize("slug", ["Review", "two--dashes", "-lead", "trail-", "under_score", "with space"])
 def test_a_state_slug_must_be_kebab_case(errors_of, slug):
-    errors = errors_of(f"states:\n  '{slug}': {{triggers: {{manual: null}}}}\n  ok: {{triggers: {{x: null}}}}\n")
+    errors = errors_of(
+        f"states:\n  '{slug}': {{triggers: {{manual: null}}}}\n  ok: {{triggers: {{x: null}}}}\n"
+    )
     assert errors == [f"states.{slug}: a state slug must match ^[a-z0-9]+(-[a-z0-9]+)*$"]
 
 
@@ -132,7 +134,10 @@ def test_a_transition_without_to_or_description_names_each_missing_key(errors_of
             triggers: {manual: null}
             transitions: [{}]
         """
-    ) == ["states.a.transitions.0.to: is required", "states.a.transitions.0.description: must be a non-blank string"]
+    ) == [
+        "states.a.transitions.0.to: is required",
+        "states.a.transitions.0.description: must be a non-blank string",
+    ]
 
 
 def test_a_transition_type_must_be_one_of_the_four_words(errors_of, load):
@@ -146,7 +151,9 @@ def test_a_transition_type_must_be_one_of_the_four_words(errors_of, load):
         """
     ) == ["states.a.transitions.0.type: must be one of approve|reject|refine|none"]
     for word in ("approve", "reject", "refine", "none"):
-        wf = load(f"states:\n  a: {{triggers: {{manual: null}}, transitions: [{{to: b, description: d, type: {word}}}]}}\n  b: null\n")
+        wf = load(
+            f"states:\n  a: {{triggers: {{manual: null}}, transitions: [{{to: b, description: d, type: {word}}}]}}\n  b: null\n"
+        )
         assert wf.states["a"].transitions[0].type == word
 
 

@@ -108,7 +108,9 @@ def test_one_trigger_declared_by_two_states_uses_the_fixed_message(errors_of):
           intake: {triggers: {email_reply: null}}
           clarify: {triggers: {email_reply: null}}
         """
-    ) == ["states.clarify.triggers.email_reply: Trigger 'email_reply' is declared by both 'intake' and 'clarify'"]
+    ) == [
+        "states.clarify.triggers.email_reply: Trigger 'email_reply' is declared by both 'intake' and 'clarify'"
+    ]
 
 
 def test_no_state_declaring_a_trigger_uses_the_fixed_message(errors_of):
@@ -185,8 +187,7 @@ def test_connection_and_description_must_be_non_empty(errors_of, key):
 
 def test_signature_type_must_be_one_of_the_value_types(errors_of):
     assert errors_of("states:\n  a: {triggers: {t: {requires: [{name: n, type: str}]}}}\n") == [
-        "states.a.triggers.t.requires.0.type: must be one of "
-        "string|integer|number|boolean|date|date-time|object|array|file"
+        "states.a.triggers.t.requires.0.type: must be one of string|integer|number|boolean|date|date-time|object|array|file"
     ]
 
 

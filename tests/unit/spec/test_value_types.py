@@ -16,7 +16,17 @@ def ok(value, type_, file_exists=_no_files) -> bool:
 
 
 def test_the_nine_types():
-    assert VALUE_TYPES == ("string", "integer", "number", "boolean", "date", "date-time", "object", "array", "file")
+    assert VALUE_TYPES == (
+        "string",
+        "integer",
+        "number",
+        "boolean",
+        "date",
+        "date-time",
+        "object",
+        "array",
+        "file",
+    )
 
 
 @pytest.mark.parametrize("value", [None, "", 0, False, [], {}, "x"])
@@ -36,11 +46,21 @@ def test_typed_entries_refuse_null(type_):
         ("integer", [0, -4, 4.0], ["4", 4.5, True, float("inf")]),
         ("number", [0, 1.5, -2], ["1.5", True, float("nan"), float("inf")]),
         ("boolean", [True, False], [0, 1, "true"]),
-        ("date", ["2024-02-29", "2026-12-31"], ["2026-02-30", "2026-1-01", "20260101", "2026-01-01T00:00:00Z", 20260101]),
+        (
+            "date",
+            ["2024-02-29", "2026-12-31"],
+            ["2026-02-30", "2026-1-01", "20260101", "2026-01-01T00:00:00Z", 20260101],
+        ),
         (
             "date-time",
             ["2025-03-01T09:00:00Z", "2025-03-01T09:00:00.123+02:00", "2025-03-01t09:00:00z"],
-            ["2025-03-01T09:00:00", "2025-03-01", "2025-02-30T09:00:00Z", "2025-03-01T24:00:00Z", "2025-03-01T09:00Z"],
+            [
+                "2025-03-01T09:00:00",
+                "2025-03-01",
+                "2025-02-30T09:00:00Z",
+                "2025-03-01T24:00:00Z",
+                "2025-03-01T09:00Z",
+            ],
         ),
         ("object", [{}, {"a": 1}], [[], "{}"]),
         ("array", [[], [1]], [{}, "[]", (1,)]),

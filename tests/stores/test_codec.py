@@ -109,10 +109,19 @@ def test_shrunken_trail_alone_forces_a_full_chunk():
 
 
 def test_unicode_and_note_markers_survive_the_round_trip():
-    record = make_record(SID, 1).model_copy(update={"messages": [
-        Message(role="assistant", content="", archmax={"note": "event"}, additional_kwargs={"archmax": {"note": "event"}}),
-        Message(role="user", content="naïve café — 日本語 \U0001f600"),
-    ]})
+    record = make_record(SID, 1).model_copy(
+        update={
+            "messages": [
+                Message(
+                    role="assistant",
+                    content="",
+                    archmax={"note": "event"},
+                    additional_kwargs={"archmax": {"note": "event"}},
+                ),
+                Message(role="user", content="naïve café — 日本語 \U0001f600"),
+            ]
+        }
+    )
     data = chunk_bytes(encode_chunk(record, None))
     assert "日本語".encode() in data
     assert decode_chunks([chunk_from_bytes(data)]) == record
@@ -125,9 +134,16 @@ def test_chunk_bytes_are_compact_json():
 
 
 def test_head_of_a_chunk_needs_no_transcript():
-    chunk = encode_chunk(make_record(SID, 1, messages=3, status="awaiting_input", resume_at="2025-01-02T00:00:00.000Z"), None)
+    chunk = encode_chunk(
+        make_record(SID, 1, messages=3, status="awaiting_input", resume_at="2025-01-02T00:00:00.000Z"), None
+    )
     head = head_of_chunk({**chunk, "messages": None, "trail": None})
-    assert (head.session_id, head.version, head.status, head.resume_at) == (SID, 1, "awaiting_input", "2025-01-02T00:00:00.000Z")
+    assert (head.session_id, head.version, head.status, head.resume_at) == (
+        SID,
+        1,
+        "awaiting_input",
+        "2025-01-02T00:00:00.000Z",
+    )
 
 
 def test_checkpoint_names_are_ten_digit_zero_padded():

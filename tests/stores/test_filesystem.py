@@ -40,7 +40,11 @@ def _tree(root: Path) -> list[str]:
 
 def test_filesystem_store_satisfies_the_protocol_with_every_capability(store):
     assert isinstance(store, SessionStore)
-    assert (store.capabilities.list, store.capabilities.delete, store.capabilities.upload_files) == (True, True, True)
+    assert (store.capabilities.list, store.capabilities.delete, store.capabilities.upload_files) == (
+        True,
+        True,
+        True,
+    )
 
 
 def test_layout_on_disk_is_the_one_of_section_9_2(store, root):
@@ -91,7 +95,10 @@ def test_checkpoint_files_are_codec_chunks_and_never_change(store, root):
 def test_bytes_written_per_commit_do_not_grow_with_the_transcript(store, root):
     for v in range(1, 401):
         store.commit("long", make_record("long", v, messages=v), v - 1)
-    size = lambda v: (root / f"long/checkpoints/{v:010d}.json").stat().st_size  # noqa: E731
+
+    def size(v: int) -> int:
+        return (root / f"long/checkpoints/{v:010d}.json").stat().st_size
+
     assert size(400) < size(10) * 1.1
     assert store.load("long") == make_record("long", 400, messages=400)
 
@@ -131,8 +138,10 @@ def test_chunk_written_by_a_writer_that_crashed_before_its_head_update_is_still_
 
 def test_a_version_already_on_disk_cannot_be_created_again(store, root):
     store.commit("s", make_record("s", 1, messages=1), 0)
-    chunk = encode_chunk(make_record("s", 2, messages=9), chunk_counts(chunk_from_bytes(
-        (root / "s/checkpoints/0000000001.json").read_bytes())))
+    chunk = encode_chunk(
+        make_record("s", 2, messages=9),
+        chunk_counts(chunk_from_bytes((root / "s/checkpoints/0000000001.json").read_bytes())),
+    )
     (root / "s/checkpoints/0000000002.json").write_bytes(chunk_bytes(chunk))  # another writer's version 2
     with pytest.raises(CommitConflictError):
         store.commit("s", make_record("s", 2, messages=2), 1)
@@ -217,7 +226,10 @@ def test_processes_racing_to_commit_the_same_version_have_exactly_one_winner(roo
     ctx = multiprocessing.get_context("spawn")
     n = 4
     barrier, results = ctx.Barrier(n), ctx.Queue()
-    procs = [ctx.Process(target=_commit_in_another_process, args=(str(root), "raced", i, barrier, results)) for i in range(n)]
+    procs = [
+        ctx.Process(target=_commit_in_another_process, args=(str(root), "raced", i, barrier, results))
+        for i in range(n)
+    ]
     for p in procs:
         p.start()
     outcomes = dict(results.get(timeout=120) for _ in range(n))

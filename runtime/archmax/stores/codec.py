@@ -75,7 +75,9 @@ def encode_chunk(record: Checkpoint, previous_counts: tuple[int, int] | None) ->
     """
     version = record.version
     if version < 1:
-        raise StoreError(f"a committed checkpoint has version >= 1, got {version}", session_id=record.session_id)
+        raise StoreError(
+            f"a committed checkpoint has version >= 1, got {version}", session_id=record.session_id
+        )
     dumped = record.model_dump(mode="json")
     messages = dumped.pop("messages")
     trail = dumped.pop("trail")

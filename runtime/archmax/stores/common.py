@@ -31,7 +31,8 @@ def check_record_fits(session_id: str, record: Checkpoint, expected_version: int
     """
     if record.session_id != session_id:
         raise StoreError(
-            f"record for session '{record.session_id}' committed to session '{session_id}'", session_id=session_id
+            f"record for session '{record.session_id}' committed to session '{session_id}'",
+            session_id=session_id,
         )
     if expected_version < 0 or record.version != expected_version + 1:
         raise StoreError(
@@ -95,7 +96,7 @@ def check_prefix(prefix: object, session_id: str) -> str:
         return ""
     if not isinstance(prefix, str):
         raise InvalidFilePathError(prefix, "a prefix must be a string", session_id=session_id)
-    return check_file_path(prefix[:-1] if prefix.endswith("/") else prefix, session_id)
+    return check_file_path(prefix.removesuffix("/"), session_id)
 
 
 def is_under(path: str, folder: str) -> bool:
@@ -119,7 +120,9 @@ def encode_texts(session_id: str, files: dict[str, str]) -> dict[str, bytes]:
     for path, text in files.items():
         path = check_file_path(path, session_id)
         if not isinstance(text, str):
-            raise TypeError(f"seed takes text; {path!r} holds {type(text).__name__} (use upload_files for bytes)")
+            raise TypeError(
+                f"seed takes text; {path!r} holds {type(text).__name__} (use upload_files for bytes)"
+            )
         out[path] = text.encode("utf-8")
     return out
 

@@ -124,7 +124,8 @@ class FilesystemStore:
         Raises:
             InvalidSessionIdError: for an id failing §4.1.
             StoreError: a record that does not fit, a lock timeout, or an I/O failure.
-            CommitConflictError: the latest version on disk is not ``expected_version``, or the lease owner differs.
+            CommitConflictError: the latest version on disk is not ``expected_version``, or the lease
+                owner differs.
         """
         folder = self._folder(session_id)
         _common.check_record_fits(session_id, record, expected_version)
@@ -181,7 +182,9 @@ class FilesystemStore:
         except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
             return None
         except OSError as exc:
-            raise StoreError(f"cannot read {path!r} of session '{session_id}': {exc}", session_id=session_id) from exc
+            raise StoreError(
+                f"cannot read {path!r} of session '{session_id}': {exc}", session_id=session_id
+            ) from exc
 
     def seed(self, session_id: str, files: dict[str, str], create_only: bool = False) -> None:
         """Write text files as UTF-8, each atomically; every path is checked before any is written.
@@ -415,7 +418,9 @@ def _acquired(lock: FileLock, session_id: str) -> Iterator[None]:
     try:
         lock.acquire()
     except Timeout as exc:
-        raise StoreError(f"session '{session_id}' stayed locked by another writer", session_id=session_id) from exc
+        raise StoreError(
+            f"session '{session_id}' stayed locked by another writer", session_id=session_id
+        ) from exc
     except OSError as exc:
         raise StoreError(f"cannot lock session '{session_id}': {exc}", session_id=session_id) from exc
     try:

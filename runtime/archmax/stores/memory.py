@@ -254,4 +254,3 @@ class MemoryStore:
                 return False
             self._specs[spec_hash] = data
             return True
-

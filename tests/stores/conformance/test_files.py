@@ -13,7 +13,7 @@ BINARY = bytes(range(256)) + b"\x00\xff\xfe"
 
 def test_seeded_text_reads_back_as_its_utf8_bytes(store, session_id):
     store.seed(session_id, {"scratchpad/notes.md": "héllo — wörld\n", "README.txt": ""})
-    assert store.get(session_id, "scratchpad/notes.md") == "héllo — wörld\n".encode("utf-8")
+    assert store.get(session_id, "scratchpad/notes.md") == "héllo — wörld\n".encode()
     assert store.get(session_id, "README.txt") == b""
 
 
@@ -49,9 +49,15 @@ def test_create_only_seed_of_an_existing_path_is_refused_and_writes_nothing(stor
 
 
 def test_create_only_seed_of_free_paths_writes_them(store, session_id):
-    store.seed(session_id, {"scratchpad/attachments/x.txt": "a", "scratchpad/attachments/x-1.txt": "b"}, create_only=True)
+    store.seed(
+        session_id,
+        {"scratchpad/attachments/x.txt": "a", "scratchpad/attachments/x-1.txt": "b"},
+        create_only=True,
+    )
     assert store.list_files(session_id, "scratchpad/attachments") == [
-        "scratchpad/attachments/x-1.txt", "scratchpad/attachments/x.txt"]
+        "scratchpad/attachments/x-1.txt",
+        "scratchpad/attachments/x.txt",
+    ]
 
 
 def test_create_only_upload_of_an_existing_path_is_refused(store, session_id):
@@ -63,13 +69,16 @@ def test_create_only_upload_of_an_existing_path_is_refused(store, session_id):
 
 
 def test_list_files_lists_a_folder_recursively_and_nothing_beside_it(store, session_id):
-    store.seed(session_id, {
-        "scratchpad/a.txt": "1",
-        "scratchpad/deep/b.txt": "2",
-        "scratchpad2/c.txt": "3",
-        "root.txt": "4",
-        "artifacts/graph.json": "{}",
-    })
+    store.seed(
+        session_id,
+        {
+            "scratchpad/a.txt": "1",
+            "scratchpad/deep/b.txt": "2",
+            "scratchpad2/c.txt": "3",
+            "root.txt": "4",
+            "artifacts/graph.json": "{}",
+        },
+    )
     assert store.list_files(session_id, "scratchpad") == ["scratchpad/a.txt", "scratchpad/deep/b.txt"]
     assert store.list_files(session_id, "scratchpad/") == ["scratchpad/a.txt", "scratchpad/deep/b.txt"]
     assert store.list_files(session_id, "nothing-here") == []
@@ -96,8 +105,19 @@ def test_seeding_files_creates_no_checkpoint(store, session_id):
 
 @pytest.mark.parametrize(
     "bad_path",
-    ["", "/etc/passwd", "../escape.txt", "scratchpad/../../x", "a//b", "./a", "a\\b", "a\x00b", "a\nb",
-     "checkpoints/0000000001.json", "checkpoints"],
+    [
+        "",
+        "/etc/passwd",
+        "../escape.txt",
+        "scratchpad/../../x",
+        "a//b",
+        "./a",
+        "a\\b",
+        "a\x00b",
+        "a\nb",
+        "checkpoints/0000000001.json",
+        "checkpoints",
+    ],
 )
 def test_unsafe_paths_are_refused_by_every_file_method_and_nothing_is_written(store, session_id, bad_path):
     with pytest.raises(InvalidFilePathError):

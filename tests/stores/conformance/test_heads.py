@@ -1,4 +1,7 @@
-"""Conformance: cheap heads and due input parks (BEHAVIOUR.md §9.1, §11 ``sweep``, seed "Waiting for a time")."""
+"""Conformance: cheap heads and due input parks.
+
+Rule source: BEHAVIOUR.md §9.1, §11 ``sweep``; seed "Waiting for a time, not a reply".
+"""
 
 from __future__ import annotations
 
@@ -17,20 +20,33 @@ def test_head_reflects_the_latest_version(store, session_id):
     store.commit(session_id, make_record(session_id, 1, lease_owner="w1"), 0)
     store.commit(
         session_id,
-        make_record(session_id, 2, status=SessionStatus.AWAITING_INPUT, resume_at="2025-01-02T00:00:00.000Z",
-                    updated_at="2025-01-01T00:05:00.000Z"),
+        make_record(
+            session_id,
+            2,
+            status=SessionStatus.AWAITING_INPUT,
+            resume_at="2025-01-02T00:00:00.000Z",
+            updated_at="2025-01-01T00:05:00.000Z",
+        ),
         1,
     )
     head = store.head(session_id)
     assert (head.session_id, head.version, head.workflow, head.status) == (
-        session_id, 2, "support-inbox", SessionStatus.AWAITING_INPUT)
+        session_id,
+        2,
+        "support-inbox",
+        SessionStatus.AWAITING_INPUT,
+    )
     assert head.resume_at == "2025-01-02T00:00:00.000Z"
     assert head.lease is None
     assert head.updated_at == "2025-01-01T00:05:00.000Z"
 
 
 def test_head_carries_the_lease_of_a_running_session(store, session_id):
-    store.commit(session_id, make_record(session_id, 1, lease_owner="w1", lease_expires_at="2025-01-01T00:15:00.000Z"), 0)
+    store.commit(
+        session_id,
+        make_record(session_id, 1, lease_owner="w1", lease_expires_at="2025-01-01T00:15:00.000Z"),
+        0,
+    )
     lease = store.head(session_id).lease
     assert (lease.owner, lease.expires_at) == ("w1", "2025-01-01T00:15:00.000Z")
 
@@ -73,7 +89,9 @@ def test_due_filters_by_workflow_when_asked(store):
     run = uuid.uuid4().hex[:8]
     _park(store, f"{run}-bank", "2025-01-01T08:00:00.000Z", workflow="bank-check")
     _park(store, f"{run}-mail", "2025-01-01T08:00:00.000Z", workflow="support-inbox")
-    assert store.due("2025-01-01T09:00:00.000Z", workflow="bank-check") == [(f"{run}-bank", "2025-01-01T08:00:00.000Z")]
+    assert store.due("2025-01-01T09:00:00.000Z", workflow="bank-check") == [
+        (f"{run}-bank", "2025-01-01T08:00:00.000Z")
+    ]
 
 
 def test_resumed_session_is_no_longer_due(store, session_id):

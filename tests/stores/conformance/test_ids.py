@@ -1,4 +1,7 @@
-"""Conformance: every store method validates the session id before touching anything (BEHAVIOUR.md §4.1, §9.1)."""
+"""Conformance: every store method validates the session id before touching anything.
+
+Rule source: BEHAVIOUR.md §4.1, §9.1.
+"""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ validation.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -251,6 +251,35 @@ class Workflow(_Value):
         if name == NOTE_TOOL:
             return False
         return name in self.offered_tools(state, host_tools)
+
+    def guard_refusal(
+        self, state: str, name: str, args: Mapping[str, Any], variables: Mapping[str, Any]
+    ) -> str | None:
+        """Why argument guards refuse this call, or ``None`` (see :mod:`archmax.spec.guards`).
+
+        Use after :meth:`tool_allowed`: guarded grants permit only matching calls, guarded
+        denials block matching ones, and ``${{var}}`` in a glob binds to the variable's value.
+
+        Args:
+            state: A declared state slug.
+            name: The tool called.
+            args: Its arguments (after ``${{...}}`` substitution).
+            variables: Plain variable values, name → JSON value.
+
+        Raises:
+            KeyError: ``state`` is not declared.
+        """
+        from archmax.spec.guards import guard_refusal  # guards import this module
+
+        node = self.states[state]
+        return guard_refusal(
+            tool=name,
+            args=args,
+            variables=variables,
+            state_allow=node.allow_rules,
+            allow_always=self.allow_always,
+            forbid=list(self.forbid_always) + list(node.forbid_rules),
+        )
 
     def removed_everywhere(self) -> set[str]:
         """Names the root lists remove outright; they bind hooks too (§2.4)."""

@@ -1,8 +1,8 @@
 """The moto server every AWS test talks to, and the table and bucket built from template.yaml.
 
 Plain functions, no fixtures: ``tests/stores/aws/conftest.py`` and the conformance registry
-(``tests/stores/conformance/conftest.py``) both load this one module (by path, under one fixed
-module name, see :func:`load`) so a pytest process starts exactly one server.
+(``tests/stores/conformance/conftest.py``) both import this one module (``stores.aws.moto_env``),
+so a pytest process (one per xdist worker) starts exactly one server.
 
 Rule source: DESIGN.md §6 (moto in server mode on 127.0.0.1, reset between tests) and
 CONVENTIONS.md ("tests build their tables from the template's own properties so drift fails a
@@ -11,9 +11,8 @@ test"; "no table creation at run time" — only tests create tables, and only fr
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
+import threading
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,28 +20,15 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[3]
 TEMPLATE = REPO / "template.yaml"
-MODULE_NAME = "archmax_tests_moto_env"
 REGION = "us-east-1"
 TABLE_NAME = "archmax-sessions-test"
 BUCKET = "archmax-sessions-test"
 # Dummy credentials passed explicitly to every client: nothing reads or mutates os.environ.
-CREDENTIALS = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing", "aws_session_token": "testing"}
-
-
-def load() -> Any:
-    """This module, loaded once per process under :data:`MODULE_NAME` whoever asks first.
-
-    Test directories are not packages, so a conftest elsewhere loads this file by path; the fixed
-    name makes every loader share one module object (and so one server).
-    """
-    if MODULE_NAME in sys.modules:
-        return sys.modules[MODULE_NAME]
-    spec = importlib.util.spec_from_file_location(MODULE_NAME, Path(__file__))
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[MODULE_NAME] = module
-    spec.loader.exec_module(module)
-    return module
+CREDENTIALS = {
+    "aws_access_key_id": "testing",
+    "aws_secret_access_key": "testing",
+    "aws_session_token": "testing",
+}
 
 
 def template_resource(logical_id: str, template: Path = TEMPLATE) -> dict[str, Any]:
@@ -74,13 +60,55 @@ def table_definition(template: Path = TEMPLATE) -> dict[str, Any]:
     return out
 
 
+class _SerializedApp:
+    """A WSGI wrapper that lets one request at a time into moto.
+
+    DynamoDB applies each conditional write atomically; moto's backends do not lock, so two
+    concurrent ``attribute_not_exists(pk)`` puts can both succeed there. Serializing requests on
+    the server restores the guarantee the store relies on, while the clients stay real threads
+    making real HTTP calls concurrently.
+    """
+
+    def __init__(self, app: Any) -> None:
+        self._app = app
+        self._lock = threading.Lock()
+
+    def __call__(self, environ: Any, start_response: Any) -> Any:
+        with self._lock:
+            return list(self._app(environ, start_response))
+
+
+def _threaded_moto_server() -> Any:
+    from moto.server import (
+        DomainDispatcherApplication,
+        MotoRequestHandler,
+        ThreadedMotoServer,
+        create_backend_app,
+    )
+    from werkzeug.serving import make_server
+
+    class QuietHandler(MotoRequestHandler):
+        def log_request(self, *args: Any, **kwargs: Any) -> None:
+            pass  # one line per request on stderr drowns test output
+
+    class SerializedMotoServer(ThreadedMotoServer):
+        # Same as ThreadedMotoServer._server_entry, with the app wrapped in _SerializedApp.
+        def _server_entry(self) -> None:
+            app = _SerializedApp(DomainDispatcherApplication(create_backend_app))
+            self._server = make_server(
+                self._ip_address, self._port, app, True, request_handler=MotoRequestHandler
+            )
+            self._server_ready_event.set()
+            self._server.serve_forever()
+
+    return SerializedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+
+
 class MotoServer:
-    """One ``ThreadedMotoServer`` on 127.0.0.1 with an OS-chosen port."""
+    """One ``ThreadedMotoServer`` on 127.0.0.1 with an OS-chosen port (requests serialized, see above)."""
 
     def __init__(self) -> None:
-        from moto.server import ThreadedMotoServer
-
-        self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+        self._server = _threaded_moto_server()
         self._server.start()
         host, port = self._server.get_host_and_port()
         self.endpoint_url = f"http://{host}:{port}"
@@ -141,7 +169,9 @@ class AwsEnv:
         """An ``AwsStore`` on this table and bucket with the injected clients."""
         from archmax.stores.aws import AwsStore
 
-        return AwsStore(self.table_name, self.bucket, prefix, dynamodb_client=self.dynamodb, s3_client=self.s3, **kwargs)
+        return AwsStore(
+            self.table_name, self.bucket, prefix, dynamodb_client=self.dynamodb, s3_client=self.s3, **kwargs
+        )
 
 
 _CLIENTS: dict[str, Any] = {}

@@ -18,7 +18,7 @@ and builds records with :func:`make_record`.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -39,10 +39,27 @@ from archmax.stores.base import SessionStore
 from archmax.stores.filesystem import FilesystemStore
 from archmax.stores.memory import MemoryStore
 
+from ..aws import moto_env
+
+
+def _aws_store(request: pytest.FixtureRequest) -> SessionStore:
+    """An ``AwsStore`` on a freshly reset moto server (table and bucket built from template.yaml)."""
+    request.getfixturevalue("moto_server")
+    return moto_env.fresh_env().store()
+
+
 STORE_FACTORIES: dict[str, Callable[[pytest.FixtureRequest, Path], SessionStore]] = {
     "memory": lambda request, tmp_path: MemoryStore(),
     "filesystem": lambda request, tmp_path: FilesystemStore(tmp_path / "sessions"),
+    "aws": lambda request, tmp_path: _aws_store(request),
 }
+
+
+@pytest.fixture(scope="session")
+def moto_server() -> Iterator[moto_env.MotoServer]:
+    """The ThreadedMotoServer on 127.0.0.1 the "aws" factory resets per test, started once per session."""
+    yield moto_env.server()
+    moto_env.stop_server()
 
 
 @pytest.fixture(params=list(STORE_FACTORIES))
@@ -79,7 +96,7 @@ def make_record(
     lease_expires_at: str = "2025-01-01T00:15:00.000Z",
     updated_at: str = T0,
 ) -> Checkpoint:
-    """A realistic checkpoint: ``messages`` transcript entries, ``trail`` steps, and a park record matching ``status``.
+    """A realistic checkpoint: ``messages`` entries, ``trail`` steps, a park record matching ``status``.
 
     Messages are deterministic in their index, so a record with more messages extends one with
     fewer (the transcript is append-only, §9.3). ``awaiting_input`` gets a ``PendingInput`` (with
@@ -89,7 +106,9 @@ def make_record(
     pending_input = None
     pending_decision = None
     if status == SessionStatus.AWAITING_INPUT:
-        pending_input = PendingInput(state="clarify", reason="waiting for the order id", parked_at=T0, resume_at=resume_at)
+        pending_input = PendingInput(
+            state="clarify", reason="waiting for the order id", parked_at=T0, resume_at=resume_at
+        )
     elif status == SessionStatus.AWAITING_DECISION:
         pending_decision = PendingDecision(
             state="review", seq=1, transitions=[TransitionRef(to="approve", description="ok")], created_at=T0
@@ -104,8 +123,14 @@ def make_record(
         entry_state="intake",
         trigger="email_reply",
         messages=[_message(i) for i in range(messages)],
-        variables={"reply_body": Variable(value="It's ORD-1001 — ünïcödé", locked=True), "n": Variable(value=version)},
-        trail=[TrailStep(to="clarify", kind="agent", reason=f"step {i}", ts=1735689600000 + i) for i in range(trail)],
+        variables={
+            "reply_body": Variable(value="It's ORD-1001 — ünïcödé", locked=True),
+            "n": Variable(value=version),
+        },
+        trail=[
+            TrailStep(to="clarify", kind="agent", reason=f"step {i}", ts=1735689600000 + i)
+            for i in range(trail)
+        ],
         pending_input=pending_input,
         pending_decision=pending_decision,
         park_counts={"clarify": version},
@@ -120,5 +145,11 @@ def _message(i: int) -> Message:
     if kind == 0:
         return Message(role="user", content=f"message {i}: where is my order?")
     if kind == 1:
-        return Message(role="assistant", content=f"looking {i}", tool_calls=[ToolCall(id=f"call_{i}", name="lookup", args={"q": i})])
-    return Message(role="tool", content=f"result {i}", tool_call_id=f"call_{i - 1}", name="lookup", status="success")
+        return Message(
+            role="assistant",
+            content=f"looking {i}",
+            tool_calls=[ToolCall(id=f"call_{i}", name="lookup", args={"q": i})],
+        )
+    return Message(
+        role="tool", content=f"result {i}", tool_call_id=f"call_{i - 1}", name="lookup", status="success"
+    )

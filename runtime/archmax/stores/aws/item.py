@@ -1,0 +1,194 @@
+"""The DynamoDB item of one session: what a commit writes, under which condition, and how to read it back.
+
+Rule source: BEHAVIOUR.md §9.1 (commit creates ``expected_version + 1`` or fails), §9.2 (one item per
+session keyed by the raw id), §3.12 (lease owner on commit); DESIGN.md §3 (item attributes, sparse
+due-parks index, TTL on finished sessions); CONVENTIONS.md (conditions built from named parts,
+``ReturnValuesOnConditionCheckFailure=ALL_OLD``, epoch seconds only at the DynamoDB edge).
+
+Item attributes::
+
+    pk                 S   the raw session id
+    version            N   the committed version (monotonic)
+    base               N   the version of the full chunk a load starts from
+    chunks             L   chunk tokens of versions base..version, in order
+    status, workflow   S
+    position           S   the current state (absent when none)
+    updated_at, created_at  S  instant strings
+    message_count, trail_count  N   what the next delta chunk continues from
+    lease_owner, lease_expires_at  S   only while a lease is held
+    channel, state, reason, parked_at  S   park summary, only while a park record is present
+    due_shard, resume_at  S   only while parked on input with a resume_at (the sparse index keys)
+    ttl                N   epoch seconds, only on finished sessions
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from archmax.clock import parse_instant
+from archmax.session.records import Checkpoint, Lease, SessionStatus, is_finished
+from archmax.stores.aws.layout import due_shard
+from archmax.stores.base import SessionHead
+
+DUE_INDEX = "due-parks"
+"""The sparse GSI the sweep queries (template.yaml ``SessionsTable``)."""
+
+_OPTIONAL = (
+    "position",
+    "lease_owner",
+    "lease_expires_at",
+    "channel",
+    "state",
+    "reason",
+    "parked_at",
+    "due_shard",
+    "resume_at",
+    "ttl",
+)
+
+
+def _s(value: str) -> dict[str, str]:
+    return {"S": value}
+
+
+def _n(value: int) -> dict[str, str]:
+    return {"N": str(int(value))}
+
+
+def item_attributes(record: Checkpoint, *, ttl_days: int | None) -> dict[str, dict[str, Any]]:
+    """The attributes a commit of ``record`` sets (besides ``base`` and ``chunks``), as DynamoDB values.
+
+    Args:
+        record: The new version's whole record.
+        ttl_days: Days after ``record.updated_at`` a finished session's item may expire; ``None``
+            never sets ``ttl``.
+
+    Returns:
+        ``{attribute name: AttributeValue}``; optional attributes absent here are removed by the commit.
+    """
+    attrs: dict[str, dict[str, Any]] = {
+        "version": _n(record.version),
+        "status": _s(str(record.status)),
+        "workflow": _s(record.workflow),
+        "updated_at": _s(record.updated_at),
+        "created_at": _s(record.created_at),
+        "message_count": _n(len(record.messages)),
+        "trail_count": _n(len(record.trail)),
+    }
+    if record.position is not None:
+        attrs["position"] = _s(record.position)
+    if record.lease is not None:
+        attrs["lease_owner"] = _s(record.lease.owner)
+        attrs["lease_expires_at"] = _s(record.lease.expires_at)
+    park = record.pending_input or record.pending_decision
+    if park is not None:
+        attrs["channel"] = _s(record.channel or "")
+        attrs["state"] = _s(park.state)
+        if record.pending_input is not None:
+            attrs["reason"] = _s(record.pending_input.reason)
+            attrs["parked_at"] = _s(record.pending_input.parked_at)
+        else:
+            attrs["parked_at"] = _s(record.pending_decision.created_at)  # type: ignore[union-attr]
+    # The due-parks index is sparse: only an input park with a resume_at carries its keys.
+    if record.status == SessionStatus.AWAITING_INPUT and record.resume_at:
+        attrs["due_shard"] = _s(due_shard(record.session_id))
+        attrs["resume_at"] = _s(record.resume_at)
+    if ttl_days is not None and is_finished(record.status):
+        expires = parse_instant(record.updated_at) + timedelta(days=ttl_days)
+        attrs["ttl"] = _n(int(expires.timestamp()))
+    return attrs
+
+
+def commit_request(
+    table_name: str,
+    record: Checkpoint,
+    expected_version: int,
+    *,
+    lease_owner: str | None,
+    chunk_token: str,
+    full: bool,
+    ttl_days: int | None,
+) -> dict[str, Any]:
+    """The one conditional ``update_item`` that commits ``record`` (§9.1).
+
+    The condition is built from named parts: ``attribute_not_exists(pk)`` for a first version,
+    else ``version = :expected``; and ``lease_owner = :owner`` when ``lease_owner`` is given. A full
+    chunk restarts ``chunks`` and sets ``base``; a delta appends its token.
+
+    Returns:
+        Keyword arguments for ``dynamodb.update_item``.
+    """
+    attrs = item_attributes(record, ttl_days=ttl_days)
+    names: dict[str, str] = {}
+    values: dict[str, Any] = {}
+
+    def name(attr: str) -> str:
+        names[f"#{attr}"] = attr
+        return f"#{attr}"
+
+    sets = []
+    for attr, value in attrs.items():
+        sets.append(f"{name(attr)} = :{attr}")
+        values[f":{attr}"] = value
+    values[":chunk"] = {"L": [_s(chunk_token)]}
+    if full:
+        sets.append(f"{name('base')} = :base")
+        values[":base"] = _n(record.version)
+        sets.append(f"{name('chunks')} = :chunk")
+    else:
+        sets.append(f"{name('chunks')} = list_append({name('chunks')}, :chunk)")
+    removes = [name(attr) for attr in _OPTIONAL if attr not in attrs]
+
+    conditions = []
+    if expected_version == 0:
+        conditions.append(f"attribute_not_exists({name('pk')})")
+    else:
+        conditions.append(f"{name('version')} = :expected")
+        values[":expected"] = _n(expected_version)
+    if lease_owner is not None:
+        conditions.append(f"{name('lease_owner')} = :owner")
+        values[":owner"] = _s(lease_owner)
+
+    update = "SET " + ", ".join(sets)
+    if removes:
+        update += " REMOVE " + ", ".join(removes)
+    return {
+        "TableName": table_name,
+        "Key": {"pk": _s(record.session_id)},
+        "UpdateExpression": update,
+        "ConditionExpression": " AND ".join(conditions),
+        "ExpressionAttributeNames": names,
+        "ExpressionAttributeValues": values,
+        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+    }
+
+
+def _str(item: dict[str, Any], attr: str) -> str | None:
+    value = item.get(attr)
+    return value["S"] if value else None
+
+
+def head_of_item(item: dict[str, Any]) -> SessionHead:
+    """The :class:`SessionHead` a session item holds (no S3 read)."""
+    owner, expires = _str(item, "lease_owner"), _str(item, "lease_expires_at")
+    status = SessionStatus(item["status"]["S"])
+    return SessionHead(
+        session_id=item["pk"]["S"],
+        version=int(item["version"]["N"]),
+        workflow=item["workflow"]["S"],
+        status=status,
+        lease=Lease(owner=owner, expires_at=expires) if owner and expires else None,
+        resume_at=_str(item, "resume_at") if status == SessionStatus.AWAITING_INPUT else None,
+        updated_at=item["updated_at"]["S"],
+    )
+
+
+def chunk_plan(item: dict[str, Any]) -> tuple[int, list[str]]:
+    """``(base, tokens)``: the chunks a load reads, versions ``base .. base + len(tokens) - 1``."""
+    return int(item["base"]["N"]), [t["S"] for t in item["chunks"]["L"]]
+
+
+def counts_of_item(item: dict[str, Any]) -> tuple[int, int]:
+    """``(message_count, trail_count)`` of the stored version: the next delta's starting point."""
+    return int(item["message_count"]["N"]), int(item["trail_count"]["N"])

@@ -1,0 +1,520 @@
+"""``AwsStore``: sessions in DynamoDB (one item per session, the commit point) and S3 (everything else).
+
+Rule source: BEHAVIOUR.md §9.1 (protocol), §9.2 (layout; "a commit writes the checkpoint body to S3,
+then advances the item under a condition on version and the lease owner; a body whose item never
+advanced is never read"), §9.3 (chunked checkpoints), §9.4 (spec snapshots create-only);
+DESIGN.md §3 (AWS store, sparse due-parks index, no scans on hot paths).
+
+Round trips (counted by ``bench/roundtrips.py``): ``head`` is one GetItem; ``load`` is one GetItem
+plus one GetObject per chunk not already cached (chunk objects are immutable, so this instance
+caches their bytes); ``commit`` is one PutObject plus one UpdateItem (plus one GetItem when this
+instance has not seen the version it is committing on); ``due`` is one Query per shard page.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from archmax.errors import CommitConflictError, PathExistsError, StoreError
+from archmax.session.ids import validate_session_id
+from archmax.session.records import Checkpoint, SessionStatus
+from archmax.stores import common as _common
+from archmax.stores.aws.errors import aws_call
+from archmax.stores.aws.item import (
+    DUE_INDEX,
+    chunk_plan,
+    commit_request,
+    counts_of_item,
+    head_of_item,
+)
+from archmax.stores.aws.layout import DUE_SHARDS, Keys, new_chunk_token
+from archmax.stores.base import SessionHead, StoreCapabilities
+from archmax.stores.codec import chunk_bytes, chunk_from_bytes, decode_chunks, encode_chunk
+
+_CHUNK_CACHE_BYTES = 32 * 1024 * 1024
+_COUNTS_CACHE_SIZE = 4096
+_DELETE_BATCH = 1000
+
+
+class AwsStore:
+    """A :class:`~archmax.stores.base.SessionStore` on DynamoDB + S3, with every capability (§9.1).
+
+    Nothing here creates a table or a bucket: ``template.yaml`` owns them (``SessionsTable``,
+    ``SessionsBucket``).
+
+    Args:
+        table_name: The sessions table (key ``pk``, sparse GSI ``due-parks``).
+        bucket: The sessions bucket.
+        prefix: Key root inside the bucket (``""`` for the bucket root).
+        dynamodb_client: A boto3 DynamoDB client; built with ``boto3.client("dynamodb")`` when omitted.
+        s3_client: A boto3 S3 client; built with ``boto3.client("s3")`` when omitted.
+        finished_ttl_days: Days after a finished session's ``updated_at`` its item may expire
+            (DynamoDB TTL on ``ttl``); ``None`` never expires items.
+
+    Example:
+        >>> store = AwsStore("sessions", "my-bucket", "sessions", dynamodb_client=ddb, s3_client=s3)  # doctest: +SKIP
+        >>> store.load("chat-42") is None  # doctest: +SKIP
+        True
+    """
+
+    capabilities = StoreCapabilities(list=True, delete=True, upload_files=True)
+
+    def __init__(
+        self,
+        table_name: str,
+        bucket: str,
+        prefix: str = "",
+        *,
+        dynamodb_client: Any = None,
+        s3_client: Any = None,
+        finished_ttl_days: int | None = 30,
+    ) -> None:
+        if dynamodb_client is None or s3_client is None:
+            import boto3  # only when the host injected nothing
+
+            dynamodb_client = dynamodb_client or boto3.client("dynamodb")
+            s3_client = s3_client or boto3.client("s3")
+        self.table_name = table_name
+        self.bucket = bucket
+        self.keys = Keys(prefix)
+        self.finished_ttl_days = finished_ttl_days
+        self._ddb = dynamodb_client
+        self._s3 = s3_client
+        self._lock = threading.Lock()
+        # Chunk objects are immutable (unique keys), so their bytes can be kept without invalidation.
+        self._chunks: OrderedDict[str, bytes] = OrderedDict()
+        self._chunk_bytes = 0
+        # (version, (message_count, trail_count)) last seen per session: lets a commit skip a GetItem.
+        self._counts: OrderedDict[str, tuple[int, tuple[int, int]]] = OrderedDict()
+
+    # ------------------------------------------------------------------ checkpoints
+
+    def load(self, session_id: str) -> Checkpoint | None:
+        """The latest committed checkpoint, or ``None`` (§9.1).
+
+        Reads the item (strongly consistent), then exactly the chunks it lists, ``base .. version``.
+        An object no item lists (a losing or crashed commit) is never read.
+
+        Raises:
+            InvalidSessionIdError: for an id failing §4.1.
+            StoreError: on an AWS failure, or chunks that do not rebuild the record.
+        """
+        validate_session_id(session_id)
+        item = self._item(session_id)
+        if item is None:
+            return None
+        base, tokens = chunk_plan(item)
+        version = int(item["version"]["N"])
+        if base + len(tokens) - 1 != version:
+            raise StoreError(
+                f"session item lists chunks {base}+{len(tokens)} for version {version}", session_id=session_id
+            )
+        keys = [self.keys.chunk(session_id, base + i, token) for i, token in enumerate(tokens)]
+        record = decode_chunks([chunk_from_bytes(b) for b in self._read_chunks(session_id, keys)])
+        self._remember_counts(session_id, version, counts_of_item(item))
+        return record
+
+    def head(self, session_id: str) -> SessionHead | None:
+        """The latest version's head from the item alone (one GetItem), or ``None``.
+
+        Raises:
+            InvalidSessionIdError: for an id failing §4.1.
+            StoreError: on an AWS failure.
+        """
+        validate_session_id(session_id)
+        item = self._item(session_id)
+        return None if item is None else head_of_item(item)
+
+    def commit(
+        self, session_id: str, record: Checkpoint, expected_version: int, *, lease_owner: str | None = None
+    ) -> None:
+        """Create version ``expected_version + 1``: put the chunk body, then one conditional UpdateItem.
+
+        Args:
+            session_id: The session.
+            record: The whole new record; ``record.session_id`` must be ``session_id`` and
+                ``record.version`` must be ``expected_version + 1``.
+            expected_version: The version the writer read (0 for a new session).
+            lease_owner: When given, the stored item must hold a lease with this owner (§3.12).
+
+        Raises:
+            InvalidSessionIdError: for an id failing §4.1.
+            StoreError: if the record does not fit, or on an AWS failure.
+            CommitConflictError: the stored version is not ``expected_version``, or the lease owner
+                differs; ``found`` carries what the item held (``ALL_OLD``).
+        """
+        validate_session_id(session_id)
+        _common.check_record_fits(session_id, record, expected_version)
+        previous = self._previous_counts(session_id, expected_version, lease_owner)
+        chunk = encode_chunk(record, previous)
+        token = new_chunk_token()
+        key = self.keys.chunk(session_id, record.version, token)
+        data = chunk_bytes(chunk)
+        aws_call(
+            self._s3.put_object,
+            operation="commit",
+            session_id=session_id,
+            Bucket=self.bucket,
+            Key=key,
+            Body=data,
+            ContentType="application/json",
+        )
+        request = commit_request(
+            self.table_name,
+            record,
+            expected_version,
+            lease_owner=lease_owner,
+            chunk_token=token,
+            full=bool(chunk["full"]),
+            ttl_days=self.finished_ttl_days,
+        )
+        try:
+            aws_call(
+                self._ddb.update_item,
+                operation="commit",
+                session_id=session_id,
+                expected_version=expected_version,
+                **request,
+            )
+        except CommitConflictError:
+            self._discard(key)  # garbage either way; tidy it now rather than leave it
+            raise
+        self._cache_chunk(key, data)
+        self._remember_counts(session_id, record.version, (len(record.messages), len(record.trail)))
+
+    def list(self) -> list[str]:
+        """Ids of every session with a committed item, sorted (§9.1). Scans keys: not a hot path.
+
+        Raises:
+            StoreError: on an AWS failure.
+        """
+        ids: list[str] = []
+        params: dict[str, Any] = {
+            "TableName": self.table_name,
+            "ProjectionExpression": "#pk",
+            "FilterExpression": "attribute_exists(#version)",
+            "ExpressionAttributeNames": {"#pk": "pk", "#version": "version"},
+            "ConsistentRead": True,
+        }
+        while True:
+            page = aws_call(self._ddb.scan, operation="list", **params)
+            ids.extend(item["pk"]["S"] for item in page.get("Items", []))
+            if "LastEvaluatedKey" not in page:
+                return sorted(ids)
+            params["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+    def due(self, now: str, workflow: str | None = None) -> list[tuple[str, str]]:
+        """``(session_id, resume_at)`` of input parks with ``resume_at <= now`` (DESIGN §3 due parks).
+
+        Queries the sparse ``due-parks`` index, each shard once (plus pages): only due parks are
+        read, never the rest of the table.
+
+        Args:
+            now: An instant string; string order is time order.
+            workflow: Only sessions of this workflow, when given.
+
+        Returns:
+            Pairs ordered by ``resume_at``, then id (BEHAVIOUR.md §11 ``sweep``).
+
+        Raises:
+            StoreError: on an AWS failure.
+        """
+        names = {"#shard": "due_shard", "#resume_at": "resume_at", "#status": "status", "#pk": "pk"}
+        filters = ["#status = :waiting"]
+        values: dict[str, Any] = {":now": {"S": now}, ":waiting": {"S": str(SessionStatus.AWAITING_INPUT)}}
+        if workflow is not None:
+            names["#wf"] = "workflow"
+            filters.append("#wf = :wf")
+            values[":wf"] = {"S": workflow}
+        found: list[tuple[str, str]] = []
+        for shard in DUE_SHARDS:
+            params: dict[str, Any] = {
+                "TableName": self.table_name,
+                "IndexName": DUE_INDEX,
+                "KeyConditionExpression": "#shard = :shard AND #resume_at <= :now",
+                "FilterExpression": " AND ".join(filters),
+                "ProjectionExpression": "#pk, #resume_at",
+                "ExpressionAttributeNames": names,
+                "ExpressionAttributeValues": {**values, ":shard": {"S": shard}},
+            }
+            while True:
+                page = aws_call(self._ddb.query, operation="due", **params)
+                found.extend((i["pk"]["S"], i["resume_at"]["S"]) for i in page.get("Items", []))
+                if "LastEvaluatedKey" not in page:
+                    break
+                params["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        return sorted(found, key=lambda pair: (pair[1], pair[0]))
+
+    # ------------------------------------------------------------------ files
+
+    def get(self, session_id: str, path: str) -> bytes | None:
+        """A session file's bytes, or ``None`` (§9.1).
+
+        Raises:
+            InvalidSessionIdError: for an id failing §4.1.
+            InvalidFilePathError: for an unsafe path or one inside ``checkpoints/``.
+            StoreError: on an AWS failure.
+        """
+        validate_session_id(session_id)
+        path = _common.check_file_path(path, session_id)
+        return self._get_object(self.keys.file(session_id, path), session_id=session_id)
+
+    def seed(self, session_id: str, files: dict[str, str], create_only: bool = False) -> None:
+        """Write text files as UTF-8; every path is checked before any is written (§9.1).
+
+        With ``create_only`` each object is put with ``If-None-Match: *``, after a check that no
+        path exists (as a file, or as a folder holding files) so a refusal normally writes none.
+        S3 has no multi-object transaction: a path created between that check and the puts is
+        still refused, but files put before it stay.
+
+        Raises:
+            InvalidSessionIdError: for an id failing §4.1.
+            InvalidFilePathError: for an unsafe path (nothing is written).
+            PathExistsError: with ``create_only``, for a path that exists.
+            StoreError: on an AWS failure.
+        """
+        validate_session_id(session_id)
+        self._write(session_id, _common.encode_texts(session_id, files), create_only)
+
+    def upload_files(self, session_id: str, files: dict[str, bytes], create_only: bool = False) -> None:
+        """Write raw bytes; every path is checked before any is written (§9.1, as :meth:`seed`).
+
+        Raises:
+            InvalidSessionIdError / InvalidFilePathError / PathExistsError / StoreError: as :meth:`seed`.
+        """
+        validate_session_id(session_id)
+        self._write(session_id, _common.check_bytes(session_id, files), create_only)
+
+    def list_files(self, session_id: str, prefix: str = "") -> list[str]:
+        """Paths of the session's files under the folder ``prefix`` (all for ``""``), sorted; never checkpoints.
+
+        Raises:
+            InvalidSessionIdError: for an id failing §4.1.
+            InvalidFilePathError: for an unsafe prefix.
+            StoreError: on an AWS failure.
+        """
+        validate_session_id(session_id)
+        folder = _common.check_prefix(prefix, session_id)
+        root = self.keys.folder(session_id)
+        paths = [
+            key[len(root) :] for key in self._keys_under(root + (folder + "/" if folder else ""), session_id)
+        ]
+        return sorted(p for p in paths if p.split("/", 1)[0] != _common.CHECKPOINTS)
+
+    # ------------------------------------------------------------------ delete, specs
+
+    def delete(self, session_id: str) -> bool:
+        """Remove the item, then every object under the session folder; True when anything existed.
+
+        Raises:
+            InvalidSessionIdError: for an id failing §4.1.
+            StoreError: on an AWS failure.
+        """
+        validate_session_id(session_id)
+        old = aws_call(
+            self._ddb.delete_item,
+            operation="delete",
+            session_id=session_id,
+            TableName=self.table_name,
+            Key={"pk": {"S": session_id}},
+            ReturnValues="ALL_OLD",
+        )
+        existed = bool(old.get("Attributes"))
+        keys = self._keys_under(self.keys.folder(session_id), session_id)
+        for start in range(0, len(keys), _DELETE_BATCH):
+            batch = keys[start : start + _DELETE_BATCH]
+            answer = aws_call(
+                self._s3.delete_objects,
+                operation="delete",
+                session_id=session_id,
+                Bucket=self.bucket,
+                Delete={"Objects": [{"Key": k} for k in batch], "Quiet": True},
+            )
+            if answer.get("Errors"):
+                raise StoreError(
+                    f"S3 refused to delete {len(answer['Errors'])} objects", session_id=session_id
+                )
+        with self._lock:
+            self._counts.pop(session_id, None)
+        return existed or bool(keys)
+
+    def get_spec(self, spec_hash: str) -> dict[str, Any] | None:
+        """A spec snapshot, or ``None`` (§9.4).
+
+        Raises:
+            InvalidFilePathError: for a hash that is not a safe name.
+            StoreError: on an AWS failure or a snapshot that is not JSON.
+        """
+        data = self._get_object(self.keys.spec(_common.check_spec_hash(spec_hash)))
+        if data is None:
+            return None
+        try:
+            return json.loads(data)
+        except ValueError as exc:
+            raise StoreError(f"spec snapshot {spec_hash} is not JSON: {exc}") from exc
+
+    def put_spec(self, spec_hash: str, doc: dict[str, Any]) -> bool:
+        """Write ``_specs/<hash>.json`` create-only (``If-None-Match: *``); False when it existed (§9.4).
+
+        Raises:
+            InvalidFilePathError: for a hash that is not a safe name.
+            StoreError: on an AWS failure.
+        """
+        key = self.keys.spec(_common.check_spec_hash(spec_hash))
+        try:
+            aws_call(
+                self._s3.put_object,
+                operation="put_spec",
+                path=key,
+                Bucket=self.bucket,
+                Key=key,
+                Body=_common.spec_bytes(doc),
+                ContentType="application/json",
+                IfNoneMatch="*",
+            )
+        except PathExistsError:
+            return False
+        return True
+
+    # ------------------------------------------------------------------ internals
+
+    def _item(self, session_id: str) -> dict[str, Any] | None:
+        answer = aws_call(
+            self._ddb.get_item,
+            operation="read",
+            session_id=session_id,
+            TableName=self.table_name,
+            Key={"pk": {"S": session_id}},
+            ConsistentRead=True,
+        )
+        item = answer.get("Item")
+        return item if item and "version" in item else None
+
+    def _previous_counts(
+        self, session_id: str, expected_version: int, lease_owner: str | None
+    ) -> tuple[int, int] | None:
+        """The stored counts of ``expected_version``; from cache, else one GetItem that also refuses early."""
+        if expected_version == 0:
+            return None
+        with self._lock:
+            cached = self._counts.get(session_id)
+        if cached is not None and cached[0] == expected_version:
+            return cached[1]
+        item = self._item(session_id)
+        if item is None:
+            raise CommitConflictError(session_id, expected_version, None)
+        head = head_of_item(item)
+        if head.version != expected_version:
+            raise CommitConflictError(session_id, expected_version, {"version": head.version})
+        if lease_owner is not None:
+            _common.check_lease_owner(session_id, expected_version, head, lease_owner)
+        return counts_of_item(item)
+
+    def _remember_counts(self, session_id: str, version: int, counts: tuple[int, int]) -> None:
+        with self._lock:
+            self._counts[session_id] = (version, counts)
+            self._counts.move_to_end(session_id)
+            while len(self._counts) > _COUNTS_CACHE_SIZE:
+                self._counts.popitem(last=False)
+
+    def _read_chunks(self, session_id: str, keys: list[str]) -> list[bytes]:
+        with self._lock:
+            have = {k: self._chunks[k] for k in keys if k in self._chunks}
+        missing = [k for k in keys if k not in have]
+
+        def fetch(key: str) -> bytes:
+            data = self._get_object(key, session_id=session_id)
+            if data is None:
+                raise StoreError(
+                    f"checkpoint chunk {key} listed by the session item is missing", session_id=session_id
+                )
+            return data
+
+        if len(missing) > 1:
+            with ThreadPoolExecutor(max_workers=min(8, len(missing))) as pool:
+                fetched = dict(zip(missing, pool.map(fetch, missing)))
+        else:
+            fetched = {k: fetch(k) for k in missing}
+        for key, data in fetched.items():
+            self._cache_chunk(key, data)
+        return [have.get(k) or fetched[k] for k in keys]
+
+    def _cache_chunk(self, key: str, data: bytes) -> None:
+        with self._lock:
+            if key in self._chunks:
+                self._chunks.move_to_end(key)
+                return
+            self._chunks[key] = data
+            self._chunk_bytes += len(data)
+            while self._chunk_bytes > _CHUNK_CACHE_BYTES and self._chunks:
+                _, dropped = self._chunks.popitem(last=False)
+                self._chunk_bytes -= len(dropped)
+
+    def _discard(self, key: str) -> None:
+        try:
+            aws_call(self._s3.delete_object, operation="discard", Bucket=self.bucket, Key=key)
+        except StoreError:
+            pass  # an unreferenced chunk is garbage, never state: failing to tidy it is harmless
+
+    def _get_object(self, key: str, *, session_id: str | None = None) -> bytes | None:
+        answer = aws_call(
+            self._s3.get_object,
+            operation="get",
+            missing_ok=True,
+            session_id=session_id,
+            Bucket=self.bucket,
+            Key=key,
+        )
+        return None if answer is None else answer["Body"].read()
+
+    def _exists(self, key: str, session_id: str) -> bool:
+        answer = aws_call(
+            self._s3.head_object,
+            operation="exists",
+            missing_ok=True,
+            session_id=session_id,
+            Bucket=self.bucket,
+            Key=key,
+        )
+        return answer is not None
+
+    def _keys_under(self, key_prefix: str, session_id: str, *, limit: int | None = None) -> list[str]:
+        keys: list[str] = []
+        params: dict[str, Any] = {"Bucket": self.bucket, "Prefix": key_prefix}
+        if limit is not None:
+            params["MaxKeys"] = limit
+        while True:
+            page = aws_call(self._s3.list_objects_v2, operation="list_files", session_id=session_id, **params)
+            keys.extend(obj["Key"] for obj in page.get("Contents", []))
+            if limit is not None and len(keys) >= limit:
+                return keys[:limit]
+            if not page.get("IsTruncated"):
+                return keys
+            params["ContinuationToken"] = page["NextContinuationToken"]
+
+    def _write(self, session_id: str, files: dict[str, bytes], create_only: bool) -> None:
+        keys = {path: self.keys.file(session_id, path) for path in files}
+        if create_only:
+            for path, key in keys.items():
+                # A single file's own existence is settled by If-None-Match below; several are checked
+                # first so a refusal normally writes none. A folder of that name is always checked.
+                if (len(keys) > 1 and self._exists(key, session_id)) or self._keys_under(
+                    key + "/", session_id, limit=1
+                ):
+                    raise PathExistsError(path, session_id=session_id)
+        for path, data in files.items():
+            extra = {"IfNoneMatch": "*"} if create_only else {}
+            aws_call(
+                self._s3.put_object,
+                operation="write",
+                session_id=session_id,
+                path=path,
+                Bucket=self.bucket,
+                Key=keys[path],
+                Body=data,
+                **extra,
+            )

@@ -51,6 +51,7 @@ class WorkflowOperations:
         trigger: str | None = None,
         variables: Mapping[str, Any] | None = None,
         files: Mapping[str, Any] | None = None,
+        delivery_id: str | None = None,
     ) -> Outcome:
         """Apply the firing rule to one session: a new turn, a delivery, or a reply (§3.2, §3.4).
 
@@ -60,15 +61,19 @@ class WorkflowOperations:
             trigger: Trigger id; defaults to ``manual``.
             variables: name → JSON value, seeded locked.
             files: variable name → ``FileIn`` / ``{name, content}``; placed under ``scratchpad/attachments/``.
+            delivery_id: A stable id of the event (SES message id, Idempotency-Key); a session applies one id once.
 
         Returns:
             The :class:`Outcome` (``disposition`` says what the session's state made of the firing).
 
         Raises:
             InvalidSessionIdError, SessionNotResumableError, InvalidVariableNameError, WorkflowDisabledError,
-            EmptyMessageError, UnknownTriggerError, InvalidFilePathError, SessionStoreCapabilityError.
+            EmptyMessageError, UnknownTriggerError, InvalidFilePathError, SessionStoreCapabilityError,
+            DuplicateDeliveryError (the event was applied before; nothing changed).
         """
-        return self._ops.send(session_id, message, trigger=trigger, variables=variables, files=files)
+        return self._ops.send(
+            session_id, message, trigger=trigger, variables=variables, files=files, delivery_id=delivery_id
+        )
 
     def deliver(
         self,
@@ -78,6 +83,7 @@ class WorkflowOperations:
         variables: Mapping[str, Any] | None = None,
         message: str | None = None,
         files: Mapping[str, Any] | None = None,
+        delivery_id: str | None = None,
     ) -> Outcome:
         """Resume a session parked by ``archmax_wait`` (§3.5). Any trigger id works; it is never matched.
 
@@ -85,8 +91,11 @@ class WorkflowOperations:
             SessionNotAwaitingInputError: the session is not parked on ``input`` (also the loser of a race).
             MissingDeliveryTriggerError: blank or missing trigger.
             InvalidVariableNameError: a bad variable name (source ``delivered to session '<id>'``).
+            DuplicateDeliveryError: ``delivery_id`` was applied before; nothing changed.
         """
-        return self._ops.deliver(session_id, trigger=trigger, variables=variables, message=message, files=files)
+        return self._ops.deliver(
+            session_id, trigger=trigger, variables=variables, message=message, files=files, delivery_id=delivery_id
+        )
 
     def reply(self, session_id: str, message: str) -> Outcome:
         """Answer a person's message at a decision park; the session stays parked (§3.6).

@@ -222,6 +222,19 @@ class CommitConflictError(SessionNotResumableError):
         super().__init__(session_id, "running", f"commit expected version {expected_version}, found {found}")
 
 
+class DuplicateDeliveryError(CallerError):
+    """A firing whose ``delivery_id`` the session has already applied; nothing was changed.
+
+    Hosts treat it as success: the event was handled the first time (DESIGN.md §3 inbox).
+    """
+
+    def __init__(self, session_id: str, delivery_id: str) -> None:
+        self.delivery_id = delivery_id
+        super().__init__(
+            f"session '{session_id}' has already applied delivery '{delivery_id}'", session_id=session_id
+        )
+
+
 class InvalidDecisionTargetError(CallerError):
     """``decide`` with a missing target, or one that is not an edge of the park record (§3.7)."""
 

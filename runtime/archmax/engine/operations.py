@@ -20,6 +20,7 @@ from archmax.engine.runtime import Runtime
 from archmax.engine.work import Work
 from archmax.errors import (
     CommitConflictError,
+    DuplicateDeliveryError,
     EmptyMessageError,
     InvalidDecisionTargetError,
     MissingDeliveryTriggerError,
@@ -33,7 +34,7 @@ from archmax.errors import (
 from archmax.session.ids import mint_session_id, validate_session_id
 from archmax.session.notes import decision_note_text, event_note_text, make_note, runtime_note_kind
 from archmax.session.paths import SessionPath, parse_session_path, resolve_session_id
-from archmax.session.records import Checkpoint, Message, SessionStatus, Variable, is_finished
+from archmax.session.records import DELIVERY_IDS_KEPT, Checkpoint, Message, SessionStatus, Variable, is_finished
 from archmax.session.results import Outcome, Resolution, exit_of, variables_view
 from archmax.session.variables import check_host_variables, seed_host_variables, set_trigger_variable
 
@@ -170,9 +171,11 @@ class Operations:
         variables: Mapping[str, Any] | None = None,
         files: Mapping[str, Any] | None = None,
         warnings: list[str] | None = None,
+        delivery_id: str | None = None,
     ) -> Outcome:
         """Apply the firing rule (§3.2) to an explicit id."""
         rec = self.load(session_id)
+        refuse_duplicate(rec, delivery_id)
         disposition, recovered = self.classify(session_id, rec)
         source = f"sent to session '{session_id}'"
         check_host_variables(variables, files, source=source, session_id=session_id)
@@ -184,11 +187,15 @@ class Operations:
                 for name, given in (("trigger", trigger), ("variables", variables), ("files", files))
                 if given
             ]
-            return self.reply(session_id, message or "", _rec=rec, _warnings=(warnings or []) + dropped)
+            return self.reply(
+                session_id, message or "", _rec=rec, _warnings=(warnings or []) + dropped, _delivery_id=delivery_id
+            )
         prepared = prepare_files(self.rt.store, session_id, files)
         if disposition == "resume":
             text = message if (message or "").strip() else None
-            return self._deliver(rec, trigger or "manual", variables, text, prepared, "deliver", warnings or [])
+            return self._deliver(
+                rec, trigger or "manual", variables, text, prepared, "deliver", warnings or [], delivery_id
+            )
         if self.rt.workflow.disabled:
             raise WorkflowDisabledError(self.rt.workflow.slug, session_id=session_id)
         if not (message or "").strip():
@@ -196,7 +203,9 @@ class Operations:
         trig = trigger or "manual"
         if not self.rt.workflow.is_declared(trig):
             raise UnknownTriggerError(trig, self.rt.workflow.declared_triggers(), session_id=session_id)
-        return self._open_turn(session_id, rec, message or "", trig, variables, prepared, recovered, warnings or [])
+        return self._open_turn(
+            session_id, rec, message or "", trig, variables, prepared, recovered, warnings or [], delivery_id=delivery_id
+        )
 
     # ------------------------------------------------------------------ invoke (§3.9)
 
@@ -241,6 +250,7 @@ class Operations:
         warnings: list[str],
         *,
         allow_disabled: bool = False,
+        delivery_id: str | None = None,
     ) -> Outcome:
         rt = self.rt
         now = rt.now()
@@ -254,6 +264,7 @@ class Operations:
         work.start_messages = len(record.messages)
         abandoned_input = record.pending_input is not None and record.status == SessionStatus.AWAITING_INPUT
         record.status = SessionStatus.RUNNING
+        remember_delivery(record, delivery_id)
         work.claim()  # raises SessionNotResumableError (CommitConflictError) when another writer won
         if recovered:
             self._take_over(work)
@@ -373,9 +384,11 @@ class Operations:
         variables: Mapping[str, Any] | None = None,
         message: str | None = None,
         files: Mapping[str, Any] | None = None,
+        delivery_id: str | None = None,
     ) -> Outcome:
         """Resume an ``input`` park with a trigger id, variables and an optional message (§3.5)."""
         rec = self.load(session_id)
+        refuse_duplicate(rec, delivery_id)
         if self.parked_channel(rec) != "input":
             raise SessionNotAwaitingInputError(session_id, str(rec.status) if rec else None)
         if not isinstance(trigger, str) or not trigger.strip():
@@ -383,7 +396,7 @@ class Operations:
         check_host_variables(variables, files, source=f"delivered to session '{session_id}'", session_id=session_id)
         prepared = prepare_files(self.rt.store, session_id, files)
         text = message if (message or "").strip() else None
-        return self._deliver(rec, trigger.strip(), variables, text, prepared, "deliver", [])
+        return self._deliver(rec, trigger.strip(), variables, text, prepared, "deliver", [], delivery_id)
 
     def _deliver(
         self,
@@ -394,6 +407,7 @@ class Operations:
         prepared: list,
         disposition: str,
         warnings: list[str],
+        delivery_id: str | None = None,
     ) -> Outcome:
         assert rec is not None and rec.pending_input is not None
         rt = self.rt
@@ -413,6 +427,7 @@ class Operations:
         record.park_phase = None
         record.pending_failure = None
         record.status = SessionStatus.RUNNING
+        remember_delivery(record, delivery_id)
         try:
             work.claim()  # atomic: of two racing deliveries exactly one commits this version
         except CommitConflictError:
@@ -435,7 +450,15 @@ class Operations:
 
     # ------------------------------------------------------------------ reply (§3.6)
 
-    def reply(self, session_id: str, message: str, *, _rec: Checkpoint | None = None, _warnings: list[str] | None = None) -> Outcome:
+    def reply(
+        self,
+        session_id: str,
+        message: str,
+        *,
+        _rec: Checkpoint | None = None,
+        _warnings: list[str] | None = None,
+        _delivery_id: str | None = None,
+    ) -> Outcome:
         """Answer a person's message at a decision park; the session stays parked (§3.6)."""
         rec = _rec if _rec is not None else self.load(session_id)
         if self.parked_channel(rec) != "decision":
@@ -448,6 +471,7 @@ class Operations:
         work.start_messages = len(record.messages)
         record.reply_only = True
         record.messages.append(Message(role="user", content=message))
+        remember_delivery(record, _delivery_id)
         work.claim()
         state = record.pending_decision.state  # type: ignore[union-attr]
 
@@ -520,6 +544,18 @@ class Operations:
             raise
         write_artifacts(self.rt, work.record)
         return build_outcome(work, disposition)
+
+
+def refuse_duplicate(rec: Checkpoint | None, delivery_id: str | None) -> None:
+    """Raise ``DuplicateDeliveryError`` when the session already applied this firing's ``delivery_id``."""
+    if rec is not None and delivery_id is not None and delivery_id in rec.delivery_ids:
+        raise DuplicateDeliveryError(rec.session_id, delivery_id)
+
+
+def remember_delivery(record: Checkpoint, delivery_id: str | None) -> None:
+    """Record a firing's ``delivery_id`` in the claiming commit, so the same event is applied once."""
+    if delivery_id is not None:
+        record.delivery_ids = (record.delivery_ids + [delivery_id])[-DELIVERY_IDS_KEPT:]
 
 
 def build_outcome(work: Work, disposition: str) -> Outcome:

@@ -24,6 +24,8 @@ class SessionStatus(StrEnum):
     REJECTED = "rejected"
 
 
+DELIVERY_IDS_KEPT = 200
+
 FINISHED_STATUSES = frozenset({SessionStatus.COMPLETED, SessionStatus.FAILED, SessionStatus.REJECTED})
 
 
@@ -219,6 +221,9 @@ class Checkpoint(_Record):
     """Whether the position changed since the turn opened (§8)."""
     event_seq: int = 0
     """The last event ``seq`` emitted for this session."""
+    delivery_ids: list[str] = Field(default_factory=list)
+    """Ids of the last firings applied (newest last, at most ``DELIVERY_IDS_KEPT``), so a redelivered event
+    is recognised and applied once."""
 
     @property
     def resume_at(self) -> str | None:

@@ -328,9 +328,9 @@ class TurnLoop:
         handler = getattr(self, "_tool_" + name, None) if name in CONTROL_TOOL_SPECS else None
         if handler is not None:
             return handler(slug, call, args)
-        return self._host_tool(call, args)
+        return self._host_tool(slug, call, args)
 
-    def _host_tool(self, call: ToolCall, args: dict[str, Any]) -> _Result:
+    def _host_tool(self, slug: str, call: ToolCall, args: dict[str, Any]) -> _Result:
         tool = self.rt.host_tools.get(call.name)
         if tool is None:
             return blocked(f"unknown tool '{call.name}'")
@@ -338,6 +338,10 @@ class TurnLoop:
             args = substitute_references(args, self.rec.variables)
         except UnresolvedReferenceError as exc:
             return error(f"{call.name} rejected: {exc}")
+        plain = {n: v.value for n, v in self.rec.variables.items()}
+        refusal = self.wf.guard_refusal(slug, call.name, args, plain)
+        if refusal:  # a guarded grant or denial (tools.allow / forbid with args) refuses this call
+            return blocked(f"{call.name} rejected: {refusal}")
         try:
             value = tool.fn(**args)
         except Exception as exc:  # a host tool's failure is the model's to read, not the runtime's

@@ -266,6 +266,8 @@ class Operations:
         record.status = SessionStatus.RUNNING
         remember_delivery(record, delivery_id)
         work.claim()  # raises SessionNotResumableError (CommitConflictError) when another writer won
+        for text in warnings:  # e.g. the minted-id warning of §4.2: in `warnings` and as an event
+            rt.warn(work.record, "session", text)
         if recovered:
             self._take_over(work)
         return self._guarded(work, lambda: self._open_turn_claimed(work, message, trigger, variables, prepared,

@@ -15,6 +15,10 @@ rest of the record. A *full* chunk carries everything; one is written at version
 :data:`FULL_EVERY` versions after it, so loading reads at most ``FULL_EVERY`` chunks: the latest
 chunk names its ``base`` (the last scheduled full chunk), and the loader reads ``base..v``.
 
+The append-only contract is the writer's: a committed message or trail step must never be
+edited in place afterwards (a delta only carries entries past the previous count). A list that
+*shrank* is detected and gets a full chunk; an in-place edit of an old entry is not detected.
+
 This module knows nothing about files, S3 or DynamoDB: every store shares it.
 """
 

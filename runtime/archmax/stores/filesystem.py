@@ -16,7 +16,7 @@ Layout under ``root`` (§9.2), ``<folder>`` being :func:`archmax.session.ids.fol
 Names starting with ``.`` can never be a session folder (a leading ``.`` of an id is escaped
 as ``%2E``), so ``.locks`` and ``.tmp`` cannot collide with a session. The lock lives outside
 the session folder so that ``delete`` (which removes the folder) never unlinks a lock another
-process is waiting on. ``head.json`` lives in ``checkpoints/`` so it cannot collide with a
+process is waiting on (lock files are tiny and are left behind). ``head.json`` lives in ``checkpoints/`` so it cannot collide with a
 seeded root-level file.
 
 The commit point is the create-only link of ``checkpoints/<n>.json``: two writers can never both

@@ -16,7 +16,7 @@ import threading
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 REPO = Path(__file__).resolve().parents[3]
 TEMPLATE = REPO / "template.yaml"
@@ -95,9 +95,7 @@ def _threaded_moto_server() -> Any:
         # Same as ThreadedMotoServer._server_entry, with the app wrapped in _SerializedApp.
         def _server_entry(self) -> None:
             app = _SerializedApp(DomainDispatcherApplication(create_backend_app))
-            self._server = make_server(
-                self._ip_address, self._port, app, True, request_handler=MotoRequestHandler
-            )
+            self._server = make_server(self._ip_address, self._port, app, True, request_handler=QuietHandler)
             self._server_ready_event.set()
             self._server.serve_forever()
 
@@ -191,3 +189,37 @@ def fresh_env() -> AwsEnv:
     ddb.create_table(TableName=TABLE_NAME, **table_definition())
     s3.create_bucket(Bucket=BUCKET)
     return AwsEnv(server=srv, dynamodb=ddb, s3=s3)
+
+
+class CallLog:
+    """AWS operations seen through botocore's ``before-call`` event hooks, in order.
+
+    Use as a context manager around the code to count; the hooks are removed on exit, since
+    clients are shared between tests.
+    """
+
+    def __init__(self, *clients: Any) -> None:
+        self.calls: list[str] = []
+        self._clients = clients
+        self._lock = threading.Lock()
+
+    def _record(self, model: Any, **_: Any) -> None:
+        with self._lock:
+            self.calls.append(f"{model.service_model.service_name}.{model.name}")
+
+    def __enter__(self) -> Self:
+        for client in self._clients:
+            service = client.meta.service_model.service_name
+            client.meta.events.register(
+                f"before-call.{service}.*", self._record, unique_id=f"calllog-{id(self)}"
+            )
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for client in self._clients:
+            service = client.meta.service_model.service_name
+            client.meta.events.unregister(f"before-call.{service}.*", unique_id=f"calllog-{id(self)}")
+
+    def count(self, name: str | None = None) -> int:
+        """How many calls were made (of one operation, e.g. ``"dynamodb.Query"``, when named)."""
+        return len(self.calls) if name is None else self.calls.count(name)

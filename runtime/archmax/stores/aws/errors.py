@@ -61,9 +61,8 @@ def error_kind(exc: ClientError) -> ErrorKind:
     return ERROR_KINDS.get(error_code(exc), ErrorKind.OTHER)
 
 
-def _found(exc: ClientError) -> dict[str, Any] | None:
-    # ReturnValuesOnConditionCheckFailure=ALL_OLD: the item the condition saw, or none at all.
-    item = exc.response.get("Item")
+def found_in_item(item: dict[str, Any] | None) -> dict[str, Any] | None:
+    """What a conflict reports about the stored item: ``{version, status, lease_owner}`` (those present), or None."""
     if not item:
         return None
     found: dict[str, Any] = {}
@@ -99,7 +98,9 @@ def map_client_error(
     kind = error_kind(exc)
     if kind is ErrorKind.CONFLICT:
         return CommitConflictError(
-            session_id or "", expected_version if expected_version is not None else -1, _found(exc)
+            session_id or "",
+            expected_version if expected_version is not None else -1,
+            found_in_item(exc.response.get("Item")),
         )
     if kind is ErrorKind.EXISTS:
         return PathExistsError(path or "", session_id=session_id)

@@ -23,7 +23,7 @@ from archmax.errors import CommitConflictError, PathExistsError, StoreError
 from archmax.session.ids import validate_session_id
 from archmax.session.records import Checkpoint, SessionStatus
 from archmax.stores import common as _common
-from archmax.stores.aws.errors import aws_call
+from archmax.stores.aws.errors import aws_call, found_in_item
 from archmax.stores.aws.item import (
     DUE_INDEX,
     chunk_plan,
@@ -409,7 +409,7 @@ class AwsStore:
             raise CommitConflictError(session_id, expected_version, None)
         head = head_of_item(item)
         if head.version != expected_version:
-            raise CommitConflictError(session_id, expected_version, {"version": head.version})
+            raise CommitConflictError(session_id, expected_version, found_in_item(item))
         if lease_owner is not None:
             _common.check_lease_owner(session_id, expected_version, head, lease_owner)
         return counts_of_item(item)

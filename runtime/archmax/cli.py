@@ -1,0 +1,468 @@
+"""``archmax``: run, deliver, decide, reply, sessions, validate, test, sweep and email from a terminal.
+
+Rule source: BEHAVIOUR.md §11 (commands, flags, exit codes, stdout/stderr), §4.2 (which session a
+firing belongs to), §3 (the operations), DESIGN.md §5 (the model is configuration).
+
+Exit codes: 0 success or a park; 1 a failed or rejected result or any other ``ArchmaxError``;
+2 a usage error (bad flags, bad JSON, a non-object ``--variables``, a bad ``--file``, and
+``InvalidSessionIdError``, ``InvalidSessionPathError``, ``InvalidVariableNameError``,
+``EmptyMessageError`` or ``MissingDeliveryTriggerError`` from the command line).
+
+Example:
+    $ archmax run support-inbox "Where is my order?" --trigger email_received \\
+          --variables '{"conversation_id": "AAQk-1"}' --model scripted:model.yaml
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import sys
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from archmax.clock import FakeClock, SystemClock, format_instant
+from archmax.cli_render import print_outcome, session_lines, to_json
+from archmax.cli_workspace import (
+    UsageError,
+    build_model,
+    find_workflow,
+    load_tools,
+    model_spec,
+    only_workflow,
+    open_store,
+    parse_files,
+    parse_variables,
+    resolve_workflow,
+    workflows_in,
+)
+from archmax.errors import (
+    ArchmaxError,
+    DuplicateDeliveryError,
+    EmptyMessageError,
+    InvalidSessionIdError,
+    InvalidSessionPathError,
+    InvalidVariableNameError,
+    MissingDeliveryTriggerError,
+)
+
+USAGE_ERRORS = (
+    InvalidSessionIdError,
+    InvalidSessionPathError,
+    InvalidVariableNameError,
+    EmptyMessageError,
+    MissingDeliveryTriggerError,
+)
+"""Archmax errors that come from command-line input and therefore exit 2 (§11)."""
+
+COMMANDS = ("run", "deliver", "decide", "reply", "sessions", "validate", "test", "sweep", "email")
+
+
+class _Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose errors become one ``error:`` line and exit 2 (raised, not printed)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(message)
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    # SUPPRESS on both levels lets a flag be written before or after the command.
+    s = argparse.SUPPRESS
+    parser.add_argument("--root", default=s, help="workspace folder holding workflows/<slug>/ (default: .)")
+    parser.add_argument("--store", default=s, help="session store: a folder (default <root>/sessions) "
+                        "or aws:<table>/<bucket>[/<prefix>]")
+    parser.add_argument("--model", default=s, help="model configuration, e.g. scripted:model.yaml, "
+                        "bedrock:<model id>, openai:<model> (default: $ARCHMAX_MODEL)")
+    parser.add_argument("--json", action="store_true", default=s, help="print the result as JSON")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser for every command (§11)."""
+    parser = _Parser(prog="archmax", description="Run governed agent sessions that park and resume.")
+    _common(parser)
+    sub = parser.add_subparsers(dest="command", metavar="<command>")
+
+    def add(name: str, help_text: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        _common(p)
+        return p
+
+    run = add("run", "Start or continue the session a firing belongs to (§4.2), then send it.")
+    run.add_argument("words", nargs="*", metavar="[<workflow>] <prompt...>")
+    run.add_argument("--trigger", help="trigger id (default: manual)")
+    run.add_argument("--session", help="explicit session id")
+    run.add_argument("--session-path", dest="session_path", help="dotted path to the id in the variables")
+    _firing_flags(run)
+
+    deliver = add("deliver", "Deliver an event into a session parked by archmax_wait.")
+    deliver.add_argument("session")
+    deliver.add_argument("--trigger", help="the event's trigger id (required)")
+    deliver.add_argument("--message", help="text that arrived with the event")
+    _firing_flags(deliver)
+    _workflow_flag(deliver)
+
+    decide = add("decide", "Pick a transition of the human state a session is parked at.")
+    decide.add_argument("session")
+    decide.add_argument("--to", help="the transition's target state")
+    decide.add_argument("--comment")
+    _workflow_flag(decide)
+
+    reply = add("reply", "Send a message to a session parked at a human state (it stays parked).")
+    reply.add_argument("session")
+    reply.add_argument("words", nargs="*", metavar="<message...>")
+    _workflow_flag(reply)
+
+    sessions = add("sessions", "List all sessions, or show one.")
+    sessions.add_argument("session", nargs="?")
+    _workflow_flag(sessions)
+
+    validate = add("validate", "Check a workflow and print its diagnostics.")
+    validate.add_argument("workflow", nargs="?")
+
+    test = add("test", "Run a workflow's test cases.")
+    test.add_argument("words", nargs="*", metavar="[<workflow>] [filter]")
+
+    sweep = add("sweep", "Wake every session whose resume_at is due (trigger 'timer').")
+    sweep.add_argument("--now", help="the instant to sweep at (default: the clock)")
+    _workflow_flag(sweep)
+
+    email = add("email", "Send a raw email (.eml) to the session of its conversation.")
+    email.add_argument("file")
+    email.add_argument("--trigger", help="override the trigger (default: email_received / email_reply)")
+    _workflow_flag(email)
+    return parser
+
+
+def _firing_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--variables", help="a JSON object, or @<file> holding one")
+    p.add_argument("--file", action="append", dest="files", metavar="NAME=PATH", help="repeatable")
+
+
+def _workflow_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--workflow", help="workflow slug (default: the session's own, or the only one)")
+
+
+class _Cli:
+    """One invocation: parsed arguments, the workspace, the store and the output streams."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.root = Path(getattr(args, "root", "."))
+        self.store_flag: str | None = getattr(args, "store", None)
+        self.model_flag: str | None = getattr(args, "model", None)
+        self.json = bool(getattr(args, "json", False))
+        self.out = sys.stdout
+        self.err = sys.stderr
+        self._store: Any = None
+
+    # ------------------------------------------------------------------ collaborators
+
+    @property
+    def store(self) -> Any:
+        if self._store is None:
+            self._store = open_store(self.store_flag, self.root)
+        return self._store
+
+    def context(self) -> list[str]:
+        """Flags a printed follow-up command needs to reach the same workspace, store and model."""
+        flags: list[str] = []
+        if hasattr(self.args, "root"):
+            flags += ["--root", str(self.args.root)]
+        if self.store_flag is not None:
+            flags += ["--store", self.store_flag]
+        if self.model_flag is not None:
+            flags += ["--model", self.model_flag]
+        return flags
+
+    def agent(self, workflow_dir: Path, clock: Any = None) -> Any:
+        """An agent for one workflow with its host tools, the configured model and the store."""
+        from archmax.agent import create_agent
+
+        model = build_model(model_spec(self.model_flag))
+        return create_agent(workflow_dir, self.store, model, tools=load_tools(workflow_dir), clock=clock)
+
+    def session_workflow(self, session_id: str) -> Path:
+        """``--workflow``, else the workflow the session's checkpoint names, else the only one."""
+        flag = getattr(self.args, "workflow", None)
+        if flag is not None:
+            return resolve_workflow(self.root, flag)
+        from archmax.session.ids import validate_session_id
+
+        validate_session_id(session_id)
+        head = self.store.head(session_id)
+        if head is not None:
+            found = find_workflow(self.root, head.workflow)
+            if found is None:
+                raise UsageError(
+                    f"session '{session_id}' belongs to workflow '{head.workflow}', which is not under "
+                    f"'{self.root / 'workflows'}'; pass --root or --workflow"
+                )
+            return found
+        return only_workflow(self.root)
+
+    # ------------------------------------------------------------------ output
+
+    def say(self, text: str) -> None:
+        print(text, file=self.out)
+
+    def note(self, text: str) -> None:
+        print(text, file=self.err)
+
+    def outcome(self, outcome: Any) -> int:
+        if self.json:
+            self.say(to_json(outcome))
+            return 0 if outcome.kind in ("completed", "parked") else 1
+        return print_outcome(outcome, self.out, self.err, self.context())
+
+    # ------------------------------------------------------------------ commands
+
+    def cmd_run(self) -> int:
+        a = self.args
+        words = list(a.words)
+        if words and find_workflow(self.root, words[0]) is not None:
+            workflow_dir = resolve_workflow(self.root, words.pop(0))
+        else:
+            workflow_dir = only_workflow(self.root)
+        variables = parse_variables(a.variables)
+        files = parse_files(a.files)
+        agent = self.agent(workflow_dir)
+        resolved = agent.workflow.resolve_session(
+            trigger=a.trigger, variables=variables, session_id=a.session, session_path=a.session_path
+        )
+        if not self.json:
+            for warning in resolved.warnings:
+                self.note(f"warning: {warning}")
+        message = " ".join(words) or None
+        outcome = agent.workflow.send(
+            resolved.session_id, message, trigger=a.trigger, variables=variables, files=files
+        )
+        return self.outcome(outcome)
+
+    def cmd_deliver(self) -> int:
+        a = self.args
+        variables = parse_variables(a.variables)
+        files = parse_files(a.files)
+        agent = self.agent(self.session_workflow(a.session))
+        return self.outcome(
+            agent.workflow.deliver(a.session, trigger=a.trigger, variables=variables, message=a.message, files=files)
+        )
+
+    def cmd_decide(self) -> int:
+        a = self.args
+        agent = self.agent(self.session_workflow(a.session))
+        return self.outcome(agent.workflow.decide(a.session, to=a.to, comment=a.comment))
+
+    def cmd_reply(self) -> int:
+        a = self.args
+        agent = self.agent(self.session_workflow(a.session))
+        return self.outcome(agent.workflow.reply(a.session, " ".join(a.words)))
+
+    def cmd_sessions(self) -> int:
+        from archmax.session.ids import parent_session_id, validate_session_id
+        from archmax.session.results import summary_of
+
+        a = self.args
+        if a.session is not None:
+            validate_session_id(a.session)
+            record = self.store.load(a.session)
+            if record is None:
+                self.note(f"error: no session '{a.session}' in the store")
+                return 1
+            pairs = [(record, summary_of(record, parent_session_id(a.session)))]
+        else:
+            if not self.store.capabilities.list:
+                from archmax.errors import SessionStoreCapabilityError
+
+                raise SessionStoreCapabilityError("list")
+            slug = None
+            if a.workflow is not None:
+                slug = resolve_workflow(self.root, a.workflow).name
+            pairs = []
+            for sid in self.store.list():
+                record = self.store.load(sid)
+                if record is not None and (slug is None or record.workflow == slug):
+                    pairs.append((record, summary_of(record, parent_session_id(sid))))
+        if self.json:
+            summaries = [s for _r, s in pairs]
+            self.say(to_json(summaries[0] if a.session is not None else summaries))
+            return 0
+        if not pairs:
+            self.note("no sessions")
+        specs: dict[str, Any] = {}
+        for record, summary in pairs:
+            for line in session_lines(summary, record, self._spec(record.workflow, specs), one=a.session is not None):
+                self.say(line)
+        return 0
+
+    def _spec(self, slug: str, cache: dict[str, Any]) -> Any:
+        """The workflow a session names, for the decision context; None when it cannot be loaded."""
+        if slug not in cache:
+            from archmax.spec import load_workflow
+
+            found = find_workflow(self.root, slug)
+            try:
+                cache[slug] = load_workflow(found) if found is not None else None
+            except ArchmaxError:
+                cache[slug] = None
+        return cache[slug]
+
+    def cmd_validate(self) -> int:
+        from archmax.spec import validate_workflow
+
+        workflow_dir = resolve_workflow(self.root, self.args.workflow)
+        diagnostics = validate_workflow(workflow_dir)
+        ok = not any(d.severity == "error" for d in diagnostics)
+        if self.json:
+            self.say(to_json({
+                "ok": ok,
+                "diagnostics": [{"path": d.path, "message": d.message, "severity": d.severity} for d in diagnostics],
+            }))
+        else:
+            for d in diagnostics:
+                self.say(str(d) if d.severity == "error" else f"{d} (warning)")
+            if ok:
+                self.note(f"ok: workflow '{workflow_dir.name}' is valid")
+        return 0 if ok else 1
+
+    def cmd_sweep(self) -> int:
+        from archmax.hosting.sweep import sweep, sweep_failed
+
+        a = self.args
+        now = _instant(a.now) if a.now is not None else format_instant(SystemClock().now())
+        if a.workflow is not None:
+            targets = [resolve_workflow(self.root, a.workflow)]
+        else:
+            targets = list(workflows_in(self.root).values())
+            if not targets:
+                only_workflow(self.root)  # raises the usage error naming the missing workflows
+        results: list[tuple[str, str]] = []
+        for workflow_dir in targets:
+            if not self.store.due(now, workflow=workflow_dir.name):
+                continue  # nothing due: no model needed
+            clock = FakeClock(now) if a.now is not None else None
+            agent = self.agent(workflow_dir, clock=clock)
+            results += sweep(agent, now, on_error=lambda sid, exc: self.note(f"error: session '{sid}': {exc}"))
+        if self.json:
+            self.say(to_json([{"session_id": sid, "result": kind} for sid, kind in results]))
+        else:
+            if not results:
+                self.note(f"nothing due at {now}")
+            for sid, kind in results:
+                self.say(f"{sid}  {kind}")
+        return 1 if sweep_failed(results) else 0
+
+    def cmd_test(self) -> int:
+        words = list(self.args.words)
+        if len(words) > 2:
+            raise UsageError("test takes at most a workflow and a filter")
+        workflow_dir: Path | None = None
+        if words and (len(words) == 2 or find_workflow(self.root, words[0]) is not None):
+            workflow_dir = resolve_workflow(self.root, words.pop(0))
+        workflow_dir = workflow_dir or only_workflow(self.root)
+        case_filter = words[0] if words else None
+        try:
+            from archmax import cases
+
+            run_tests: Callable[..., dict[str, Any]] = cases.run_tests  # type: ignore[attr-defined]
+        except (ImportError, AttributeError):
+            self.note("error: archmax test: the case runner (archmax.cases.run_tests) is not in this build yet")
+            return 1
+        kwargs: dict[str, Any] = {"filter": case_filter}
+        accepted = inspect.signature(run_tests).parameters
+        if self.store_flag is not None:
+            kwargs["store"] = self.store
+        if "tools" in accepted:
+            kwargs["tools"] = load_tools(workflow_dir)
+        if "model" in accepted and model_spec(self.model_flag) is not None:
+            kwargs["model"] = build_model(model_spec(self.model_flag))
+        result = run_tests(workflow_dir, **kwargs)
+        if self.json:
+            self.say(to_json(result))
+        elif result.get("skipped") == "disabled":
+            self.say("suite skipped — disabled")
+        else:
+            formatter = getattr(cases, "format_results", None)
+            self.say(formatter(result) if formatter else to_json(result))
+        return int(result.get("exit_code", 1))
+
+    def cmd_email(self) -> int:
+        from archmax.inbound.email import parse_email
+
+        a = self.args
+        try:
+            raw = Path(a.file).read_bytes()
+        except OSError as exc:
+            raise UsageError(f"cannot read '{a.file}': {exc.strerror or exc}") from exc
+        firing = parse_email(raw, trigger=a.trigger)
+        workflow_dir = resolve_workflow(self.root, a.workflow)
+        agent = self.agent(workflow_dir)
+        resolved = agent.workflow.resolve_session(trigger=firing.trigger, variables=firing.variables)
+        if not self.json:
+            for warning in [*firing.warnings, *resolved.warnings]:
+                self.note(f"warning: {warning}")
+            self.note(
+                f"email: {firing.variables.get('subject')!r} from {firing.variables.get('from')} "
+                f"-> session '{resolved.session_id}' ({firing.trigger}: {resolved.disposition})"
+            )
+        try:
+            outcome = agent.workflow.send(
+                resolved.session_id,
+                firing.message,
+                trigger=firing.trigger,
+                variables=firing.variables,
+                files=dict(firing.files) or None,
+                delivery_id=firing.delivery_id,
+            )
+        except DuplicateDeliveryError as exc:
+            self.note(f"duplicate: {exc}")  # the event was applied the first time: success
+            return 0
+        return self.outcome(outcome)
+
+
+def _instant(value: str) -> str:
+    """``--now``: an ISO-8601 date or date-time (§5.3 instant forms), normalised to ``...mmmZ``.
+
+    Raises:
+        UsageError: anything else, durations included.
+    """
+    from archmax.session.until import UntilError, parse_until
+
+    text = value.strip()
+    if not text[:4].isdigit() or "-" not in text:
+        raise UsageError(f"--now '{value}' is not an ISO-8601 date or date-time")
+    try:
+        return parse_until(text, SystemClock().now())
+    except UntilError as exc:
+        raise UsageError(f"--now '{value}': {exc}") from exc
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one ``archmax`` command and return its exit code (§11).
+
+    Args:
+        argv: The arguments after the program name; ``None`` reads ``sys.argv[1:]``.
+
+    Returns:
+        0 for success or a park; 1 for a failed/rejected result or an ``ArchmaxError``; 2 for a usage error.
+    """
+    try:
+        args = build_parser().parse_args(argv)
+        if args.command is None:
+            raise UsageError(f"choose a command: {', '.join(COMMANDS)} (archmax -h for help)")
+        cli = _Cli(args)
+        return getattr(cli, f"cmd_{args.command}")()
+    except SystemExit as exc:  # -h/--help
+        return exc.code if isinstance(exc.code, int) else 0
+    except UsageError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except USAGE_ERRORS as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except ArchmaxError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

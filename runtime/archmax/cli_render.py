@@ -1,0 +1,138 @@
+"""How the ``archmax`` CLI prints results: outcomes, waiting and ``next:`` lines, session listings.
+
+Rule source: BEHAVIOUR.md §11 (the result table, the waiting line, ``sessions`` lines). Colour
+only when the stream is a terminal and ``NO_COLOR`` is unset.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+from typing import IO, Any, Sequence
+
+from archmax.session.records import Checkpoint, PendingDecision, PendingInput
+from archmax.session.results import Outcome, SessionSummary
+from archmax.spec import Workflow
+
+_CODES = {"red": "31", "yellow": "33", "green": "32", "dim": "2", "bold": "1"}
+
+
+def paint(text: str, colour: str, stream: IO[str]) -> str:
+    """``text`` in an ANSI colour when ``stream`` is a TTY and ``NO_COLOR`` is unset, else unchanged."""
+    isatty = getattr(stream, "isatty", None)
+    if os.environ.get("NO_COLOR") or not (isatty and isatty()):
+        return text
+    return f"\033[{_CODES[colour]}m{text}\033[0m"
+
+
+def to_json(value: Any) -> str:
+    """Pretty JSON of a pydantic model, a list of them, or plain data (``model_dump(mode="json")``)."""
+
+    def plain(v: Any) -> Any:
+        if hasattr(v, "model_dump"):
+            return v.model_dump(mode="json")
+        if isinstance(v, dict):
+            return {k: plain(x) for k, x in v.items()}
+        if isinstance(v, (list, tuple)):
+            return [plain(x) for x in v]
+        return v
+
+    return json.dumps(plain(value), indent=2, ensure_ascii=False)
+
+
+def command(*words: str) -> str:
+    """A shell-ready command line."""
+    return " ".join(shlex.quote(w) if w else "''" for w in words)
+
+
+def waiting_line(session_id: str, pending: PendingInput | PendingDecision | None, state: str | None) -> str:
+    """``waiting: session '<id>' awaits input in state '<s>': <reason>[ (due <resume_at>)]`` or the decision form (§11)."""
+    if isinstance(pending, PendingInput):
+        due = f" (due {pending.resume_at})" if pending.resume_at else ""
+        return f"waiting: session '{session_id}' awaits input in state '{pending.state}': {pending.reason}{due}"
+    where = pending.state if pending is not None else state
+    return f"waiting: session '{session_id}' awaits a decision in state '{where}'"
+
+
+def next_line(session_id: str, pending: PendingInput | PendingDecision | None, context: Sequence[str]) -> str:
+    """The ``next:`` line: the ``deliver``/``decide`` command that moves the session on (§11).
+
+    Args:
+        session_id: The parked session.
+        pending: Its park record.
+        context: Extra flags the command needs to find the same workspace (``--root``, ``--store``).
+    """
+    if isinstance(pending, PendingInput):
+        if pending.resume_at:
+            cmd = command("archmax", "deliver", session_id, *context, "--trigger", "timer",
+                          "--variables", json.dumps({"now": pending.resume_at}))
+            return f"next: {cmd}   (or, once it is due: {command('archmax', 'sweep', *context)})"
+        cmd = command("archmax", "deliver", session_id, *context, "--trigger", "<event-id>",
+                      "--variables", '{"name": "value"}')
+        return f"next: {cmd}"
+    targets = "|".join(t.to for t in pending.transitions) if isinstance(pending, PendingDecision) else "<state>"
+    cmd = command("archmax", "decide", session_id, *context, "--to", targets)
+    return f"next: {cmd} [--comment <text>]   (or: {command('archmax', 'reply', session_id, *context)} <message>)"
+
+
+def print_outcome(outcome: Outcome, out: IO[str], err: IO[str], context: Sequence[str]) -> int:
+    """Print an Outcome as §11's table says and return the exit code (0 completed/parked, 1 failed/rejected)."""
+    for warning in outcome.warnings:
+        print(paint(f"warning: {warning}", "yellow", err), file=err)
+    if outcome.reply:
+        print(outcome.reply, file=out)
+    if outcome.kind == "parked":
+        print(paint(waiting_line(outcome.session_id, outcome.pending, outcome.state), "yellow", err), file=err)
+        print(paint(next_line(outcome.session_id, outcome.pending, context), "dim", err), file=err)
+        return 0
+    if outcome.kind == "failed":
+        code = outcome.exit.code if outcome.exit else None
+        reason = outcome.exit.reason if outcome.exit else None
+        print(paint(f"✖ failed: {code} — {reason}", "red", err), file=err)
+        return 1
+    if outcome.kind == "rejected":
+        print(paint(f"✖ rejected: {outcome.rejected}", "red", err), file=err)
+        return 1
+    return 0
+
+
+def session_lines(summary: SessionSummary, record: Checkpoint | None, workflow: Workflow | None, *, one: bool) -> list[str]:
+    """The ``sessions`` lines of one session (§11).
+
+    ``<id>  <status>  <classification>  state=<position>[  awaiting=<state>][  vars=a,b]``, then an
+    indented ``waiting for:`` line for an input park or the decision context (instructions,
+    approvers, evidence, transitions) for a decision park; with ``one``, ``spec_hash`` and one
+    ``name[ (locked)] = <json>`` line per variable.
+    """
+    variables = summary.variables or {}
+    head = f"{summary.session_id}  {summary.status}  {summary.classification}  state={summary.workflow_state}"
+    if summary.state:
+        head += f"  awaiting={summary.state}"
+    if variables:
+        head += "  vars=" + ",".join(variables)
+    lines = [head]
+    if summary.wait_reason is not None:
+        due = f"  due={summary.resume_at}" if summary.resume_at else ""
+        lines.append(f"  waiting for: {summary.wait_reason}{due}")
+    decision = record.pending_decision if record is not None and summary.status == "awaiting_decision" else None
+    if decision is not None:
+        state = workflow.states.get(decision.state) if workflow is not None else None
+        if state is not None and state.instructions:
+            lines.append(f"  instructions: {state.instructions}")
+        if state is not None and state.approvers:
+            lines.append(f"  approvers: {', '.join(state.approvers)}")
+        evidence = decision.evidence or (state.evidence if state is not None else [])
+        if evidence:
+            lines.append(f"  evidence: {', '.join(evidence)}")
+        lines.append("  transitions:")
+        for t in decision.transitions:
+            lines.append(f"    - {t.to}" + (f": {t.description}" if t.description else ""))
+    if summary.exit is not None and not summary.exit.success:
+        lines.append(f"  exit: {summary.exit.code} — {summary.exit.reason}")
+    if one:
+        lines.append(f"  spec_hash: {summary.spec_hash}")
+        for name, var in variables.items():
+            lock = " (locked)" if var.get("locked") else ""
+            lines.append(f"  {name}{lock} = {json.dumps(var.get('value'), ensure_ascii=False)}")
+    return lines

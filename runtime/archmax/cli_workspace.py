@@ -1,0 +1,221 @@
+"""What the ``archmax`` CLI reads from its arguments: workflows, the store, the model, host tools,
+``--variables`` and ``--file``.
+
+Rule source: BEHAVIOUR.md §11 (flags, workflow resolution, usage errors) and DESIGN.md §5 (the
+model is configuration). Everything here raises :class:`UsageError` for a bad command line; the
+CLI turns it into ``error: <message>`` and exit 2. ``UsageError`` never leaves ``archmax.cli.main``.
+
+Host tools convention: a workflow folder may hold ``tools.py`` defining ``TOOLS``, a list of
+callables (or :class:`~archmax.HostTool` objects). The CLI imports it when present and registers
+those tools; the workflow still has to grant them (``tools: {allow: [...]}``) for the model to
+be offered them.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from archmax.models.base import Model
+from archmax.session.firing import FileIn
+from archmax.session.variables import is_variable_name
+from archmax.stores.base import SessionStore
+
+WORKFLOW_FILE = "workflow.yaml"
+TOOLS_FILE = "tools.py"
+
+
+class UsageError(Exception):
+    """A bad command line (exit 2). Internal to the CLI: ``main`` catches every one."""
+
+
+# --------------------------------------------------------------------------- workflows
+
+
+def workflows_in(root: Path) -> dict[str, Path]:
+    """``slug → folder`` of every ``<root>/workflows/*/workflow.yaml``, sorted by slug."""
+    base = root / "workflows"
+    if not base.is_dir():
+        return {}
+    return {p.parent.name: p.parent for p in sorted(base.glob(f"*/{WORKFLOW_FILE}"))}
+
+
+def find_workflow(root: Path, name: str) -> Path | None:
+    """The folder a workflow argument names: a slug under ``<root>/workflows/``, or a path, else None."""
+    if re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", name) and (root / "workflows" / name / WORKFLOW_FILE).is_file():
+        return root / "workflows" / name
+    given = Path(name)
+    if given.is_dir() and (given / WORKFLOW_FILE).is_file():
+        return given
+    if given.is_file() and given.suffix in (".yaml", ".yml"):
+        return given.parent
+    return None
+
+
+def resolve_workflow(root: Path, name: str | None) -> Path:
+    """The workflow folder for a command (§11: may be left out only when exactly one exists).
+
+    Raises:
+        UsageError: the name matches nothing, or it was left out and the workspace holds zero or
+            several workflows.
+    """
+    if name is not None:
+        found = find_workflow(root, name)
+        if found is None:
+            known = ", ".join(workflows_in(root)) or "none"
+            raise UsageError(f"no workflow '{name}' (looked for {root / 'workflows' / name / WORKFLOW_FILE}; known: {known})")
+        return found
+    return only_workflow(root)
+
+
+def only_workflow(root: Path) -> Path:
+    """The workspace's one workflow.
+
+    Raises:
+        UsageError: there are zero or several.
+    """
+    found = workflows_in(root)
+    if len(found) == 1:
+        return next(iter(found.values()))
+    if not found:
+        raise UsageError(f"no workflows/*/{WORKFLOW_FILE} under '{root}'; name a workflow or pass --root")
+    raise UsageError(f"'{root}' holds several workflows ({', '.join(found)}); name one")
+
+
+# --------------------------------------------------------------------------- store
+
+
+def open_store(spec: str | None, root: Path) -> SessionStore:
+    """The store ``--store`` names: a folder (default ``<root>/sessions``) or ``aws:<table>/<bucket>[/<prefix>]``.
+
+    Raises:
+        UsageError: a malformed ``aws:`` value.
+        ArchmaxError: the AWS extra is not installed (a ``StoreError``).
+    """
+    if spec is None:
+        from archmax.stores.filesystem import FilesystemStore
+
+        return FilesystemStore(root / "sessions")
+    if spec.startswith("aws:"):
+        table, _, rest = spec[4:].partition("/")
+        bucket, _, prefix = rest.partition("/")
+        if not table or not bucket:
+            raise UsageError(f"--store '{spec}' must look like aws:<table>/<bucket>[/<prefix>]")
+        try:
+            from archmax.stores.aws import AwsStore
+        except ImportError as exc:
+            from archmax.errors import StoreError
+
+            raise StoreError(f"--store aws: needs the AWS extra (pip install 'archmax[aws]'): {exc}") from exc
+        return AwsStore(table, bucket, prefix)
+    if not spec.strip():
+        raise UsageError("--store must name a folder or aws:<table>/<bucket>[/<prefix>]")
+    from archmax.stores.filesystem import FilesystemStore
+
+    return FilesystemStore(Path(spec))
+
+
+# --------------------------------------------------------------------------- model and tools
+
+
+def model_spec(flag: str | None) -> str | None:
+    """``--model`` if given, else ``ARCHMAX_MODEL``, else None."""
+    value = flag if flag is not None else os.environ.get("ARCHMAX_MODEL")
+    return value if value and value.strip() else None
+
+
+def build_model(spec: str | None) -> Model:
+    """The model a configuration names (DESIGN.md §5). ``scripted:<file>`` is read per session
+    (:class:`~archmax.cli_model.TranscriptScriptedModel`), so a script spans CLI processes.
+
+    Raises:
+        ModelConfigurationError: nothing configured, or a bad value (the message says how to configure one).
+        ModelScriptError: an invalid script file.
+    """
+    from archmax.models import model_from_config
+
+    if spec is not None and spec.strip().startswith("scripted:"):
+        from archmax.cli_model import TranscriptScriptedModel
+        from archmax.errors import ModelConfigurationError
+
+        path = spec.strip()[len("scripted:") :].strip()
+        if not path:
+            raise ModelConfigurationError(f"model '{spec}' names nothing after 'scripted:'")
+        return TranscriptScriptedModel.from_file(path)
+    return model_from_config(spec)
+
+
+def load_tools(workflow_dir: Path) -> list[Any]:
+    """The ``TOOLS`` list of ``<workflow>/tools.py``, or ``[]`` when there is no such file.
+
+    Raises:
+        UsageError: the file defines no ``TOOLS`` list.
+    """
+    file = workflow_dir / TOOLS_FILE
+    if not file.is_file():
+        return []
+    module_name = "archmax_workflow_tools_" + re.sub(r"\W", "_", workflow_dir.name)
+    spec = importlib.util.spec_from_file_location(module_name, file)
+    if spec is None or spec.loader is None:
+        raise UsageError(f"cannot import host tools from '{file}'")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    tools = getattr(module, "TOOLS", None)
+    if not isinstance(tools, (list, tuple)):
+        raise UsageError(f"'{file}' must define TOOLS, a list of callables")
+    return list(tools)
+
+
+# --------------------------------------------------------------------------- --variables, --file
+
+
+def parse_variables(value: str | None) -> dict[str, Any] | None:
+    """``--variables <json>`` or ``--variables @<file>``: a JSON object (§11).
+
+    Raises:
+        UsageError: unreadable file, bad JSON, or JSON that is not an object.
+    """
+    if value is None:
+        return None
+    text = value
+    if value.startswith("@"):
+        try:
+            text = Path(value[1:]).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f"--variables {value}: cannot read the file: {exc.strerror or exc}") from exc
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"--variables is not valid JSON: {exc}") from exc
+    if not isinstance(doc, dict):
+        raise UsageError(f"--variables must be a JSON object, not {type(doc).__name__}")
+    return doc
+
+
+def parse_files(values: list[str] | None) -> dict[str, FileIn] | None:
+    """``--file <name>=<path>`` (repeatable): variable name → the file, placed under its basename (§11).
+
+    Raises:
+        UsageError: no ``=``, a name that is not a variable name, a name given twice, or an unreadable path.
+    """
+    if not values:
+        return None
+    files: dict[str, FileIn] = {}
+    for item in values:
+        name, sep, path = item.partition("=")
+        if not sep or not path:
+            raise UsageError(f"--file '{item}' must look like <name>=<path>")
+        if not is_variable_name(name):
+            raise UsageError(f"--file '{item}': '{name}' is not a variable name (^[a-z][a-z0-9_]*$)")
+        if name in files:
+            raise UsageError(f"--file '{item}': '{name}' is given twice")
+        try:
+            content = Path(path).read_bytes()
+        except OSError as exc:
+            raise UsageError(f"--file '{item}': cannot read '{path}': {exc.strerror or exc}") from exc
+        files[name] = FileIn(name=Path(path).name, content=content)
+    return files

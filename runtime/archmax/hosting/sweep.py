@@ -1,0 +1,81 @@
+"""The timer sweep: wake every session whose ``resume_at`` is due.
+
+Rule source: BEHAVIOUR.md §11 (``sweep``), §3.5 (a delivery to a session that is not parked is
+refused) and the seed, "Waiting for a time, not a reply": the SDK schedules nothing; waking a
+session is the host's job, and a double-fired timer is safe because ``deliver`` refuses a session
+that is no longer parked. ``archmax sweep`` and the AWS timer handler both call :func:`sweep`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable
+
+from archmax.clock import format_instant
+from archmax.errors import ArchmaxError, SessionNotAwaitingInputError, SessionStoreCapabilityError
+
+if TYPE_CHECKING:
+    from archmax.agent import Agent
+
+TIMER_TRIGGER = "timer"
+"""The trigger id every sweep delivery carries."""
+
+SKIPPED = "skipped"
+"""The kind reported for a session another process resumed first."""
+
+ERROR = "error"
+"""The kind reported for a delivery that raised an error other than :data:`SKIPPED`'s."""
+
+
+def sweep(
+    agent: Agent,
+    now: str | None = None,
+    *,
+    on_error: Callable[[str, ArchmaxError], None] | None = None,
+) -> list[tuple[str, str]]:
+    """Deliver ``trigger="timer"`` to every due input park of the agent's workflow.
+
+    Selection: sessions of ``agent.spec.slug`` parked on ``input`` with ``resume_at <= now``,
+    ordered by ``resume_at`` then id (``store.due``). Each gets
+    ``deliver(id, trigger="timer", variables={"now": now})``. A session that is no longer parked
+    when its delivery is tried (another sweep, or a reply, got there first) raises
+    ``SessionNotAwaitingInputError``, which is reported as ``skipped`` and is not a failure.
+
+    Args:
+        agent: An assembled agent; its store needs the ``list`` capability.
+        now: The instant to sweep at, ``YYYY-MM-DDTHH:MM:SS.mmmZ``; ``None`` reads the agent's clock.
+        on_error: Called with ``(session_id, error)`` for a delivery that raised any other
+            :class:`ArchmaxError`; the sweep then goes on with the next session.
+
+    Returns:
+        ``[(session_id, kind), ...]`` in delivery order, where ``kind`` is the Outcome's kind
+        (``completed``, ``parked``, ``failed``, ``rejected``), ``skipped`` or ``error``.
+
+    Raises:
+        SessionStoreCapabilityError: the store cannot list due parks.
+
+    Example:
+        >>> sweep(agent, "2025-01-02T00:00:00.000Z")  # doctest: +SKIP
+        [('bank-INV-1042', 'parked')]
+    """
+    store = agent.store
+    if not store.capabilities.list:
+        raise SessionStoreCapabilityError("list")
+    instant = now if now is not None else format_instant(agent.runtime.clock.now())
+    results: list[tuple[str, str]] = []
+    for session_id, _resume_at in store.due(instant, workflow=agent.spec.slug):
+        try:
+            outcome = agent.workflow.deliver(session_id, trigger=TIMER_TRIGGER, variables={"now": instant})
+        except SessionNotAwaitingInputError:
+            results.append((session_id, SKIPPED))
+        except ArchmaxError as exc:
+            if on_error is not None:
+                on_error(session_id, exc)
+            results.append((session_id, ERROR))
+        else:
+            results.append((session_id, outcome.kind))
+    return results
+
+
+def sweep_failed(results: list[tuple[str, str]]) -> bool:
+    """Whether a sweep should exit 1: any delivery ended ``failed``/``rejected`` or raised (§11)."""
+    return any(kind in ("failed", "rejected", ERROR) for _sid, kind in results)

@@ -85,6 +85,21 @@ class UnsupportedFeatureError(WorkflowError):
     """The workflow uses a feature this version does not run yet (hooks, sub-workflows)."""
 
 
+class CaseSpecError(WorkflowError):
+    """A YAML test case (``workflows/<slug>/tests/**/*.test.yaml``) is unreadable or invalid (§10.1, §10.2).
+
+    Attributes:
+        path: The case file (or ``workflow.yaml`` for a suite-level setting), as given.
+        key: The offending key, dotted (``steps.2.deliver.trigger``), or ``None``.
+    """
+
+    def __init__(self, path: str, message: str, *, key: str | None = None) -> None:
+        self.path = path
+        self.key = key
+        where = f" at '{key}'" if key else ""
+        super().__init__(f"{path}{where}: {message}")
+
+
 # --------------------------------------------------------------------------- caller / host
 
 
@@ -233,6 +248,20 @@ class DuplicateDeliveryError(CallerError):
         super().__init__(
             f"session '{session_id}' has already applied delivery '{delivery_id}'", session_id=session_id
         )
+
+
+class InvalidEventError(CallerError):
+    """An inbound event (API Gateway request, SES receipt, schedule) is malformed; nothing was written.
+
+    Attributes:
+        problem: What is wrong, in words a sender can act on.
+        status: The HTTP status the event deserves (400 malformed, 415 unsupported media type).
+    """
+
+    def __init__(self, problem: str, *, status: int = 400, session_id: str | None = None) -> None:
+        self.problem = problem
+        self.status = status
+        super().__init__(f"invalid event: {problem}", session_id=session_id)
 
 
 class InvalidDecisionTargetError(CallerError):

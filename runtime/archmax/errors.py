@@ -264,6 +264,16 @@ class InvalidEventError(CallerError):
         super().__init__(f"invalid event: {problem}", session_id=session_id)
 
 
+class InvalidDeliveryIdError(CallerError):
+    """A firing's ``delivery_id`` cannot be an inbox key: blank, too long, control characters, or a
+    leading ``~`` (reserved for the inbox's own records) — DESIGN.md §3 "Inbox"."""
+
+    def __init__(self, delivery_id: Any, reason: str, *, session_id: str | None = None) -> None:
+        self.delivery_id = delivery_id
+        self.reason = reason
+        super().__init__(f"delivery id {delivery_id!r} is not usable: {reason}", session_id=session_id)
+
+
 class InvalidDecisionTargetError(CallerError):
     """``decide`` with a missing target, or one that is not an edge of the park record (§3.7)."""
 

@@ -73,8 +73,10 @@ def run_tests(
     *,
     filter: str | None = None,  # noqa: A002 - the CLI's word
     store_factory: Callable[[], SessionStore] | None = None,
+    store: SessionStore | None = None,
     clock: Clock | None = None,
     tools: Iterable[Any] | Mapping[str, Any] | None = None,
+    model: Model | None = None,
     judge: Model | None = None,
 ) -> dict[str, Any]:
     """Run the cases of one workflow (``archmax test``), one at a time, in path order.
@@ -83,8 +85,12 @@ def run_tests(
         workflow_dir: The workflow folder (``workflows/<slug>``, holding ``workflow.yaml`` and ``tests/``).
         filter: A substring of the case path (``tests/<...>.test.yaml``); ``None`` runs every case.
         store_factory: Builds the store of each case; default a fresh :class:`MemoryStore` per case.
+        store: One configured store for every case (``archmax test --store``); each case still has its
+            own session id. ``store_factory`` wins when both are given.
         clock: Injected clock (session ids and every instant); default the wall clock.
         tools: Host tools registered for every case (mocks answer first, then these).
+        model: The model that drives cases without ``model:``; default the configured model
+            (``ARCHMAX_MODEL``), built when such a case first calls it. Cases with ``model:`` ignore it.
         judge: The ``grade`` judge; default the model named by ``tests.judge`` (built at first use).
 
     Returns:
@@ -119,7 +125,8 @@ def run_tests(
         except CaseSpecError as exc:
             results.append(_invalid(case_file, str(exc)))
             continue
-        runner = _CaseRun(case, workflow, settings, store_factory, clock or SystemClock(), tools, judge)
+        factory = store_factory or ((lambda: store) if store is not None else MemoryStore)
+        runner = _CaseRun(case, workflow, settings, factory, clock or SystemClock(), tools, model, judge)
         results.append(runner.run())
     out["results"] = results
     failed = any(r.verdict.status == "failed" for r in results)
@@ -151,15 +158,17 @@ class _CaseRun:
         case: Case,
         workflow: Workflow,
         settings: _Settings,
-        store_factory: Callable[[], SessionStore] | None,
+        store_factory: Callable[[], SessionStore],
         clock: Clock,
         tools: Iterable[Any] | Mapping[str, Any] | None,
+        agent_model: Model | None,
         judge: Model | None,
     ) -> None:
         self.case = case
         self.workflow = workflow
         self.settings = settings
-        self.store = store_factory() if store_factory else MemoryStore()
+        self.store = store_factory()
+        self.agent_model = agent_model
         self.clock = clock
         self.tools = tools
         self.judge = judge
@@ -240,7 +249,7 @@ class _CaseRun:
             self.agent = create_agent(
                 self.workflow,
                 self.store,
-                self.model,
+                self.model if self.model is not None else self.agent_model,
                 tools=mocked_tools(case.mocks, self.tools),
                 clock=self.clock,
             )

@@ -22,8 +22,10 @@ LOOKUP = HostTool(
 def check_and_wait(n: int) -> list[dict]:
     return [
         {"call": {"lookup_transaction": {"reference": "INV-7"}}, "expect_state": "check-bank"},
-        {"say": f"Not posted yet (check {n}).", "call": {"archmax_wait": {"reason": "the transaction posts overnight",
-                                                                          "until": "1d"}}},
+        {
+            "say": f"Not posted yet (check {n}).",
+            "call": {"archmax_wait": {"reason": "the transaction posts overnight", "until": "1d"}},
+        },
     ]
 
 
@@ -41,7 +43,9 @@ def bank_script(parks: int) -> list[dict]:
 
 def test_the_sixth_park_under_max_parks_five_lands_in_the_on_error_state():
     h = harness(load_workflow(BANK_CHECK), bank_script(5), tools=[LOOKUP])
-    out = h.agent.workflow.send("pay-1", "Expect INV-7", trigger="payment_expected", variables={"reference": "INV-7"})
+    out = h.agent.workflow.send(
+        "pay-1", "Expect INV-7", trigger="payment_expected", variables={"reference": "INV-7"}
+    )
     for day in range(1, 6):
         assert out.kind == "parked" and h.load("pay-1").park_counts == {"check-bank": day}
         h.clock.advance(days=1)
@@ -78,8 +82,18 @@ def test_without_on_error_the_park_beyond_max_parks_rejects_the_turn():
 
 def test_a_refused_park_lets_the_other_calls_of_its_message_run_before_routing():
     doc = {"states": {"check": {"triggers": {"manual": None}, "budget": {"maxParks": 1}}}}
-    h = harness(doc, [wait_then(), {"call": [{"archmax_wait": {"reason": "again"}},
-                                              {"archmax_set_variables": {"variables": {"tried": True}}}]}])
+    h = harness(
+        doc,
+        [
+            wait_then(),
+            {
+                "call": [
+                    {"archmax_wait": {"reason": "again"}},
+                    {"archmax_set_variables": {"variables": {"tried": True}}},
+                ]
+            },
+        ],
+    )
     h.agent.workflow.send("s1", "Hi")
     out = h.agent.workflow.deliver("s1", trigger="timer")
     assert out.kind == "rejected" and h.load("s1").variables["tried"].value is True
@@ -118,7 +132,9 @@ def test_max_turns_routes_by_on_error_and_the_first_call_in_the_target_counts_on
             "fallback": {"budget": {"maxTurns": 1}},
         }
     }
-    h = harness(doc, [{"call": {"archmax_get_variables": {}}}, {"say": "Handled.", "expect_state": "fallback"}])
+    h = harness(
+        doc, [{"call": {"archmax_get_variables": {}}}, {"say": "Handled.", "expect_state": "fallback"}]
+    )
     out = h.agent.workflow.send("s1", "Hi")
     assert (out.kind, out.state, out.reply) == ("completed", "fallback", "Handled.")
 
@@ -126,8 +142,11 @@ def test_max_turns_routes_by_on_error_and_the_first_call_in_the_target_counts_on
 def test_a_successful_advance_resets_the_turn_count():
     doc = {
         "states": {
-            "a": {"triggers": {"manual": None}, "budget": {"maxTurns": 1},
-                  "transitions": [{"to": "b", "description": "next"}]},
+            "a": {
+                "triggers": {"manual": None},
+                "budget": {"maxTurns": 1},
+                "transitions": [{"to": "b", "description": "next"}],
+            },
             "b": {"budget": {"maxTurns": 1}},
         }
     }
@@ -198,12 +217,23 @@ def test_raise_ends_the_session_failed_at_once_without_on_error_or_returns():
             "fallback": None,
         }
     }
-    h = harness(doc, [{"say": "Sorry.", "call": {"archmax_raise": {"code": "orders-unavailable",
-                                                                    "reason": "The order API is down."}}},
-                      {"say": "never"}])
+    h = harness(
+        doc,
+        [
+            {
+                "say": "Sorry.",
+                "call": {"archmax_raise": {"code": "orders-unavailable", "reason": "The order API is down."}},
+            },
+            {"say": "never"},
+        ],
+    )
     out = h.agent.workflow.send("s1", "Hi")
     assert (out.kind, out.state) == ("failed", "s")
-    assert out.exit.model_dump() == {"success": False, "code": "orders-unavailable", "reason": "The order API is down."}
+    assert out.exit.model_dump() == {
+        "success": False,
+        "code": "orders-unavailable",
+        "reason": "The order API is down.",
+    }
     assert h.model.calls == 1
     rec = h.load("s1")
     assert [s.kind for s in rec.trail] == ["trigger"]
@@ -214,18 +244,33 @@ def test_raise_ends_the_session_failed_at_once_without_on_error_or_returns():
 
 
 def test_raise_beside_another_call_is_an_error_and_the_other_call_still_runs():
-    h = harness(CHAT, [{"call": [{"archmax_raise": {"code": "x", "reason": "y"}},
-                                 {"archmax_set_variables": {"variables": {"a": 1}}}]}, {"say": "ok"}])
+    h = harness(
+        CHAT,
+        [
+            {
+                "call": [
+                    {"archmax_raise": {"code": "x", "reason": "y"}},
+                    {"archmax_set_variables": {"variables": {"a": 1}}},
+                ]
+            },
+            {"say": "ok"},
+        ],
+    )
     out = h.agent.workflow.send("s1", "Hi")
     assert [r.status for r in results_of(out.messages)] == ["error", "success"]
     assert out.kind == "completed" and out.variables["a"]["value"] == 1
 
 
 def test_raise_with_a_bad_code_or_blank_reason_is_an_error():
-    h = harness(CHAT, [{"call": {"archmax_raise": {"code": "a\nb", "reason": "r"}}},
-                       {"call": {"archmax_raise": {"code": "x" * 65, "reason": "r"}}},
-                       {"call": {"archmax_raise": {"code": "ok", "reason": " "}}},
-                       {"say": "fine"}])
+    h = harness(
+        CHAT,
+        [
+            {"call": {"archmax_raise": {"code": "a\nb", "reason": "r"}}},
+            {"call": {"archmax_raise": {"code": "x" * 65, "reason": "r"}}},
+            {"call": {"archmax_raise": {"code": "ok", "reason": " "}}},
+            {"say": "fine"},
+        ],
+    )
     out = h.agent.workflow.send("s1", "Hi")
     assert [r.status for r in results_of(out.messages)] == ["error", "error", "error"]
     assert out.kind == "completed"
@@ -257,9 +302,14 @@ def test_completing_without_a_declared_return_is_rejected_without_on_error():
 
 def test_completing_with_the_return_set_is_completed_and_a_mistyped_return_is_refused():
     doc = {"states": {"s": {"triggers": {"manual": {"returns": [{"name": "count", "type": "integer"}]}}}}}
-    h = harness(doc, [{"call": {"archmax_set_variables": {"variables": {"count": "three"}}}},
-                      {"call": {"archmax_set_variables": {"variables": {"count": 3}}}},
-                      {"say": "Done."}])
+    h = harness(
+        doc,
+        [
+            {"call": {"archmax_set_variables": {"variables": {"count": "three"}}}},
+            {"call": {"archmax_set_variables": {"variables": {"count": 3}}}},
+            {"say": "Done."},
+        ],
+    )
     out = h.agent.workflow.send("s1", "Hi")
     assert [r.status for r in results_of(out.messages)] == ["error", "success"]
     assert out.kind == "completed" and out.exit.success

@@ -21,7 +21,10 @@ from ._support import HUMAN, SUPPORT_INBOX, TWO, harness, notes_of, snapshot, wa
 SEED_SCRIPT = [
     {"call": {"archmax_advance": {"to": "clarify", "reason": "no order number"}}, "expect_state": "intake"},
     {"say": "Which order is this about?", "call": {"archmax_wait": {"reason": "the order number"}}},
-    {"call": {"archmax_advance": {"to": "answer", "reason": "reply names ORD-1001"}}, "expect_state": "clarify"},
+    {
+        "call": {"archmax_advance": {"to": "answer", "reason": "reply names ORD-1001"}},
+        "expect_state": "clarify",
+    },
     {"say": "ORD-1001 ships tomorrow.", "expect_state": "answer"},
 ]
 
@@ -40,14 +43,24 @@ def parked_inbox(**kwargs):
 def test_seed_flow_parks_in_clarify_then_the_reply_is_answered_in_answer():
     h = harness(load_workflow(SUPPORT_INBOX), SEED_SCRIPT)
     first = h.agent.workflow.send(
-        "AAQk-1", "About the thing we discussed", trigger="email_received", variables={"conversation_id": "AAQk-1"}
+        "AAQk-1",
+        "About the thing we discussed",
+        trigger="email_received",
+        variables={"conversation_id": "AAQk-1"},
     )
-    assert (first.kind, first.disposition, first.parked_channel, first.state) == ("parked", "turn", "input", "clarify")
+    assert (first.kind, first.disposition, first.parked_channel, first.state) == (
+        "parked",
+        "turn",
+        "input",
+        "clarify",
+    )
     assert first.pending.reason == "the order number"
     assert first.reply == "Which order is this about?"
     assert first.exit is None
 
-    second = h.agent.workflow.deliver("AAQk-1", trigger="email_reply", variables={"reply_body": "It's ORD-1001."})
+    second = h.agent.workflow.deliver(
+        "AAQk-1", trigger="email_reply", variables={"reply_body": "It's ORD-1001."}
+    )
     assert (second.kind, second.disposition, second.state) == ("completed", "deliver", "answer")
     assert second.exit.success is True
     assert second.reply == "ORD-1001 ships tomorrow."
@@ -81,7 +94,7 @@ def test_twenty_threads_delivering_to_one_park_on_a_filesystem_store_let_exactly
             outcomes.append(h.agent.workflow.deliver("race", trigger="timer", variables={"shot": i}))
         except SessionNotAwaitingInputError as exc:
             refusals.append(exc)
-        except Exception as exc:  # anything else is a bug the assertion below shows
+        except Exception as exc:  # noqa: BLE001 - anything else is a bug the assertion below shows
             others.append(exc)
 
     threads = [threading.Thread(target=fire, args=(i,)) for i in range(20)]
@@ -106,7 +119,9 @@ def test_delivery_to_an_unknown_session_is_refused_naming_no_such_session():
 
 
 def test_delivery_to_a_decision_parked_session_is_refused():
-    h = harness(HUMAN, [{"call": {"archmax_advance": {"to": "review", "reason": "ready"}}}, {"say": "Please review."}])
+    h = harness(
+        HUMAN, [{"call": {"archmax_advance": {"to": "review", "reason": "ready"}}}, {"say": "Please review."}]
+    )
     h.agent.workflow.send("s1", "Refund please")
     before = snapshot(h.store, "s1")
     with pytest.raises(SessionNotAwaitingInputError, match="awaiting_decision"):
@@ -183,9 +198,7 @@ def test_delivery_effects_are_committed_together_before_the_same_state_continues
     assert (tail[2].role, tail[2].content, tail[2].archmax) == ("user", "Here it is.", None)
     assert tail[3].content == "Thanks."
     inbound = [e for e in h.events[events_before:] if e["type"] == "park_message"]
-    assert inbound == [
-        {**inbound[0], "state": "start", "direction": "inbound", "text": "Here it is."}
-    ]
+    assert inbound == [{**inbound[0], "state": "start", "direction": "inbound", "text": "Here it is."}]
     delivered = [e for e in h.events[events_before:] if e["type"] == "delivered"]
     assert delivered[0]["trigger"] == "email_reply" and delivered[0]["state"] == "start"
     assert out.state == "start"

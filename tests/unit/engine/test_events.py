@@ -27,7 +27,12 @@ def test_the_parked_event_alone_tells_a_waiting_session_from_a_finished_turn():
     assert len(parked) == 1
     p = parked[0]
     assert (p["state"], p["awaiting"], p["reason"], p["resume_at"], p["call_id"]) == (
-        "start", "input", "the order number", "2025-01-02T00:00:00.000Z", "call_1")
+        "start",
+        "input",
+        "the order number",
+        "2025-01-02T00:00:00.000Z",
+        "call_1",
+    )
     h.agent.workflow.deliver("s1", trigger="timer")
     assert len(h.events_of("parked")) == 1
 
@@ -50,8 +55,13 @@ def test_delivered_and_agent_text_events():
 
 
 def test_variables_set_names_only_and_title_set():
-    h = harness(CHAT, [{"call": {"archmax_set_variables": {"variables": {"secret": "hunter2", "title": " Order 7 "}}}},
-                       {"say": "ok"}])
+    h = harness(
+        CHAT,
+        [
+            {"call": {"archmax_set_variables": {"variables": {"secret": "hunter2", "title": " Order 7 "}}}},
+            {"say": "ok"},
+        ],
+    )
     h.agent.workflow.send("s1", "Hi")
     vs = h.events_of("variables_set")[-1]
     assert vs["names"] == ["secret", "title"] and vs["locked"] is False and vs["state"] == "chat"
@@ -67,7 +77,9 @@ def test_a_failing_subscriber_never_breaks_the_session():
     def boom(event):
         raise RuntimeError("subscriber bug")
 
-    agent = create_agent(workflow_from_dict(CHAT, "demo"), MemoryStore(), ScriptedModel([{"say": "ok"}]), on_event=boom)
+    agent = create_agent(
+        workflow_from_dict(CHAT, "demo"), MemoryStore(), ScriptedModel([{"say": "ok"}]), on_event=boom
+    )
     assert agent.workflow.send("s1", "Hi").kind == "completed"
 
 
@@ -80,10 +92,18 @@ def test_warnings_carry_level_warning_and_a_scope():
 
 
 def test_raised_and_state_error_routed_events():
-    doc = {"tools": {"allow_always": ["noop"]},
-           "states": {"s": {"triggers": {"manual": None}, "budget": {"maxTurns": 1}, "on_error": "f"}, "f": None}}
-    h = harness(doc, [{"call": {"noop": {}}}, {"call": {"archmax_raise": {"code": "c", "reason": "r"}}}],
-                tools=[HostTool("noop", lambda: "ok")])
+    doc = {
+        "tools": {"allow_always": ["noop"]},
+        "states": {
+            "s": {"triggers": {"manual": None}, "budget": {"maxTurns": 1}, "on_error": "f"},
+            "f": None,
+        },
+    }
+    h = harness(
+        doc,
+        [{"call": {"noop": {}}}, {"call": {"archmax_raise": {"code": "c", "reason": "r"}}}],
+        tools=[HostTool("noop", lambda: "ok")],
+    )
     h.agent.workflow.send("s1", "Hi")
     routed = h.events_of("state_error_routed")[-1]
     assert (routed["state"], routed["to"]) == ("s", "f") and "maxTurns: 1" in routed["reason"]

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from archmax import FileIn, FilesystemStore, InvalidFilePathError, MemoryStore, SessionStoreCapabilityError, StoreCapabilities
+from archmax import (
+    FileIn,
+    FilesystemStore,
+    InvalidFilePathError,
+    MemoryStore,
+    SessionStoreCapabilityError,
+    StoreCapabilities,
+)
 
 from ._support import CHAT, TWO, harness, snapshot, wait_then
 
@@ -48,10 +55,13 @@ def test_successive_turns_placing_the_same_name_take_the_next_free_number_each()
 
 def test_two_files_of_one_firing_with_the_same_name_each_get_their_own():
     h = harness(CHAT, [{"say": "ok"}])
-    out = h.agent.workflow.send("s1", "Two", files={"a": FileIn(name="x.txt", content="1"),
-                                                    "b": {"name": "x.txt", "content": "2"}})
+    out = h.agent.workflow.send(
+        "s1", "Two", files={"a": FileIn(name="x.txt", content="1"), "b": {"name": "x.txt", "content": "2"}}
+    )
     assert {out.variables["a"]["value"], out.variables["b"]["value"]} == {
-        "scratchpad/attachments/x.txt", "scratchpad/attachments/x-1.txt"}
+        "scratchpad/attachments/x.txt",
+        "scratchpad/attachments/x-1.txt",
+    }
 
 
 def test_binary_bytes_arrive_exactly_and_read_back_unchanged(tmp_path):
@@ -71,8 +81,14 @@ def test_text_bytes_are_stored_unchanged():
 def test_a_binary_file_through_a_store_without_upload_files_is_refused_naming_the_path_and_nothing_is_stored():
     h = harness(CHAT, [{"say": "never"}], store=MemoryStore(NO_UPLOAD))
     with pytest.raises(SessionStoreCapabilityError) as err:
-        h.agent.workflow.send("s1", "Here", files={"readme": {"name": "readme.txt", "content": "text is fine"},
-                                                   "scan": {"name": "scan.pdf", "content": b"%PDF\x00\xff"}})
+        h.agent.workflow.send(
+            "s1",
+            "Here",
+            files={
+                "readme": {"name": "readme.txt", "content": "text is fine"},
+                "scan": {"name": "scan.pdf", "content": b"%PDF\x00\xff"},
+            },
+        )
     assert "scratchpad/attachments/scan.pdf" in str(err.value) and "upload_files" in str(err.value)
     assert h.load("s1") is None and h.store.list_files("s1", "") == []
     assert h.model.calls == 0
@@ -102,9 +118,13 @@ def test_an_unusable_file_name_is_refused_and_nothing_is_written(name):
 
 
 def test_files_on_a_delivery_are_placed_and_their_variables_seeded_before_the_state_continues():
-    h = harness(TWO, [wait_then(), {"call": {"archmax_get_variables": {"name": "scan"}}}, {"say": "Got the scan."}])
+    h = harness(
+        TWO, [wait_then(), {"call": {"archmax_get_variables": {"name": "scan"}}}, {"say": "Got the scan."}]
+    )
     h.agent.workflow.send("s1", "Hi")
-    out = h.agent.workflow.send("s1", "Here it is", files={"scan": {"name": "scan.png", "content": b"\x89PNG\x00"}})
+    out = h.agent.workflow.send(
+        "s1", "Here it is", files={"scan": {"name": "scan.png", "content": b"\x89PNG\x00"}}
+    )
     assert out.disposition == "deliver"
     assert '"scratchpad/attachments/scan.png"' in [m for m in out.messages if m.role == "tool"][-1].content
     assert h.store.get("s1", "scratchpad/attachments/scan.png") == b"\x89PNG\x00"

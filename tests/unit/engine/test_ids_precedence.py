@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from archmax import InvalidSessionIdError, InvalidSessionPathError, create_agent, MemoryStore
+from archmax import InvalidSessionIdError, InvalidSessionPathError, MemoryStore, create_agent
 
 from ._support import harness, wf
 
@@ -110,7 +110,9 @@ def test_a_negative_index_reads_from_the_end_of_an_array(variables, expected):
     assert r2.session_id == "first"
 
 
-@pytest.mark.parametrize("path", ["triggers.-0.conversationId", "triggers.-3.conversationId", "triggers.01.conversationId"])
+@pytest.mark.parametrize(
+    "path", ["triggers.-0.conversationId", "triggers.-3.conversationId", "triggers.01.conversationId"]
+)
 def test_non_canonical_or_out_of_range_indices_leave_the_path_unresolved(path):
     h = harness(DOC, [])
     r = h.agent.workflow.resolve_session(
@@ -121,8 +123,12 @@ def test_non_canonical_or_out_of_range_indices_leave_the_path_unresolved(path):
 
 def test_a_nested_field_and_numeric_values_resolve_as_ids():
     h = harness(DOC, [])
-    assert h.agent.workflow.resolve_session(variables={"mail": {"thread": {"id": "T-9"}}},
-                                            session_path="mail.thread.id").session_id == "T-9"
+    assert (
+        h.agent.workflow.resolve_session(
+            variables={"mail": {"thread": {"id": "T-9"}}}, session_path="mail.thread.id"
+        ).session_id
+        == "T-9"
+    )
     assert h.agent.workflow.resolve_session(variables={"n": 42.0}, session_path="n").session_id == "42"
 
 

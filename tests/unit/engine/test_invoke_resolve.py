@@ -10,7 +10,10 @@ from ._support import CHAT, HUMAN, TWO, harness, snapshot, wait_then
 
 
 def test_resolve_session_classifies_each_state_without_writing_anything():
-    h = harness(HUMAN, [wait_then(), {"call": {"archmax_advance": {"to": "review", "reason": "r"}}}, {"say": "Review!"}])
+    h = harness(
+        HUMAN,
+        [wait_then(), {"call": {"archmax_advance": {"to": "review", "reason": "r"}}}, {"say": "Review!"}],
+    )
     new = h.agent.workflow.resolve_session(session_id="fresh")
     assert (new.disposition, new.start_state, new.state, new.minted) == ("turn", "start", None, False)
     h.agent.workflow.send("waiting", "Hi")
@@ -51,8 +54,14 @@ def test_invoke_on_an_input_park_abandons_it_with_a_warning_and_opens_a_new_turn
 
 
 def test_invoke_on_a_decision_park_re_presents_the_decision_as_a_fresh_record():
-    h = harness(HUMAN, [{"call": {"archmax_advance": {"to": "review", "reason": "r"}}}, {"say": "Review!"},
-                        {"say": "Still waiting for your review."}])
+    h = harness(
+        HUMAN,
+        [
+            {"call": {"archmax_advance": {"to": "review", "reason": "r"}}},
+            {"say": "Review!"},
+            {"say": "Still waiting for your review."},
+        ],
+    )
     h.agent.sessions.seed("s1", {"scratchpad/policy.md": "p"})
     first = h.agent.workflow.send("s1", "Hi")
     h.clock.advance(minutes=5)

@@ -7,8 +7,9 @@ agent over the same store firing after the first one's lease has expired (FakeCl
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import timedelta
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
@@ -28,7 +29,7 @@ def with_probe(action: Callable[[], Any], entries: list[dict], **kwargs):
     def probe() -> str:
         try:
             seen["value"] = action()
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - the test asserts on what was raised
             seen["error"] = exc
         return "probed"
 
@@ -65,8 +66,11 @@ def test_a_live_lease_refuses_every_other_writer_with_one_writer_per_session(ope
 
 def test_while_running_the_summary_shows_the_lease_expiry_and_the_finish_lets_it_go():
     holder: dict[str, Any] = {}
-    h, seen = with_probe(lambda: holder["h"].agent.sessions.get("s1"), [{"call": {"probe": {}}}, {"say": "done"}],
-                         lease_ttl_s=60)
+    h, seen = with_probe(
+        lambda: holder["h"].agent.sessions.get("s1"),
+        [{"call": {"probe": {}}}, {"say": "done"}],
+        lease_ttl_s=60,
+    )
     holder["h"] = h
     h.agent.workflow.send("s1", "Hi")
     summary = seen["value"]
@@ -88,8 +92,13 @@ def test_after_the_lease_expires_a_new_firing_takes_over_and_answers_the_interru
     def crash_and_take_over():
         first = holder["h"]
         first.clock.advance(timedelta(seconds=901))
-        second = harness(DOC, [{"say": "Recovered and answered.", "expect_state": "chat"}],
-                         store=first.store, clock=first.clock, tools=[HostTool("probe", lambda: "x")])
+        second = harness(
+            DOC,
+            [{"say": "Recovered and answered.", "expect_state": "chat"}],
+            store=first.store,
+            clock=first.clock,
+            tools=[HostTool("probe", lambda: "x")],
+        )
         holder["second"] = second
         assert second.agent.workflow.resolve_session(session_id="s1").recovered is True
         return second.agent.workflow.send("s1", "Are you still there?")
@@ -134,10 +143,15 @@ def test_the_lease_is_taken_at_claim_with_the_configured_ttl_and_extended_by_lat
         first.clock.advance(timedelta(seconds=30))
         return first.load("s1").lease
 
-    h, seen = with_probe(advance_then_read, [{"call": {"probe": {}}}, {"call": {"probe": {}}}, {"say": "done"}],
-                         lease_ttl_s=100)
+    h, seen = with_probe(
+        advance_then_read,
+        [{"call": {"probe": {}}}, {"call": {"probe": {}}}, {"say": "done"}],
+        lease_ttl_s=100,
+    )
     holder["h"] = h
     h.agent.workflow.send("s1", "Hi")
     # the probe ran twice; at the second run the lease had been extended by the commit after the first batch
     lease = seen["value"]
-    assert parse_instant(lease.expires_at) == parse_instant("2025-01-01T00:00:30.000Z") + timedelta(seconds=100)
+    assert parse_instant(lease.expires_at) == parse_instant("2025-01-01T00:00:30.000Z") + timedelta(
+        seconds=100
+    )

@@ -14,23 +14,81 @@ import archmax
 from archmax import ArchmaxError, is_finished
 
 PUBLIC = [
-    "Agent", "ArchmaxError", "Checkpoint", "Clock", "CommitConflictError", "Diagnostic", "DuplicateDeliveryError",
-    "EmptyMessageError", "FakeClock", "FileIn", "FilesystemStore", "Firing", "HostTool", "InvalidDecisionTargetError",
-    "InvalidFilePathError", "InvalidSessionIdError", "InvalidSessionPathError", "InvalidVariableNameError",
-    "MemoryStore", "Message", "MissingDeliveryTriggerError", "Model", "ModelError", "ModelRequest", "ModelResponse",
-    "Outcome", "PendingDecision", "PendingInput", "RESET_INSTRUCTION", "ReservedToolNameError", "Resolution",
-    "SessionExit", "SessionNotAwaitingInputError", "SessionNotParkedError", "SessionNotResumableError",
-    "SessionStatus", "SessionStore", "SessionStoreCapabilityError", "SessionSummary", "Sessions", "StoreCapabilities",
-    "SystemClock", "ToolCall", "UnknownSessionTriggerError", "UnknownTriggerError", "UnsupportedFeatureError", "Usage",
-    "Workflow", "WorkflowDisabledError", "WorkflowOperations", "WorkflowSpecError", "create_agent", "is_finished",
-    "is_runtime_note", "load_workflow", "runtime_note_kind",
+    "Agent",
+    "ArchmaxError",
+    "Checkpoint",
+    "Clock",
+    "CommitConflictError",
+    "Diagnostic",
+    "DuplicateDeliveryError",
+    "EmptyMessageError",
+    "FakeClock",
+    "FileIn",
+    "FilesystemStore",
+    "Firing",
+    "HostTool",
+    "InvalidDecisionTargetError",
+    "InvalidFilePathError",
+    "InvalidSessionIdError",
+    "InvalidSessionPathError",
+    "InvalidVariableNameError",
+    "MemoryStore",
+    "Message",
+    "MissingDeliveryTriggerError",
+    "Model",
+    "ModelError",
+    "ModelRequest",
+    "ModelResponse",
+    "Outcome",
+    "PendingDecision",
+    "PendingInput",
+    "RESET_INSTRUCTION",
+    "ReservedToolNameError",
+    "Resolution",
+    "SessionExit",
+    "SessionNotAwaitingInputError",
+    "SessionNotParkedError",
+    "SessionNotResumableError",
+    "SessionStatus",
+    "SessionStore",
+    "SessionStoreCapabilityError",
+    "SessionSummary",
+    "Sessions",
+    "StoreCapabilities",
+    "SystemClock",
+    "ToolCall",
+    "UnknownSessionTriggerError",
+    "UnknownTriggerError",
+    "UnsupportedFeatureError",
+    "Usage",
+    "Workflow",
+    "WorkflowDisabledError",
+    "WorkflowOperations",
+    "WorkflowSpecError",
+    "create_agent",
+    "is_finished",
+    "is_runtime_note",
+    "load_workflow",
+    "runtime_note_kind",
 ]
 
 CONTRACT_ERRORS = [
-    "SessionNotAwaitingInputError", "MissingDeliveryTriggerError", "SessionNotResumableError", "SessionNotParkedError",
-    "InvalidDecisionTargetError", "EmptyMessageError", "InvalidSessionPathError", "UnknownTriggerError",
-    "UnknownSessionTriggerError", "InvalidVariableNameError", "WorkflowDisabledError", "InvalidSessionIdError",
-    "SessionStoreCapabilityError", "WorkflowSpecError", "InvalidFilePathError", "ReservedToolNameError",
+    "SessionNotAwaitingInputError",
+    "MissingDeliveryTriggerError",
+    "SessionNotResumableError",
+    "SessionNotParkedError",
+    "InvalidDecisionTargetError",
+    "EmptyMessageError",
+    "InvalidSessionPathError",
+    "UnknownTriggerError",
+    "UnknownSessionTriggerError",
+    "InvalidVariableNameError",
+    "WorkflowDisabledError",
+    "InvalidSessionIdError",
+    "SessionStoreCapabilityError",
+    "WorkflowSpecError",
+    "InvalidFilePathError",
+    "ReservedToolNameError",
 ]
 
 
@@ -56,8 +114,18 @@ def test_unknown_session_trigger_error_is_an_unknown_trigger_error():
 
 @pytest.mark.parametrize(
     ("status", "finished"),
-    [("completed", True), ("failed", True), ("rejected", True), ("running", False), ("awaiting_input", False),
-     ("awaiting_decision", False), (None, False), ("COMPLETED", False), ("", False), (1, False)],
+    [
+        ("completed", True),
+        ("failed", True),
+        ("rejected", True),
+        ("running", False),
+        ("awaiting_input", False),
+        ("awaiting_decision", False),
+        (None, False),
+        ("COMPLETED", False),
+        ("", False),
+        (1, False),
+    ],
 )
 def test_is_finished_is_true_exactly_for_the_three_finished_statuses(status, finished):
     assert is_finished(status) is finished
@@ -68,7 +136,8 @@ def test_create_agent_takes_workflow_store_model_then_keyword_only_options_defau
     assert list(params)[:3] == ["workflow", "store", "model"]
     keyword_only = {n: p.default for n, p in params.items() if p.kind is inspect.Parameter.KEYWORD_ONLY}
     assert keyword_only == dict.fromkeys(
-        ["tools", "session_path", "variables", "on_event", "clock", "lease_ttl_s"], None)
+        ["tools", "session_path", "variables", "on_event", "clock", "lease_ttl_s"], None
+    )
     assert params["store"].default is None and params["model"].default is None
 
 

@@ -9,8 +9,10 @@ from archmax.session.notes import is_runtime_note
 
 from ._support import HUMAN, TWO, harness, notes_of, snapshot, wait_then
 
-TO_REVIEW = [{"call": {"archmax_advance": {"to": "review", "reason": "ready", "evidence": ["scratchpad/calc.md"]}}},
-             {"say": "Please review the refund."}]
+TO_REVIEW = [
+    {"call": {"archmax_advance": {"to": "review", "reason": "ready", "evidence": ["scratchpad/calc.md"]}}},
+    {"say": "Please review the refund."},
+]
 
 
 def parked(entries=(), **kwargs):
@@ -23,17 +25,26 @@ def parked(entries=(), **kwargs):
 def test_an_advance_into_a_human_state_commits_a_decision_record():
     h, out = parked()
     p = out.pending
-    assert (p.state, p.title, p.seq, p.created_at) == ("review", "Review the refund", 1, "2025-01-01T00:00:00.000Z")
-    assert [(t.to, t.type) for t in p.transitions] == [("approved", "approve"), ("second-review", "refine"),
-                                                        ("start", None)]
+    assert (p.state, p.title, p.seq, p.created_at) == (
+        "review",
+        "Review the refund",
+        1,
+        "2025-01-01T00:00:00.000Z",
+    )
+    assert [(t.to, t.type) for t in p.transitions] == [
+        ("approved", "approve"),
+        ("second-review", "refine"),
+        ("start", None),
+    ]
     assert p.evidence == ["scratchpad/policy.md", "scratchpad/calc.md"]
     assert h.agent.sessions.get("s1").status == "awaiting_decision"
     assert h.events_of("parked")[-1]["awaiting"] == "decision"
 
 
 def test_reply_answers_with_one_reply_only_call_and_stays_parked_on_the_same_record():
-    h, first = parked([{"say": "It will be decided today.", "call": {"archmax_advance": {"to": "approved",
-                                                                                          "reason": "x"}}}])
+    h, _first = parked(
+        [{"say": "It will be decided today.", "call": {"archmax_advance": {"to": "approved", "reason": "x"}}}]
+    )
     rec_before = h.load("s1")
     out = h.agent.workflow.reply("s1", "Any news?")
     rec = h.load("s1")
@@ -48,8 +59,10 @@ def test_reply_answers_with_one_reply_only_call_and_stays_parked_on_the_same_rec
     assert "Instructions:" not in h.model.requests[-1].state_block
     assert [m.status for m in rec.messages if m.role == "tool"][-1] == "blocked"
     pm = h.events_of("park_message")
-    assert [(e["direction"], e["text"]) for e in pm] == [("inbound", "Any news?"),
-                                                        ("outbound", "It will be decided today.")]
+    assert [(e["direction"], e["text"]) for e in pm] == [
+        ("inbound", "Any news?"),
+        ("outbound", "It will be decided today."),
+    ]
 
 
 def test_reply_refusals():
@@ -74,7 +87,9 @@ def test_decide_moves_along_the_chosen_edge_and_the_model_runs_in_the_target():
     step = rec.trail[-1]
     assert (step.kind, step.to, step.reason) == ("human", "approved", "fine by me")
     note = notes_of(rec.messages, "decision")[-1]
-    assert note.content.startswith("[decision] A person chose approve → 'approved' at the 'review' checkpoint: fine by me.")
+    assert note.content.startswith(
+        "[decision] A person chose approve → 'approved' at the 'review' checkpoint: fine by me."
+    )
     assert "already in 'approved'" in note.content
     assert rec.pending_decision is None
     decided = h.events_of("decided")[-1]
@@ -91,7 +106,7 @@ def test_a_decision_without_comment_or_type_ends_the_sentence_at_checkpoint():
 
 
 def test_a_decision_routing_into_another_human_state_presents_a_new_record_with_one_handoff_call():
-    h, first = parked([{"say": "A second reviewer must look at this now."}])
+    h, _first = parked([{"say": "A second reviewer must look at this now."}])
     out = h.agent.workflow.decide("s1", to="second-review")
     assert (out.kind, out.state, out.pending.seq) == ("parked", "second-review", 2)
     assert out.pending.evidence is None
@@ -107,7 +122,9 @@ def test_an_invalid_decision_target_is_refused_listing_the_valid_ones(to):
         h.agent.workflow.decide("s1", to=to)
     assert "approved, second-review, start" in str(err.value)
     if to:
-        assert str(err.value).startswith(f"'{to}' is not a valid decision target for session 's1'. Choose one of:")
+        assert str(err.value).startswith(
+            f"'{to}' is not a valid decision target for session 's1'. Choose one of:"
+        )
     else:
         assert str(err.value).startswith("A decision target is required")
     assert snapshot(h.store, "s1") == before
@@ -127,7 +144,10 @@ def test_decide_on_a_session_not_parked_on_decision_is_refused():
 
 
 def test_a_reply_does_not_count_toward_max_turns():
-    doc = {**HUMAN, "states": {**HUMAN["states"], "review": {**HUMAN["states"]["review"], "budget": {"maxTurns": 1}}}}
+    doc = {
+        **HUMAN,
+        "states": {**HUMAN["states"], "review": {**HUMAN["states"]["review"], "budget": {"maxTurns": 1}}},
+    }
     h = harness(doc, TO_REVIEW + [{"say": "r1"}, {"say": "r2"}, {"say": "r3"}])
     h.agent.sessions.seed("s1", {"scratchpad/calc.md": "42", "scratchpad/policy.md": "p"})
     h.agent.workflow.send("s1", "Refund")

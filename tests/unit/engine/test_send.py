@@ -52,8 +52,12 @@ def test_a_finished_session_takes_its_next_turn_on_the_same_id_in_the_state_it_e
 def test_a_finished_session_whose_position_the_current_spec_no_longer_declares_opens_at_the_entry():
     h = harness(TWO, [{"call": {"archmax_advance": {"to": "done", "reason": "ok"}}}, {"say": "Answered."}])
     h.agent.workflow.send("s1", "First")
-    renamed = {"states": {"start": {"triggers": {"manual": None}, "transitions": [{"to": "end", "description": "x"}]},
-                          "end": None}}
+    renamed = {
+        "states": {
+            "start": {"triggers": {"manual": None}, "transitions": [{"to": "end", "description": "x"}]},
+            "end": None,
+        }
+    }
     h2 = harness(renamed, [{"say": "Back at start.", "expect_state": "start"}], store=h.store)
     out = h2.agent.workflow.send("s1", "Second")
     assert out.state == "start" and out.kind == "completed"
@@ -88,11 +92,19 @@ def test_send_to_an_input_park_with_a_blank_message_delivers_without_a_user_mess
 def test_send_to_a_decision_park_is_a_reply_that_drops_trigger_variables_and_files_with_warnings():
     h = harness(
         HUMAN,
-        [{"call": {"archmax_advance": {"to": "review", "reason": "ready"}}}, {"say": "Please review."}, {"say": "Soon."}],
+        [
+            {"call": {"archmax_advance": {"to": "review", "reason": "ready"}}},
+            {"say": "Please review."},
+            {"say": "Soon."},
+        ],
     )
     h.agent.workflow.send("s1", "Refund please")
     out = h.agent.workflow.send(
-        "s1", "Any news?", trigger="email_reply", variables={"x": 1}, files={"doc": {"name": "a.txt", "content": "a"}}
+        "s1",
+        "Any news?",
+        trigger="email_reply",
+        variables={"x": 1},
+        files={"doc": {"name": "a.txt", "content": "a"}},
     )
     assert (out.kind, out.disposition, out.parked_channel) == ("parked", "reply", "decision")
     assert len(out.warnings) == 3
@@ -105,7 +117,9 @@ def test_send_to_a_decision_park_is_a_reply_that_drops_trigger_variables_and_fil
 
 
 def test_blank_message_to_a_decision_park_is_refused():
-    h = harness(HUMAN, [{"call": {"archmax_advance": {"to": "review", "reason": "ready"}}}, {"say": "Please review."}])
+    h = harness(
+        HUMAN, [{"call": {"archmax_advance": {"to": "review", "reason": "ready"}}}, {"say": "Please review."}]
+    )
     h.agent.workflow.send("s1", "Refund please")
     with pytest.raises(EmptyMessageError):
         h.agent.workflow.send("s1", " ")
@@ -171,7 +185,9 @@ def test_a_disabled_workflow_still_accepts_a_delivery_into_an_existing_park():
 
 
 def test_a_disabled_workflow_still_accepts_replies_and_decisions():
-    h = harness(HUMAN, [{"call": {"archmax_advance": {"to": "review", "reason": "ready"}}}, {"say": "Please review."}])
+    h = harness(
+        HUMAN, [{"call": {"archmax_advance": {"to": "review", "reason": "ready"}}}, {"say": "Please review."}]
+    )
     h.agent.workflow.send("s1", "Refund please")
     h2 = harness({**HUMAN, "disabled": True}, [{"say": "Soon."}, {"say": "Approved."}], store=h.store)
     assert h2.agent.workflow.reply("s1", "news?").kind == "parked"
@@ -187,4 +203,3 @@ def test_the_session_is_extended_never_copied():
     assert rec.version > v1
     assert h.store.list() == ["s1"]
     assert [m.content for m in rec.messages if m.role == "user"] == ["a", "b"]
-

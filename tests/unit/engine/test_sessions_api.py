@@ -28,7 +28,12 @@ def test_a_parked_summary_carries_state_reason_resume_at_and_the_open_classifica
     h = harness(TWO, [wait_then(reason="the bank", until="2h")])
     h.agent.workflow.send("s1", "Hi", variables={"ref": "INV-1"})
     s = h.agent.sessions.get("s1")
-    assert (s.status, s.classification, s.state, s.workflow_state) == ("awaiting_input", "open", "start", "start")
+    assert (s.status, s.classification, s.state, s.workflow_state) == (
+        "awaiting_input",
+        "open",
+        "start",
+        "start",
+    )
     assert (s.wait_reason, s.resume_at) == ("the bank", "2025-01-01T02:00:00.000Z")
     assert s.exit is None and s.lease_expires_at is None
     assert s.variables["ref"] == {"value": "INV-1", "locked": True}
@@ -41,10 +46,19 @@ def test_a_finished_summary_has_no_park_fields_and_exit_only_while_failed():
     h.agent.workflow.send("s1", "Hi")
     done = h.agent.sessions.get("s1")
     assert (done.classification, done.state, done.wait_reason, done.resume_at, done.exit) == (
-        "finished", None, None, None, None)
+        "finished",
+        None,
+        None,
+        None,
+        None,
+    )
     h.agent.workflow.send("s1", "Again")
     failed = h.agent.sessions.get("s1")
-    assert failed.status == "failed" and failed.exit.model_dump() == {"success": False, "code": "nope", "reason": "cannot"}
+    assert failed.status == "failed" and failed.exit.model_dump() == {
+        "success": False,
+        "code": "nope",
+        "reason": "cannot",
+    }
 
 
 def test_list_returns_every_session_with_a_checkpoint_sorted_by_id():
@@ -74,7 +88,9 @@ def test_messages_returns_the_committed_transcript_with_notes():
 
 def test_seed_writes_files_without_a_checkpoint_or_variable_and_overwrites():
     h = harness(CHAT, [])
-    h.agent.sessions.seed("s1", {"notes.md": "v1", "scratchpad/data/x.json": {"a": [1]}, "scratchpad/b.bin": b"\x00\xff"})
+    h.agent.sessions.seed(
+        "s1", {"notes.md": "v1", "scratchpad/data/x.json": {"a": [1]}, "scratchpad/b.bin": b"\x00\xff"}
+    )
     h.agent.sessions.seed("s1", {"notes.md": "v2"})
     assert h.store.get("s1", "notes.md") == b"v2"
     assert h.store.get("s1", "scratchpad/data/x.json") == (json.dumps({"a": [1]}, indent=2) + "\n").encode()
@@ -82,8 +98,17 @@ def test_seed_writes_files_without_a_checkpoint_or_variable_and_overwrites():
     assert h.load("s1") is None and h.agent.sessions.get("s1") is None
 
 
-@pytest.mark.parametrize("path", ["checkpoints/0000000001.json", "artifacts/x.json", "../x", "/etc/passwd",
-                                  "deep/file.txt", "scratchpad/../../x"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "checkpoints/0000000001.json",
+        "artifacts/x.json",
+        "../x",
+        "/etc/passwd",
+        "deep/file.txt",
+        "scratchpad/../../x",
+    ],
+)
 def test_seed_refuses_paths_outside_root_files_and_the_scratchpad_and_writes_nothing(path):
     h = harness(CHAT, [])
     with pytest.raises(InvalidFilePathError):

@@ -19,7 +19,10 @@ def inbox(entries):
 
 def first_turn(h):
     return h.agent.workflow.send(
-        "AAQk-1", "Where is ORD-1001?", trigger="email_received", variables={"conversation_id": "AAQk-1"},
+        "AAQk-1",
+        "Where is ORD-1001?",
+        trigger="email_received",
+        variables={"conversation_id": "AAQk-1"},
         files={"invoice": {"name": "invoice.txt", "content": "INV-1"}},
     )
 
@@ -29,15 +32,25 @@ def shows_reset(request) -> bool:
 
 
 def test_reset_from_a_terminal_state_returns_to_the_start_state_keeping_transcript_variables_and_files():
-    h = inbox([
-        {"call": [{"archmax_set_variables": {"variables": {"agent_note": "vip"}}}]},
-        {"call": {"archmax_reset": {"reason": "a new question about a different order"}}, "expect_state": "answer"},
-        {"call": {"archmax_advance": {"to": "answer", "reason": "names ORD-2002"}}, "expect_state": "intake"},
-        {"say": "ORD-2002 is delayed.", "expect_state": "answer"},
-    ])
+    h = inbox(
+        [
+            {"call": [{"archmax_set_variables": {"variables": {"agent_note": "vip"}}}]},
+            {
+                "call": {"archmax_reset": {"reason": "a new question about a different order"}},
+                "expect_state": "answer",
+            },
+            {
+                "call": {"archmax_advance": {"to": "answer", "reason": "names ORD-2002"}},
+                "expect_state": "intake",
+            },
+            {"say": "ORD-2002 is delayed.", "expect_state": "answer"},
+        ]
+    )
     first_turn(h)
     before = h.load("AAQk-1")
-    out = h.agent.workflow.send("AAQk-1", "And ORD-2002?", trigger="email_reply", variables={"conversation_id": "AAQk-1"})
+    out = h.agent.workflow.send(
+        "AAQk-1", "And ORD-2002?", trigger="email_reply", variables={"conversation_id": "AAQk-1"}
+    )
     rec = h.load("AAQk-1")
     assert out.kind == "completed" and out.state == "answer"
     assert rec.messages[: len(before.messages)] == before.messages
@@ -45,27 +58,37 @@ def test_reset_from_a_terminal_state_returns_to_the_start_state_keeping_transcri
     assert rec.variables["agent_note"].value == "vip" and not rec.variables["agent_note"].locked
     assert h.store.get("AAQk-1", "scratchpad/attachments/invoice.txt") == b"INV-1"
     assert [(s.kind, s.to) for s in rec.trail] == [
-        ("trigger", "intake"), ("agent", "answer"), ("trigger", "answer"), ("reset", "intake"), ("agent", "answer")
+        ("trigger", "intake"),
+        ("agent", "answer"),
+        ("trigger", "answer"),
+        ("reset", "intake"),
+        ("agent", "answer"),
     ]
     assert rec.entry_state == "intake"
 
 
 def test_reset_instruction_appears_exactly_on_calls_of_a_turn_opened_in_a_terminal_non_entry_state():
-    h = inbox([
-        {"call": {"archmax_get_variables": {}}, "expect_state": "answer"},
-        {"call": {"archmax_reset": {"reason": "needs intake"}}, "expect_state": "answer"},
-        {"call": {"archmax_advance": {"to": "answer", "reason": "ok"}}, "expect_state": "intake"},
-        {"say": "Done.", "expect_state": "answer"},
-    ])
+    h = inbox(
+        [
+            {"call": {"archmax_get_variables": {}}, "expect_state": "answer"},
+            {"call": {"archmax_reset": {"reason": "needs intake"}}, "expect_state": "answer"},
+            {"call": {"archmax_advance": {"to": "answer", "reason": "ok"}}, "expect_state": "intake"},
+            {"say": "Done.", "expect_state": "answer"},
+        ]
+    )
     first_turn(h)
-    h.agent.workflow.send("AAQk-1", "And ORD-2002?", trigger="email_reply", variables={"conversation_id": "AAQk-1"})
+    h.agent.workflow.send(
+        "AAQk-1", "And ORD-2002?", trigger="email_reply", variables={"conversation_id": "AAQk-1"}
+    )
     assert [shows_reset(r) for r in h.model.requests] == [False, False, True, True, False, False]
 
 
 def test_the_reset_instruction_stays_across_a_delivery_while_the_position_is_unchanged():
     h = inbox([wait_then(), {"say": "Thanks.", "expect_state": "answer"}])
     first_turn(h)
-    h.agent.workflow.send("AAQk-1", "Any update?", trigger="email_reply", variables={"conversation_id": "AAQk-1"})
+    h.agent.workflow.send(
+        "AAQk-1", "Any update?", trigger="email_reply", variables={"conversation_id": "AAQk-1"}
+    )
     h.agent.workflow.deliver("AAQk-1", trigger="email_reply", variables={"reply_body": "ok"})
     assert [shows_reset(r) for r in h.model.requests] == [False, False, True, True]
 
@@ -93,11 +116,14 @@ def test_a_terminal_state_reached_mid_turn_does_not_show_the_reset_instruction()
 
 def test_opening_a_turn_resets_the_turns_mechanics_and_carries_the_conversation():
     doc = {"states": {"chat": {"triggers": {"manual": None}, "budget": {"maxParks": 3}}}}
-    h = harness(doc, [
-        {"call": {"archmax_set_variables": {"variables": {"mine": 1}}}},
-        wait_then(),
-        {"say": "Opened fresh."},
-    ])
+    h = harness(
+        doc,
+        [
+            {"call": {"archmax_set_variables": {"variables": {"mine": 1}}}},
+            wait_then(),
+            {"say": "Opened fresh."},
+        ],
+    )
     h.agent.workflow.send("s1", "Hi", variables={"host": "h"})
     parked = h.load("s1")
     assert parked.park_counts == {"chat": 1} and parked.pending_input is not None
@@ -120,8 +146,15 @@ def test_assembly_seeds_then_firing_variables_then_trigger_are_applied_locked():
 
 
 def test_a_host_title_applies_only_when_the_session_has_none_and_a_bad_one_is_skipped_with_a_warning():
-    h = harness(CHAT, [{"call": {"archmax_set_variables": {"variables": {"title": "Agent title"}}}},
-                       {"say": "ok"}, {"say": "ok"}, {"say": "ok"}])
+    h = harness(
+        CHAT,
+        [
+            {"call": {"archmax_set_variables": {"variables": {"title": "Agent title"}}}},
+            {"say": "ok"},
+            {"say": "ok"},
+            {"say": "ok"},
+        ],
+    )
     h.agent.workflow.send("s1", "Hi", variables={"title": "Host title"})
     out = h.agent.workflow.send("s1", "Again", variables={"title": "Another host title"})
     assert out.variables["title"] == {"value": "Agent title", "locked": False}
@@ -132,7 +165,11 @@ def test_a_host_title_applies_only_when_the_session_has_none_and_a_bad_one_is_sk
 
 
 def test_unmet_trigger_requires_reject_the_start_without_a_model_call():
-    doc = {"states": {"s": {"triggers": {"manual": {"requires": ["reference", {"name": "amount", "type": "number"}]}}}}}
+    doc = {
+        "states": {
+            "s": {"triggers": {"manual": {"requires": ["reference", {"name": "amount", "type": "number"}]}}}
+        }
+    }
     h = harness(doc, [{"say": "never"}])
     out = h.agent.workflow.send("s1", "Hi", variables={"amount": "12"})
     assert out.kind == "rejected"
@@ -143,11 +180,22 @@ def test_unmet_trigger_requires_reject_the_start_without_a_model_call():
 
 
 def test_requires_are_satisfied_by_assembly_seeds_firing_variables_and_files():
-    doc = {"states": {"s": {"triggers": {"manual": {"requires": ["tenant", "reference",
-                                                                 {"name": "invoice", "type": "file"}]}}}}}
+    doc = {
+        "states": {
+            "s": {
+                "triggers": {
+                    "manual": {"requires": ["tenant", "reference", {"name": "invoice", "type": "file"}]}
+                }
+            }
+        }
+    }
     h = harness(doc, [{"say": "ok"}], variables={"tenant": "acme"})
-    out = h.agent.workflow.send("s1", "Hi", variables={"reference": None},
-                                files={"invoice": {"name": "inv.pdf", "content": b"%PDF\x00\x01"}})
+    out = h.agent.workflow.send(
+        "s1",
+        "Hi",
+        variables={"reference": None},
+        files={"invoice": {"name": "inv.pdf", "content": b"%PDF\x00\x01"}},
+    )
     assert out.kind == "completed"
 
 
@@ -161,8 +209,14 @@ def test_a_turn_opening_writes_the_spec_snapshot_once_per_hash():
 
 
 def test_a_turn_opening_on_a_human_state_re_parks_at_once_with_a_fresh_record_and_a_handoff():
-    h = harness(HUMAN, [{"call": {"archmax_advance": {"to": "review", "reason": "ready"}}}, {"say": "Please review."},
-                        {"say": "Still needs your review."}])
+    h = harness(
+        HUMAN,
+        [
+            {"call": {"archmax_advance": {"to": "review", "reason": "ready"}}},
+            {"say": "Please review."},
+            {"say": "Still needs your review."},
+        ],
+    )
     first = h.agent.workflow.send("s1", "Refund")
     out = h.agent.invoke("s1", message="Hello again")
     assert (out.kind, out.parked_channel, out.state) == ("parked", "decision", "review")

@@ -80,14 +80,20 @@ def test_a_blank_reason_is_refused_and_no_park_happens(reason):
 
 
 def test_a_successful_wait_commits_the_park_record_and_counts_it():
-    h = harness({**TWO, "states": {**TWO["states"], "start": {**TWO["states"]["start"], "title": " Start "}}},
-                [wait_then(reason="  the order number ")])
+    h = harness(
+        {**TWO, "states": {**TWO["states"], "start": {**TWO["states"]["start"], "title": " Start "}}},
+        [wait_then(reason="  the order number ")],
+    )
     out = h.agent.workflow.send("s1", "Hi")
     rec = h.load("s1")
     assert rec.status == SessionStatus.AWAITING_INPUT
     p = rec.pending_input
     assert (p.state, p.title, p.reason, p.parked_at, p.resume_at) == (
-        "start", "Start", "the order number", "2025-01-01T00:00:00.000Z", None
+        "start",
+        "Start",
+        "the order number",
+        "2025-01-01T00:00:00.000Z",
+        None,
     )
     assert rec.park_counts == {"start": 1}
     assert rec.lease is None and rec.park_phase == "suspend"
@@ -109,8 +115,16 @@ def test_text_said_earlier_in_the_turn_also_spares_the_handoff_call():
 
 
 def test_a_silent_wait_spends_one_tool_less_handoff_call_whose_text_is_the_park_message():
-    h = harness(TWO, [wait_then(say=None), {"say": "We are waiting for your order number.",
-                                            "call": {"archmax_advance": {"to": "done", "reason": "sneaky"}}}])
+    h = harness(
+        TWO,
+        [
+            wait_then(say=None),
+            {
+                "say": "We are waiting for your order number.",
+                "call": {"archmax_advance": {"to": "done", "reason": "sneaky"}},
+            },
+        ],
+    )
     out = h.agent.workflow.send("s1", "Hi")
     assert h.model.calls == 2
     handoff = h.model.requests[1]
@@ -149,13 +163,21 @@ def test_a_terminal_state_can_park_and_the_session_stays_open():
 
 
 def test_moves_after_a_park_in_the_same_message_are_blocked_but_other_calls_run():
-    h = harness(TWO, [{"say": "Q?", "call": [
-        {"archmax_wait": {"reason": "answer"}},
-        {"archmax_advance": {"to": "done", "reason": "r"}},
-        {"archmax_reset": {"reason": "r"}},
-        {"archmax_wait": {"reason": "again"}},
-        {"archmax_set_variables": {"variables": {"note": "kept"}}},
-    ]}])
+    h = harness(
+        TWO,
+        [
+            {
+                "say": "Q?",
+                "call": [
+                    {"archmax_wait": {"reason": "answer"}},
+                    {"archmax_advance": {"to": "done", "reason": "r"}},
+                    {"archmax_reset": {"reason": "r"}},
+                    {"archmax_wait": {"reason": "again"}},
+                    {"archmax_set_variables": {"variables": {"note": "kept"}}},
+                ],
+            }
+        ],
+    )
     out = h.agent.workflow.send("s1", "Hi")
     statuses = [(m.name, m.status) for m in results_of(out.messages)]
     assert statuses == [
@@ -165,9 +187,13 @@ def test_moves_after_a_park_in_the_same_message_are_blocked_but_other_calls_run(
         ("archmax_wait", "blocked"),
         ("archmax_set_variables", "success"),
     ]
-    assert all(m.content == f"{m.name} rejected: the session is parked" for m in results_of(out.messages)[1:4])
+    assert all(
+        m.content == f"{m.name} rejected: the session is parked" for m in results_of(out.messages)[1:4]
+    )
     rec = h.load("s1")
-    assert rec.variables["note"].value == "kept" and rec.position == "start" and rec.park_counts == {"start": 1}
+    assert (
+        rec.variables["note"].value == "kept" and rec.position == "start" and rec.park_counts == {"start": 1}
+    )
     assert h.model.calls == 1
 
 

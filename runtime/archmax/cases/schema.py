@@ -219,15 +219,16 @@ def _pattern_ok(value: Any) -> None:
         raise ValueError(str(exc)) from None
 
 
-_TRUE = TypeAdapter(Literal[True])
-_SLUG = TypeAdapter(str)
+_STRICT = ConfigDict(strict=True)
+_TRUE = TypeAdapter(Literal[True], config=_STRICT)
+_SLUG = TypeAdapter(str, config=_STRICT)
 
 BODY: dict[str, TypeAdapter[Any]] = {
     "decide": TypeAdapter(DecideBody),
     "deliver": TypeAdapter(DeliverBody),
     "succeeded": _TRUE,
-    "parked": TypeAdapter(Union[Literal[True], Literal["decision", "input"], ParkedBody]),
-    "raised": TypeAdapter(Union[Literal[True], str, RaisedBody]),
+    "parked": TypeAdapter(ParkedBody),
+    "raised": TypeAdapter(RaisedBody),
     "reachedState": _SLUG,
     "trail": TypeAdapter(TrailBody),
     "noTraversal": _TRUE,
@@ -487,22 +488,57 @@ def _body(key: str, body: Any, where: str, fail: Any) -> Any:
         if not isinstance(body, str) or not body.strip():
             raise fail("must be non-empty text", key=where)
         return body
+    if isinstance(body, (int, float)) and not isinstance(body, bool):
+        raise fail(f"must be {SHAPES.get(key, 'true')}, not a number", key=where)
+    if key in ("parked", "raised") and not isinstance(body, dict):
+        if key == "parked" and (body is True or body in ("decision", "input")):
+            return body
+        if key == "raised" and (body is True or (isinstance(body, str) and body.strip())):
+            return body
+        raise fail(f"must be {SHAPES[key]}", key=where)
     try:
         value = BODY[key].validate_python(body)
     except ValidationError as exc:
-        raise fail(_describe(exc), key=where) from None
-    if key == "raised" and isinstance(value, str) and not value.strip():
-        raise fail("a code must be non-empty", key=where)
+        raise fail(_describe(exc, KNOWN_BODY_KEYS.get(key)), key=where) from None
     if key in ("reachedState", "triggerArrival") and not value.strip():
         raise fail("must be non-empty", key=where)
     return value
 
 
-def _describe(exc: ValidationError) -> str:
+SHAPES = {
+    "parked": "true, 'decision', 'input' or {channel?, state?}",
+    "raised": "true, a code, or {code?, reason?}",
+    "succeeded": "true",
+    "noTraversal": "true",
+    "usedNoTools": "true",
+}
+
+KNOWN_BODY_KEYS = {
+    "decide": "to, comment",
+    "deliver": "trigger, variables",
+    "parked": "channel, state",
+    "raised": "code, reason",
+    "trail": "to, kind, reason, count",
+    "variables": "expect, path, locked",
+    "reply": "includes, excludes",
+    "calledTool": "name, input",
+    "notCalledTool": "name, input",
+    "blockedTool": "name, input",
+    "ranWorkflow": "workflow, status, count",
+    "grade": "closedQA, atLeast",
+}
+
+
+def _describe(exc: ValidationError, known: str | None = None) -> str:
     seen: list[str] = []
     for err in exc.errors():
-        loc = ".".join(str(p) for p in err.get("loc", ()) if not str(p).startswith(("literal[", "function-")))
+        parts = [str(p) for p in err.get("loc", ()) if not str(p).startswith(("literal[", "function-"))]
+        parts = [p for p in parts if p not in {"ParkedBody", "RaisedBody", "str", "bool"}]
+        loc = ".".join(parts)
         msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")
+        if err.get("type") == "extra_forbidden" and parts:
+            msg = f"unknown key '{parts[-1]}'" + (f"; known keys: {known}" if known else "")
+            loc = ""
         line = f"{loc}: {msg}" if loc and err.get("type") != "value_error" else msg
         if line not in seen:
             seen.append(line)

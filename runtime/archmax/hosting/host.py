@@ -1,0 +1,379 @@
+"""The host: inbox-then-wake for firings, direct deliveries, and the sweep.
+
+Rule source: DESIGN.md §3 "Inbox" and §4 (hosting); issue 4 items 2–3 and "Done when".
+What the Lambda handlers and ``archmax serve`` share:
+
+* :meth:`Host.accept` — a firing from an email or webhook is validated, written to the inbox
+  keyed by its delivery id (a duplicate is a no-op), then the session is woken;
+* :meth:`Host.drain` — the drain-lease holder applies pending items in arrival order and lets go
+  only when nothing new arrived (one conditional write);
+* :meth:`Host.deliver_now` — deliveries (deliver handler, timers) are never inboxed;
+* :meth:`Host.sweep` — due parks get ``timer``; sessions with waiting items are re-driven (a turn
+  whose process died is then taken over once its lease expired).
+
+Exactly-once: an item is marked done only after its send returned; a crash in between is
+recovered because the session refuses the redelivered id (``DuplicateDeliveryError``).
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from typing import TYPE_CHECKING, Any, Callable, Literal, Mapping
+
+from pydantic import BaseModel, Field
+
+from archmax.clock import Clock, format_instant
+from archmax.engine.placement import prepare_files
+from archmax.errors import (
+    ArchmaxError,
+    DuplicateDeliveryError,
+    EmptyMessageError,
+    MissingDeliveryTriggerError,
+    SessionNotResumableError,
+    SessionStoreCapabilityError,
+    StoreError,
+    UnknownTriggerError,
+    WorkflowDisabledError,
+)
+from archmax.hosting.inbox_base import Inbox, InboxItem, ItemKind, validate_delivery_id
+from archmax.hosting.sweep import sweep as sweep_due
+from archmax.session.firing import Firing
+from archmax.session.ids import validate_session_id
+from archmax.session.results import Outcome
+from archmax.session.variables import check_host_variables
+
+if TYPE_CHECKING:
+    from archmax.agent import Agent
+
+log = logging.getLogger("archmax.hosting")
+
+Disposition = Literal["turn", "resume", "reply", "queued"]
+
+
+class Accepted(BaseModel):
+    """What :meth:`Host.accept` answers once the firing is durably inboxed (a webhook's ``202`` body).
+
+    Attributes:
+        session_id: The resolved session id.
+        delivery_id: The firing's delivery id (given, or a fresh uuid).
+        disposition: What the firing means now: ``turn``/``resume``/``reply`` as ``resolve_session``
+            says, or ``queued`` when the session is mid-turn (decided when the item is applied).
+        duplicate: The delivery id was inboxed before; nothing new was written.
+        warnings: ``resolve_session``'s warnings (e.g. a session path that did not resolve).
+    """
+
+    session_id: str
+    delivery_id: str
+    disposition: Disposition
+    duplicate: bool
+    warnings: list[str] = Field(default_factory=list)
+
+
+class Redrive(BaseModel):
+    """One session drained by the sweep.
+
+    Attributes:
+        session_id: The session.
+        results: Per applied item: the Outcome's kind, ``duplicate``, or the refusal's class name.
+        recovered: A send took the session over after its lease expired (§3.12).
+    """
+
+    session_id: str
+    results: list[str] = Field(default_factory=list)
+    recovered: bool = False
+
+
+class SweepReport(BaseModel):
+    """What :meth:`Host.sweep` did.
+
+    Attributes:
+        now: The instant swept at.
+        due: ``(session_id, kind)`` of every due park woken with ``timer`` (see ``archmax.hosting.sweep``).
+        due_skipped: Why due parks were not swept (a store without ``list``), else ``None``.
+        redriven: Every session with waiting inbox items, drained.
+    """
+
+    now: str
+    due: list[tuple[str, str]] = Field(default_factory=list)
+    due_skipped: str | None = None
+    redriven: list[Redrive] = Field(default_factory=list)
+
+    @property
+    def recovered(self) -> list[str]:
+        """Ids of sessions a re-drive took over after their lease expired."""
+        return [r.session_id for r in self.redriven if r.recovered]
+
+
+DrainResult = Outcome | ArchmaxError
+
+
+class Host:
+    """Puts firings in the inbox and drains them into an agent's sessions.
+
+    Args:
+        agent: An assembled agent (``create_agent``).
+        inbox: Where firings wait (:class:`~archmax.hosting.inbox.MemoryInbox`, ``FilesystemInbox``, ``DynamoInbox``).
+        waker: Called with a session id after a firing is inboxed (Lambda: an asynchronous self-invoke);
+            default: drain that session now, in this call.
+        clock: For ``arrived_at`` and the drain lease (default: the agent's clock).
+        lease_ttl_s: Seconds a drain lease lives without renewal (default 900, the engine's lease).
+
+    Example:
+        >>> host = Host(agent, MemoryInbox())  # doctest: +SKIP
+        >>> host.accept(Firing(trigger="email_received", message="Hi", variables={"conversation_id": "c-1"}))  # doctest: +SKIP
+        Accepted(session_id='c-1', delivery_id='...', disposition='turn', duplicate=False, warnings=[])
+    """
+
+    def __init__(
+        self,
+        agent: Agent,
+        inbox: Inbox,
+        *,
+        waker: Callable[[str], None] | None = None,
+        clock: Clock | None = None,
+        lease_ttl_s: float = 900,
+    ) -> None:
+        self.agent = agent
+        self.inbox = inbox
+        self.clock = clock or agent.runtime.clock
+        self.lease_ttl_s = float(lease_ttl_s)
+        self._waker = waker or self._drain_now
+
+    def _now(self) -> str:
+        return format_instant(self.clock.now())
+
+    def _drain_now(self, session_id: str) -> None:
+        self.drain(session_id)
+
+    def _wake(self, session_id: str) -> None:
+        try:
+            self._waker(session_id)
+        except ArchmaxError as exc:  # the item is durably inboxed: the sweep re-drives it
+            log.warning("waking session %r failed; the sweep will re-drive it: %s", session_id, exc)
+
+    # ------------------------------------------------------------------ accept
+
+    def accept(
+        self,
+        firing: Firing,
+        *,
+        session_id: str | None = None,
+        session_path: str | None = None,
+        kind: ItemKind = "send",
+    ) -> Accepted:
+        """Validate a firing, put it in the inbox, wake its session (DESIGN.md §3 "Inbox", §4 send).
+
+        The id comes from ``agent.workflow.resolve_session`` (explicit ``session_id``, else
+        ``firing.session_id``, else ``session_path``, else the trigger's ``session:`` path, else minted).
+        Everything a send would refuse that can be checked now is checked before anything is written:
+        variable and file names, file contents the store cannot hold, the delivery id; and, when the
+        firing would open a turn now, a disabled workflow, a blank message and an undeclared trigger
+        (a blank message also for a reply).
+
+        Args:
+            firing: The firing (trigger, variables, files, message, optional delivery_id).
+            session_id: An explicit id (wins over ``firing.session_id``).
+            session_path: A firing session path (§4.3).
+            kind: ``send`` (the firing rule) or ``deliver`` (only into an input park).
+
+        Returns:
+            :class:`Accepted`; ``duplicate=True`` when the delivery id was inboxed before (a no-op).
+
+        Raises:
+            InvalidSessionIdError, InvalidSessionPathError, UnknownSessionTriggerError, UnknownTriggerError,
+            InvalidVariableNameError, InvalidFilePathError, SessionStoreCapabilityError, InvalidDeliveryIdError,
+            EmptyMessageError, WorkflowDisabledError, MissingDeliveryTriggerError, StoreError (the inbox).
+        """
+        wf = self.agent.workflow
+        explicit = session_id if session_id is not None else firing.session_id
+        disposition: Disposition
+        try:
+            resolution = wf.resolve_session(
+                trigger=firing.trigger, variables=firing.variables, session_id=explicit, session_path=session_path
+            )
+            sid, disposition, warnings = resolution.session_id, resolution.disposition, list(resolution.warnings)
+        except SessionNotResumableError as exc:  # mid-turn: exactly what the inbox is for
+            sid, disposition, warnings = str(exc.session_id), "queued", []
+        self._check(firing, sid, disposition, kind)
+        delivery_id = validate_delivery_id(firing.delivery_id or f"archmax-{uuid.uuid4()}", session_id=sid)
+        item = InboxItem(
+            session_id=sid,
+            delivery_id=delivery_id,
+            arrived_at=self._now(),
+            kind=kind,
+            firing=firing.model_copy(update={"session_id": sid, "delivery_id": delivery_id}),
+        )
+        created = self.inbox.put(item)
+        self._wake(sid)
+        return Accepted(
+            session_id=sid, delivery_id=delivery_id, disposition=disposition, duplicate=not created, warnings=warnings
+        )
+
+    def _check(self, firing: Firing, sid: str, disposition: Disposition, kind: ItemKind) -> None:
+        spec = self.agent.spec
+        verb = "delivered to" if kind == "deliver" else "sent to"
+        check_host_variables(firing.variables, firing.files, source=f"{verb} session '{sid}'", session_id=sid)
+        prepare_files(self.agent.store, sid, firing.files)  # names and capability; writes nothing
+        blank = not (firing.message or "").strip()
+        if kind == "deliver":
+            if not (firing.trigger or "").strip():
+                raise MissingDeliveryTriggerError(sid)
+            return
+        if disposition == "reply" and blank:
+            raise EmptyMessageError(sid)
+        if disposition == "turn":
+            if spec.disabled:
+                raise WorkflowDisabledError(spec.slug, session_id=sid)
+            if blank:
+                raise EmptyMessageError(sid)
+            trigger = firing.trigger or "manual"
+            if not spec.is_declared(trigger):
+                raise UnknownTriggerError(trigger, spec.declared_triggers(), session_id=sid)
+
+    # ------------------------------------------------------------------ drain
+
+    def drain(self, session_id: str) -> list[DrainResult]:
+        """Apply the session's pending items in arrival order while holding its drain lease.
+
+        Each item goes through ``agent.workflow.send`` (kind ``deliver``: ``deliver``) with its
+        delivery id. ``DuplicateDeliveryError`` → marked done (applied before). A refusal or a model
+        failure → marked ``failed`` with the error text, not retried. ``SessionNotResumableError``
+        (mid-turn elsewhere) or ``StoreError`` → left pending, draining stops (the sweep re-drives).
+        When nothing is left, the lease is released only if no item arrived since the counter was
+        read; otherwise the drain goes round again.
+
+        Args:
+            session_id: The session to drain.
+
+        Returns:
+            One entry per item tried, in order: the :class:`Outcome`, or the error it raised
+            (``DuplicateDeliveryError`` included). ``[]`` when another drainer holds the lease.
+
+        Raises:
+            InvalidSessionIdError. Anything that is not an ArchmaxError (a crash) propagates and
+            leaves the item pending and the drain lease to expire.
+        """
+        validate_session_id(session_id)
+        owner = f"drain-{uuid.uuid4().hex}"
+        results: list[DrainResult] = []
+        while self.inbox.try_acquire(session_id, owner, self._now(), self.lease_ttl_s):
+            blocked = False
+            while True:
+                seen = self.inbox.arrivals(session_id)
+                items = self.inbox.pending(session_id)
+                if blocked or not items:
+                    break
+                for item in items:
+                    # renew before every item: a drain longer than one ttl keeps its lease
+                    if not self.inbox.try_acquire(session_id, owner, self._now(), self.lease_ttl_s):
+                        return results  # the lease expired and another drainer took it over
+                    result = self._apply(item)
+                    results.append(result)
+                    if isinstance(result, (SessionNotResumableError, StoreError)):
+                        blocked = True
+                        break
+            if self.inbox.release(session_id, owner, seen):
+                return results
+            # a firing arrived after the counter was read (or the lease was lost): go round again
+        return results
+
+    def _apply(self, item: InboxItem) -> DrainResult:
+        wf, f, sid = self.agent.workflow, item.firing, item.session_id
+        try:
+            if item.kind == "deliver":
+                outcome = wf.deliver(
+                    sid,
+                    trigger=f.trigger,
+                    variables=f.variables or None,
+                    message=f.message,
+                    files=f.files or None,
+                    delivery_id=item.delivery_id,
+                )
+            else:
+                outcome = wf.send(
+                    sid,
+                    f.message,
+                    trigger=f.trigger,
+                    variables=f.variables or None,
+                    files=f.files or None,
+                    delivery_id=item.delivery_id,
+                )
+        except DuplicateDeliveryError as exc:
+            self.inbox.mark(sid, item.delivery_id, "done")
+            return exc
+        except (SessionNotResumableError, StoreError) as exc:
+            return exc  # stays pending: retried by the next drain or the sweep
+        except ArchmaxError as exc:
+            self.inbox.mark(sid, item.delivery_id, "failed", f"{type(exc).__name__}: {exc}")
+            return exc
+        self.inbox.mark(sid, item.delivery_id, "done")
+        return outcome
+
+    # ------------------------------------------------------------------ direct delivery
+
+    def deliver_now(
+        self,
+        session_id: str,
+        *,
+        trigger: str | None,
+        variables: Mapping[str, Any] | None = None,
+        message: str | None = None,
+        delivery_id: str | None = None,
+        files: Mapping[str, Any] | None = None,
+    ) -> Outcome:
+        """Deliver into a session parked awaiting input, never through the inbox (deliver handler, timers).
+
+        When the delivery returns and items wait in the session's inbox, the session is woken.
+
+        Raises:
+            SessionNotAwaitingInputError (also every loser of a race), MissingDeliveryTriggerError,
+            InvalidVariableNameError, DuplicateDeliveryError, and every other typed refusal — unchanged.
+        """
+        outcome = self.agent.workflow.deliver(
+            session_id, trigger=trigger, variables=variables, message=message, files=files, delivery_id=delivery_id
+        )
+        if self.inbox.pending(session_id):
+            self._wake(session_id)
+        return outcome
+
+    # ------------------------------------------------------------------ sweep
+
+    def sweep(self, now: str | None = None) -> SweepReport:
+        """Wake due parks, then re-drive every session with waiting inbox items (DESIGN.md §4 timer).
+
+        1. Due parks: :func:`archmax.hosting.sweep.sweep` delivers ``timer`` with ``{"now": now}``.
+        2. Re-drive: each session in ``inbox.sessions_with_pending()`` is drained; a session whose
+           engine lease expired mid-turn is then taken over by the send (``recovered``).
+
+        Args:
+            now: Instant ``YYYY-MM-DDTHH:MM:SS.mmmZ``; ``None`` reads the host's clock.
+
+        Raises:
+            StoreError: the store or inbox failed while listing.
+        """
+        instant = now if now is not None else self._now()
+        report = SweepReport(now=instant)
+        try:
+            report.due = sweep_due(
+                self.agent,
+                instant,
+                on_error=lambda sid, exc: log.warning("timer delivery to %r failed: %s", sid, exc),
+            )
+        except SessionStoreCapabilityError as exc:
+            report.due_skipped = str(exc)
+        for sid in self.inbox.sessions_with_pending():
+            entry = Redrive(session_id=sid)
+            for result in self.drain(sid):
+                if isinstance(result, Outcome):
+                    entry.results.append(result.kind)
+                    entry.recovered = entry.recovered or result.recovered
+                elif isinstance(result, DuplicateDeliveryError):
+                    entry.results.append("duplicate")
+                else:
+                    entry.results.append(type(result).__name__)
+            report.redriven.append(entry)
+        return report
+
+
+__all__ = ["Accepted", "DrainResult", "Host", "Redrive", "SweepReport"]

@@ -1,0 +1,202 @@
+"""The inbox's records and protocol: where a firing waits for its session.
+
+Rule source: DESIGN.md §3 "Inbox" and issue 4 item 2: inbound emails and webhooks are first
+written as inbox items keyed by (session id, delivery id), so a duplicate is a no-op and nothing
+is lost while a turn runs; a per-session drain lease and an arrivals counter let the lease holder
+drain in order and let go only when nothing new arrived (one conditional write).
+
+Implementations: :class:`~archmax.hosting.inbox.MemoryInbox`,
+:class:`~archmax.hosting.inbox_fs.FilesystemInbox`, :class:`~archmax.hosting.inbox_dynamo.DynamoInbox`.
+Memory and filesystem share :class:`InboxState`, the pure logic of one session's inbox.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+from datetime import timedelta
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from pydantic import BaseModel, Field, field_serializer, field_validator
+
+from archmax.clock import format_instant, parse_instant
+from archmax.errors import InvalidDeliveryIdError
+from archmax.session.firing import Firing
+
+ItemStatus = Literal["pending", "done", "failed"]
+ItemKind = Literal["send", "deliver"]
+
+DRAIN_KEY = "~drain"
+"""The reserved key of a session's lease-and-counter record (DynamoDB ``sk``)."""
+MAX_DELIVERY_ID_BYTES = 512
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def validate_delivery_id(delivery_id: object, *, session_id: str | None = None) -> str:
+    """Return an untrusted delivery id unchanged if it can be a key, else raise.
+
+    A delivery id (SES message id, ``Idempotency-Key`` header, EventBridge event id) is a
+    non-blank string of at most 512 UTF-8 bytes, with no control character, not starting with
+    ``~`` (reserved for the inbox's own records, e.g. :data:`DRAIN_KEY`).
+
+    Raises:
+        InvalidDeliveryIdError: naming the rule broken.
+    """
+    if not isinstance(delivery_id, str) or not delivery_id.strip():
+        raise InvalidDeliveryIdError(delivery_id, "a delivery id must be a non-blank string", session_id=session_id)
+    if len(delivery_id.encode("utf-8", "surrogatepass")) > MAX_DELIVERY_ID_BYTES:
+        raise InvalidDeliveryIdError(
+            delivery_id, f"a delivery id must encode in at most {MAX_DELIVERY_ID_BYTES} bytes", session_id=session_id
+        )
+    if _CONTROL.search(delivery_id):
+        raise InvalidDeliveryIdError(delivery_id, "a delivery id must not contain control characters", session_id=session_id)
+    if delivery_id.startswith("~"):
+        raise InvalidDeliveryIdError(delivery_id, "a delivery id must not start with '~' (reserved)", session_id=session_id)
+    try:
+        delivery_id.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidDeliveryIdError(delivery_id, "a delivery id must be valid Unicode text", session_id=session_id) from None
+    return delivery_id
+
+
+def _encode_files(files: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for var, f in files.items():
+        content = f["content"]
+        if isinstance(content, bytes):
+            out[var] = {"name": f["name"], "content": base64.b64encode(content).decode("ascii"), "encoding": "base64"}
+        else:
+            out[var] = {"name": f["name"], "content": content, "encoding": "text"}
+    return out
+
+
+class InboxItem(BaseModel):
+    """One firing waiting for its session; JSON-serialisable (file bytes base64-encoded inside).
+
+    Attributes:
+        session_id: The session the firing is for (already resolved).
+        delivery_id: The firing's stable id; unique within the session.
+        arrived_at: Instant ``YYYY-MM-DDTHH:MM:SS.mmmZ`` the host accepted it.
+        kind: ``send`` (the firing rule) or ``deliver`` (into an input park only).
+        firing: The firing itself (trigger, variables, files, message).
+        status: ``pending`` until applied; ``done`` (applied, or a duplicate) or ``failed`` (a typed refusal).
+        error: The refusal's text when ``failed``.
+        seq: The per-session arrival number the inbox assigned at ``put`` (1, 2, ...); 0 before.
+    """
+
+    session_id: str
+    delivery_id: str
+    arrived_at: str
+    kind: ItemKind = "send"
+    firing: Firing
+    status: ItemStatus = "pending"
+    error: str | None = None
+    seq: int = 0
+
+    @field_serializer("firing", when_used="json")
+    def _firing_json(self, firing: Firing) -> dict[str, Any]:
+        data = firing.model_dump(mode="python")
+        data["files"] = _encode_files(data.get("files") or {})
+        return data
+
+    @field_validator("firing", mode="before")
+    @classmethod
+    def _firing_from_json(cls, value: Any) -> Any:
+        if isinstance(value, dict) and isinstance(value.get("files"), dict):
+            files = {}
+            for var, f in value["files"].items():
+                if isinstance(f, dict) and f.get("encoding") == "base64":
+                    files[var] = {"name": f["name"], "content": base64.b64decode(f["content"])}
+                elif isinstance(f, dict) and "encoding" in f:
+                    files[var] = {"name": f["name"], "content": f["content"]}
+                else:
+                    files[var] = f
+            value = {**value, "files": files}
+        return value
+
+    def order_key(self) -> tuple[str, int]:
+        """Arrival order: ``arrived_at``, then the per-session sequence."""
+        return (self.arrived_at, self.seq)
+
+
+@runtime_checkable
+class Inbox(Protocol):
+    """Where firings wait for their session (DESIGN.md §3 "Inbox")."""
+
+    def put(self, item: InboxItem) -> bool:
+        """Create the item on (session_id, delivery_id), assign its ``seq`` and bump the arrivals counter.
+
+        Returns:
+            ``False`` when that key exists already (a duplicate: nothing changes).
+        """
+
+    def pending(self, session_id: str) -> list[InboxItem]:
+        """The session's pending items in arrival order (``arrived_at``, then ``seq``)."""
+
+    def get(self, session_id: str, delivery_id: str) -> InboxItem | None:
+        """One item, whatever its status, or ``None``."""
+
+    def mark(self, session_id: str, delivery_id: str, status: ItemStatus, error: str | None = None) -> None:
+        """Set an item's status (and error text); a done or failed item leaves the pending set."""
+
+    def sessions_with_pending(self) -> list[str]:
+        """Ids of sessions with at least one pending item, sorted (the sweep's re-drive)."""
+
+    def try_acquire(self, session_id: str, owner: str, now: str, ttl_s: float) -> bool:
+        """Take (or, for the same owner, extend) the drain lease when it is free or expired at ``now``."""
+
+    def arrivals(self, session_id: str) -> int:
+        """The session's arrivals counter: bumped by every successful ``put``."""
+
+    def release(self, session_id: str, owner: str, seen_arrivals: int) -> bool:
+        """Let the drain lease go in one conditional step: only if ``owner`` holds it AND the
+        counter still equals ``seen_arrivals``. ``False`` → the caller must drain again."""
+
+
+class InboxState(BaseModel):
+    """One session's inbox as a value: items, counter, drain lease (memory and filesystem inboxes).
+
+    Each method is the whole of one inbox operation; the caller holds the session's lock around it.
+    """
+
+    session_id: str
+    items: dict[str, InboxItem] = Field(default_factory=dict)
+    arrivals: int = 0
+    owner: str | None = None
+    expires_at: str | None = None
+
+    def put(self, item: InboxItem) -> bool:
+        if item.delivery_id in self.items:
+            return False
+        self.arrivals += 1
+        self.items[item.delivery_id] = item.model_copy(update={"seq": self.arrivals, "status": "pending", "error": None})
+        return True
+
+    def pending(self) -> list[InboxItem]:
+        return sorted((i for i in self.items.values() if i.status == "pending"), key=InboxItem.order_key)
+
+    def mark(self, delivery_id: str, status: ItemStatus, error: str | None) -> None:
+        item = self.items.get(delivery_id)
+        if item is None:
+            raise KeyError(f"no inbox item '{delivery_id}' for session '{self.session_id}'")
+        self.items[delivery_id] = item.model_copy(update={"status": status, "error": error})
+
+    def try_acquire(self, owner: str, now: str, ttl_s: float) -> bool:
+        free = self.owner is None or self.owner == owner or self.expires_at is None or self.expires_at <= now
+        if not free:
+            return False
+        self.owner = owner
+        self.expires_at = lease_expiry(now, ttl_s)
+        return True
+
+    def release(self, owner: str, seen_arrivals: int) -> bool:
+        if self.owner != owner or self.arrivals != seen_arrivals:
+            return False
+        self.owner = None
+        self.expires_at = None
+        return True
+
+
+def lease_expiry(now: str, ttl_s: float) -> str:
+    """The instant ``ttl_s`` seconds after ``now`` (both ``YYYY-MM-DDTHH:MM:SS.mmmZ``)."""
+    return format_instant(parse_instant(now) + timedelta(seconds=ttl_s))

@@ -325,3 +325,16 @@ def test_completion_can_happen_in_a_non_terminal_state():
     h = harness(TWO, [{"say": "All done here."}])
     out = h.agent.workflow.send("s1", "Hi")
     assert (out.kind, out.state) == ("completed", "start")
+
+
+def test_on_error_into_a_human_state_parks_there_with_a_new_record_and_one_handoff_call():
+    doc = {
+        "states": {
+            "s": {"triggers": {"manual": None}, "budget": {"maxTurns": 1}, "on_error": "triage"},
+            "triage": {"type": "human", "transitions": [{"to": "s", "description": "Try again."}]},
+        }
+    }
+    h = harness(doc, [{"call": {"archmax_get_variables": {}}}, {"say": "A person must look at this."}])
+    out = h.agent.workflow.send("s1", "Hi")
+    assert (out.kind, out.parked_channel, out.state, out.pending.seq) == ("parked", "decision", "triage", 1)
+    assert h.model.requests[-1].handoff is True and out.reply == "A person must look at this."

@@ -155,3 +155,38 @@ def test_the_lease_is_taken_at_claim_with_the_configured_ttl_and_extended_by_lat
     assert parse_instant(lease.expires_at) == parse_instant("2025-01-01T00:00:30.000Z") + timedelta(
         seconds=100
     )
+
+
+def test_a_lease_that_expires_while_a_handoff_is_owed_leaves_the_session_parked_without_a_message():
+    holder: dict[str, Any] = {}
+
+    class StallingHandoff:
+        """Answers the silent wait, then 'crashes' during the handoff call: the lease runs out and
+        another process delivers into the park before this call returns."""
+
+        def __init__(self) -> None:
+            self.n = 0
+
+        def complete(self, request):
+            from archmax.models.base import ModelResponse
+            from archmax.session.records import ToolCall
+
+            self.n += 1
+            if self.n == 1:
+                return ModelResponse(
+                    tool_calls=[ToolCall(id="w1", name="archmax_wait", args={"reason": "r"})]
+                )
+            first = holder["h"]
+            first.clock.advance(timedelta(seconds=901))
+            second = harness(CHAT, [{"say": "Resumed."}], store=first.store, clock=first.clock)
+            holder["out"] = second.agent.workflow.deliver("s1", trigger="timer")
+            return ModelResponse(text="A park message too late to land.")
+
+    h = harness(CHAT, model=StallingHandoff())
+    holder["h"] = h
+    with pytest.raises(SessionNotResumableError):
+        h.agent.workflow.send("s1", "Hi")
+    assert holder["out"].kind == "completed"
+    rec = h.load("s1")
+    assert all("too late" not in m.content for m in rec.messages)
+    assert rec.messages[-1].content == "Resumed."

@@ -16,10 +16,9 @@ Example:
 from __future__ import annotations
 
 import argparse
-import inspect
 import sys
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 from archmax.clock import FakeClock, SystemClock, format_instant
 from archmax.cli_render import print_outcome, session_lines, to_json
@@ -361,28 +360,22 @@ class _Cli:
         workflow_dir = workflow_dir or only_workflow(self.root)
         case_filter = words[0] if words else None
         try:
-            from archmax import cases
-
-            run_tests: Callable[..., dict[str, Any]] = cases.run_tests  # type: ignore[attr-defined]
-        except (ImportError, AttributeError):
-            self.note("error: archmax test: the case runner (archmax.cases.run_tests) is not in this build yet")
+            from archmax.cases import format_results, results_to_json, run_tests
+        except ImportError as exc:
+            self.note(f"error: archmax test: the case runner is not available: {exc}")
             return 1
-        kwargs: dict[str, Any] = {"filter": case_filter}
-        accepted = inspect.signature(run_tests).parameters
-        if self.store_flag is not None:
-            kwargs["store"] = self.store
-        if "tools" in accepted:
-            kwargs["tools"] = load_tools(workflow_dir)
-        if "model" in accepted and model_spec(self.model_flag) is not None:
-            kwargs["model"] = build_model(model_spec(self.model_flag))
-        result = run_tests(workflow_dir, **kwargs)
+        spec = model_spec(self.model_flag)
+        result = run_tests(
+            workflow_dir,
+            filter=case_filter,
+            store=self.store if self.store_flag is not None else None,
+            tools=load_tools(workflow_dir),
+            model=build_model(spec) if spec is not None else None,
+        )
         if self.json:
-            self.say(to_json(result))
-        elif result.get("skipped") == "disabled":
-            self.say("suite skipped — disabled")
+            self.say(to_json(results_to_json(result)))
         else:
-            formatter = getattr(cases, "format_results", None)
-            self.say(formatter(result) if formatter else to_json(result))
+            self.say(format_results(result))
         return int(result.get("exit_code", 1))
 
     def cmd_email(self) -> int:

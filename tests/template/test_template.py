@@ -30,11 +30,21 @@ def _decoded() -> dict[str, Any]:
     return json.loads(json.dumps(doc))
 
 
+def _packaged(doc: dict[str, Any]) -> dict[str, Any]:
+    """What ``sam package`` does to local artifact paths: point them at S3 (the transform needs that)."""
+    for resource in doc.get("Resources", {}).values():
+        props = resource.get("Properties") or {}
+        for key in ("CodeUri", "ContentUri"):
+            if isinstance(props.get(key), str) and not props[key].startswith("s3://"):
+                props[key] = f"s3://archmax-artifacts/{props[key].strip('/')}.zip"
+    return doc
+
+
 @pytest.fixture
 def transformed(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     """The SAM transform's output. The translator asks boto3 for a region, so give it one."""
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
-    return transform(_decoded(), {"AWS::Region": "us-east-1"}, _OfflinePolicies())
+    return transform(_packaged(_decoded()), {"AWS::Region": "us-east-1"}, _OfflinePolicies())
 
 
 def _describe(matches: list[Any]) -> str:
@@ -61,7 +71,9 @@ def test_sessions_table_keeps_one_item_per_session_keyed_by_pk(transformed: dict
     assert table["TimeToLiveSpecification"] == {"AttributeName": "ttl", "Enabled": True}
 
 
-def test_due_parks_index_is_keyed_by_shard_and_resume_at_and_projects_sweep_fields(transformed: dict[str, Any]) -> None:
+def test_due_parks_index_is_keyed_by_shard_and_resume_at_and_projects_sweep_fields(
+    transformed: dict[str, Any],
+) -> None:
     table = transformed["Resources"]["SessionsTable"]["Properties"]
     (index,) = [i for i in table["GlobalSecondaryIndexes"] if i["IndexName"] == "due-parks"]
     assert index["KeySchema"] == [
@@ -76,7 +88,9 @@ def test_due_parks_index_is_keyed_by_shard_and_resume_at_and_projects_sweep_fiel
         assert {"workflow", "status", "version"} <= set(index["Projection"]["NonKeyAttributes"])
 
 
-def test_sessions_bucket_is_private_encrypted_unversioned_and_expires_inbound_mail(transformed: dict[str, Any]) -> None:
+def test_sessions_bucket_is_private_encrypted_unversioned_and_expires_inbound_mail(
+    transformed: dict[str, Any],
+) -> None:
     bucket = transformed["Resources"]["SessionsBucket"]["Properties"]
     assert bucket["PublicAccessBlockConfiguration"] == {
         "BlockPublicAcls": True,

@@ -1,0 +1,136 @@
+"""SES receipt events (the Lambda action of a receipt rule) -> where the raw mail is, and a firing.
+
+Rule source: DESIGN.md §4 "Email" (SES stores the raw message in S3 and invokes ``send``;
+spam/virus verdicts of FAIL are refused, recorded, not delivered) and §3 "Inbox" (the SES message
+id is the delivery id, so a re-invoked receipt is a no-op).
+
+SES never puts the message body in a Lambda-action event: the rule's S3 action, which runs first,
+wrote it to the bucket. Where: an ``S3`` action in the record names ``bucketName``/``objectKey``
+itself; for any other action (``Lambda``, ``SNS``) the template's convention applies, the rule's
+``ObjectKeyPrefix`` followed by the SES message id (``inbound/<messageId>``), in the configured
+bucket.
+
+The envelope is read through Powertools' ``SESEvent`` data class. Its parser model
+(``SesModel``) is not used: it refuses real receipts that lack ``dmarcVerdict`` or carry an ``S3``
+action, both of which SES sends.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from aws_lambda_powertools.utilities.data_classes import SESEvent
+from pydantic import BaseModel, ConfigDict
+
+from archmax.errors import InvalidEventError
+from archmax.inbound.email import parse_email
+from archmax.session.firing import Firing
+
+INBOUND_PREFIX = "inbound/"
+"""The receipt rule's S3 ``ObjectKeyPrefix`` in template.yaml; the bucket's lifecycle expires it."""
+
+_SES_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
+
+
+class SesMail(BaseModel):
+    """One received message of an SES receipt event."""
+
+    model_config = ConfigDict(frozen=True)
+
+    message_id: str
+    """SES's own id of the message (``mail.messageId``): the firing's delivery id."""
+    bucket: str | None
+    """Where the raw MIME is; ``None`` when the event names no bucket and none is configured."""
+    key: str
+    """The object key of the raw MIME."""
+    recipients: list[str]
+    """The receipt's recipients (the addresses this rule matched)."""
+    refused: str | None = None
+    """Why the message must not be delivered (a spam or virus verdict of FAIL), else ``None``."""
+
+
+def is_ses_event(event: Mapping[str, Any]) -> bool:
+    """Whether ``event`` looks like an SES receipt event (``Records[0].eventSource == "aws:ses"``)."""
+    records = event.get("Records") if isinstance(event, Mapping) else None
+    return (
+        isinstance(records, list)
+        and bool(records)
+        and isinstance(records[0], Mapping)
+        and records[0].get("eventSource") == "aws:ses"
+    )
+
+
+def _status(receipt: Mapping[str, Any], name: str) -> str | None:
+    verdict = receipt.get(name)
+    status = verdict.get("status") if isinstance(verdict, Mapping) else None
+    return status.upper() if isinstance(status, str) else None
+
+
+def ses_mails(event: Mapping[str, Any], *, bucket: str | None, prefix: str = INBOUND_PREFIX) -> list[SesMail]:
+    """Read every record of an SES receipt event.
+
+    Args:
+        event: The Lambda event (``{"Records": [{"eventSource": "aws:ses", "ses": {...}}]}``).
+        bucket: The bucket the rule's S3 action writes to (``SESSIONS_BUCKET``), used unless the
+            record's own action is an ``S3`` action naming one.
+        prefix: The rule's ``ObjectKeyPrefix``; the key is ``prefix + messageId``.
+
+    Returns:
+        One :class:`SesMail` per record, in record order. A spam or virus verdict of ``FAIL`` sets
+        ``refused`` (the caller records the refusal and does not deliver).
+
+    Raises:
+        InvalidEventError: no records, a record that is not from ``aws:ses``, a missing or unsafe
+            ``mail.messageId``, or an S3 action without bucket and key.
+    """
+    if not is_ses_event(event):
+        raise InvalidEventError("not an SES receipt event: expected Records[0].eventSource 'aws:ses'")
+    mails: list[SesMail] = []
+    for index, record in enumerate(SESEvent(dict(event)).raw_event["Records"]):
+        where = f"Records.{index}"
+        if not isinstance(record, Mapping) or record.get("eventSource") != "aws:ses":
+            raise InvalidEventError(f"{where} is not an SES record")
+        ses = record.get("ses")
+        mail = ses.get("mail") if isinstance(ses, Mapping) else None
+        receipt = ses.get("receipt") if isinstance(ses, Mapping) else None
+        if not isinstance(mail, Mapping) or not isinstance(receipt, Mapping):
+            raise InvalidEventError(f"{where}.ses needs 'mail' and 'receipt' objects")
+        message_id = mail.get("messageId")
+        if not isinstance(message_id, str) or not _SES_ID.fullmatch(message_id):
+            raise InvalidEventError(f"{where}.ses.mail.messageId {message_id!r} is not an SES message id")
+        action = receipt.get("action") if isinstance(receipt.get("action"), Mapping) else {}
+        where_bucket, key = bucket, prefix + message_id
+        if action.get("type") == "S3":
+            where_bucket, key = action.get("bucketName"), action.get("objectKey")
+            if not isinstance(where_bucket, str) or not where_bucket or not isinstance(key, str) or not key:
+                raise InvalidEventError(f"{where}.ses.receipt.action is an S3 action without bucketName/objectKey")
+        failed = [name for name in ("spamVerdict", "virusVerdict") if _status(receipt, name) == "FAIL"]
+        recipients = receipt.get("recipients")
+        mails.append(
+            SesMail(
+                message_id=message_id,
+                bucket=where_bucket,
+                key=key,
+                recipients=[r for r in recipients if isinstance(r, str)] if isinstance(recipients, list) else [],
+                refused=f"SES {' and '.join(failed)} is FAIL: not delivered" if failed else None,
+            )
+        )
+    return mails
+
+
+def ses_firing(mail: SesMail, raw: bytes, *, trigger: str | None = None) -> Firing:
+    """The firing of one received message: the email adapter's reading of the raw MIME.
+
+    Args:
+        mail: The record (its SES message id becomes the delivery id).
+        raw: The raw message as the S3 action stored it.
+        trigger: Overrides the adapter's ``email_received`` / ``email_reply`` choice.
+
+    Returns:
+        :func:`archmax.inbound.email.parse_email`'s firing, with ``delivery_id = mail.message_id``
+        (SES retries re-invoke with the same id, so the duplicate is a no-op in the inbox).
+    """
+    firing = parse_email(raw, trigger=trigger)
+    return firing.model_copy(update={"delivery_id": mail.message_id})

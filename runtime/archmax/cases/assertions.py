@@ -7,8 +7,9 @@ by ``reply``, ``calledTool``, ``notCalledTool``, ``usedNoTools`` and ``blockedTo
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from archmax.cases.matching import json_equal, partial_match, text_matches, token_in
 from archmax.cases.results import AssertionRecord
@@ -40,7 +41,10 @@ class View:
     @property
     def parked(self) -> bool:
         rec = self.record
-        return rec.status in (SessionStatus.AWAITING_INPUT, SessionStatus.AWAITING_DECISION) and rec.channel is not None
+        return (
+            rec.status in (SessionStatus.AWAITING_INPUT, SessionStatus.AWAITING_DECISION)
+            and rec.channel is not None
+        )
 
     @property
     def park_state(self) -> str | None:
@@ -62,7 +66,9 @@ class View:
 
 
 def _record(step: Step, ok: bool, detail: str, **extra: Any) -> AssertionRecord:
-    return AssertionRecord(kind=step.key, status="passed" if ok else "failed", step=step.number, detail=detail, **extra)
+    return AssertionRecord(
+        kind=step.key, status="passed" if ok else "failed", step=step.number, detail=detail, **extra
+    )
 
 
 def _where(view: View) -> str:
@@ -101,7 +107,9 @@ def _succeeded(step: Step, body: Any, view: View, grader: Grader | None) -> list
     if rec.raised is not None:
         problems.append(f"the agent raised '{rec.raised.code}': {rec.raised.reason}")
     if errors:
-        problems.append(f"{len(errors)} tool result(s) are errors, first: {errors[0].name}: {errors[0].content[:120]}")
+        problems.append(
+            f"{len(errors)} tool result(s) are errors, first: {errors[0].name}: {errors[0].content[:120]}"
+        )
     return [_record(step, not problems, "; ".join(problems) or f"{_where(view)}, no raise, no error results")]
 
 
@@ -113,7 +121,11 @@ def _parked(step: Step, body: Any, view: View, grader: Grader | None) -> list[As
     elif isinstance(body, ParkedBody):
         channel, state = body.channel, body.state
     want = "parked" + (f" on '{channel}'" if channel else "") + (f" in '{state}'" if state else "")
-    ok = view.parked and (channel is None or view.record.channel == channel) and (state is None or view.park_state == state)
+    ok = (
+        view.parked
+        and (channel is None or view.record.channel == channel)
+        and (state is None or view.park_state == state)
+    )
     return [_record(step, ok, f"expected {want}; the session is {_where(view)}")]
 
 
@@ -127,7 +139,9 @@ def _raised(step: Step, body: Any, view: View, grader: Grader | None) -> list[As
         ok = raised.code == code
     if ok and reason is not None:
         ok = text_matches(reason, raised.reason)
-    want = "a raise" + (f" with code '{code}'" if code else "") + (f" and reason {reason!r}" if reason else "")
+    want = (
+        "a raise" + (f" with code '{code}'" if code else "") + (f" and reason {reason!r}" if reason else "")
+    )
     return [_record(step, ok, f"expected {want}; found {found}")]
 
 
@@ -145,8 +159,16 @@ def _trail(step: Step, body: TrailBody, view: View, grader: Grader | None) -> li
         and (body.kind is None or s.kind == body.kind)
         and (body.reason is None or s.reason == body.reason)
     ]
-    matcher = ", ".join(f"{k}={v!r}" for k, v in (("to", body.to), ("kind", body.kind), ("reason", body.reason)) if v)
-    return [_record(step, len(matching) == body.count, f"expected {body.count} step(s) with {matcher}; found {len(matching)}")]
+    matcher = ", ".join(
+        f"{k}={v!r}" for k, v in (("to", body.to), ("kind", body.kind), ("reason", body.reason)) if v
+    )
+    return [
+        _record(
+            step,
+            len(matching) == body.count,
+            f"expected {body.count} step(s) with {matcher}; found {len(matching)}",
+        )
+    ]
 
 
 def _no_traversal(step: Step, body: Any, view: View, grader: Grader | None) -> list[AssertionRecord]:
@@ -157,7 +179,9 @@ def _no_traversal(step: Step, body: Any, view: View, grader: Grader | None) -> l
 def _trigger_arrival(step: Step, body: str, view: View, grader: Grader | None) -> list[AssertionRecord]:
     arrivals = [s.reason or "" for s in view.record.trail if s.kind == "trigger"]
     ok = body in arrivals
-    return [_record(step, ok, f"expected trigger '{body}' to arrive; arrivals: {', '.join(arrivals) or '(none)'}")]
+    return [
+        _record(step, ok, f"expected trigger '{body}' to arrive; arrivals: {', '.join(arrivals) or '(none)'}")
+    ]
 
 
 def _variables(step: Step, body: VariablesBody, view: View, grader: Grader | None) -> list[AssertionRecord]:
@@ -174,7 +198,13 @@ def _variables(step: Step, body: VariablesBody, view: View, grader: Grader | Non
         if value is UNRESOLVED:
             out.append(_record(step, False, f"{label}: the path does not resolve in {_json(var.value)}"))
             continue
-        out.append(_record(step, json_equal(expected, value), f"{label}: expected {_json(expected)}, found {_json(value)}"))
+        out.append(
+            _record(
+                step,
+                json_equal(expected, value),
+                f"{label}: expected {_json(expected)}, found {_json(value)}",
+            )
+        )
     for name, locked in body.locked.items():
         var = current.get(name)
         found = "not set" if var is None else ("locked" if var.locked else "unlocked")
@@ -197,10 +227,18 @@ def _reply(step: Step, body: ReplyBody, view: View, grader: Grader | None) -> li
     text = view.assistant_text()
     out = []
     for token in body.includes:
-        out.append(_record(step, token_in(token, text), f"includes {token!r}" + ("" if token_in(token, text) else f"; reply: {_clip(text)}")))
+        out.append(
+            _record(
+                step,
+                token_in(token, text),
+                f"includes {token!r}" + ("" if token_in(token, text) else f"; reply: {_clip(text)}"),
+            )
+        )
     for token in body.excludes:
         present = token_in(token, text)
-        out.append(_record(step, not present, f"excludes {token!r}" + (f"; reply: {_clip(text)}" if present else "")))
+        out.append(
+            _record(step, not present, f"excludes {token!r}" + (f"; reply: {_clip(text)}" if present else ""))
+        )
     return out
 
 
@@ -241,7 +279,9 @@ def _no_tools(step: Step, body: Any, view: View, grader: Grader | None) -> list[
     return [_record(step, not view.calls(), f"expected no tool calls; calls: {_called_names(view)}")]
 
 
-def _ran_workflow(step: Step, body: RanWorkflowBody, view: View, grader: Grader | None) -> list[AssertionRecord]:
+def _ran_workflow(
+    step: Step, body: RanWorkflowBody, view: View, grader: Grader | None
+) -> list[AssertionRecord]:
     runs = [
         s
         for s in view.record.trail
@@ -249,15 +289,27 @@ def _ran_workflow(step: Step, body: RanWorkflowBody, view: View, grader: Grader 
     ]
     ok = len(runs) == body.count if body.count is not None else bool(runs)
     want = f"{body.count}" if body.count is not None else "at least 1"
-    return [_record(step, ok, f"expected {want} run(s) of '{body.workflow}' with status '{body.status}'; found {len(runs)}")]
+    return [
+        _record(
+            step,
+            ok,
+            f"expected {want} run(s) of '{body.workflow}' with status '{body.status}'; found {len(runs)}",
+        )
+    ]
 
 
 def _grade(step: Step, body: GradeBody, view: View, grader: Grader | None) -> list[AssertionRecord]:
     if grader is None:
-        return [_record(step, False, "grade needs a judge: set tests.judge in workflow.yaml", threshold=body.at_least)]
+        return [
+            _record(
+                step, False, "grade needs a judge: set tests.judge in workflow.yaml", threshold=body.at_least
+            )
+        ]
     score, detail = grader(body.closed_qa, list(view.record.messages))
     ok = score >= body.at_least
-    return [_record(step, ok, f"{detail}; needs at least {body.at_least:g}", threshold=body.at_least, score=score)]
+    return [
+        _record(step, ok, f"{detail}; needs at least {body.at_least:g}", threshold=body.at_least, score=score)
+    ]
 
 
 def _json(value: Any) -> str:

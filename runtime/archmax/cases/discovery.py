@@ -33,7 +33,7 @@ class CaseFile:
     display: str
 
 
-def discover_cases(workflow_dir: str | Path, filter: str | None = None) -> list[CaseFile]:  # noqa: A002 - the CLI's word
+def discover_cases(workflow_dir: str | Path, filter: str | None = None) -> list[CaseFile]:
     """Every case file of a workflow, in path order.
 
     Args:

@@ -43,7 +43,9 @@ def evidence(messages: list[Message]) -> str:
             if m.content.strip():
                 lines.append(f"[assistant] {m.content}")
             for call in m.tool_calls:
-                lines.append(f"[assistant calls] {call.name}({json.dumps(call.args, ensure_ascii=False, sort_keys=True)})")
+                lines.append(
+                    f"[assistant calls] {call.name}({json.dumps(call.args, ensure_ascii=False, sort_keys=True)})"
+                )
         else:
             lines.append(f"[tool:{m.name} {m.status}] {m.content}")
     return "\n".join(lines)
@@ -84,11 +86,16 @@ def grade(judge: Model, question: str, messages: list[Message], *, session_id: s
     answers = []
     for _attempt in range(2):
         response = judge.complete(
-            ModelRequest(system=JUDGE_SYSTEM, messages=list(transcript), tools=[], state="grade", session_id=session_id)
+            ModelRequest(
+                system=JUDGE_SYSTEM, messages=list(transcript), tools=[], state="grade", session_id=session_id
+            )
         )
         answers.append(response.text or "")
         score = parse_score(response.text or "")
         if score is not None:
             return score, f"judge scored {score:g}"
-        transcript += [Message(role="assistant", content=response.text or ""), Message(role="user", content=RETRY_TEXT)]
+        transcript += [
+            Message(role="assistant", content=response.text or ""),
+            Message(role="user", content=RETRY_TEXT),
+        ]
     return 0.0, f"judge gave no JSON score twice (last answer: {answers[-1][:80]!r}); scored 0"

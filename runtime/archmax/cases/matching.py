@@ -77,7 +77,9 @@ def partial_match(expected: Any, actual: Any) -> bool:
     string; anything else must be JSON-equal.
     """
     if isinstance(expected, dict):
-        return isinstance(actual, dict) and all(k in actual and partial_match(v, actual[k]) for k, v in expected.items())
+        return isinstance(actual, dict) and all(
+            k in actual and partial_match(v, actual[k]) for k, v in expected.items()
+        )
     if isinstance(expected, list):
         return (
             isinstance(actual, list)

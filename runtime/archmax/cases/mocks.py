@@ -7,7 +7,8 @@ Rule source: BEHAVIOUR.md §10.1 (``mocks``: strict ``{tool, whenInput?, result}
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from archmax.cases.matching import partial_match
 from archmax.cases.schema import Mock
@@ -19,7 +20,9 @@ class NoMockMatchesError(LookupError):
     """A call to a mocked tool that no mock answers (the agent reads it as the tool's ``error`` result)."""
 
 
-def mocked_tools(mocks: Iterable[Mock], real: Iterable[Any] | Mapping[str, Any] | None = None) -> dict[str, HostTool]:
+def mocked_tools(
+    mocks: Iterable[Mock], real: Iterable[Any] | Mapping[str, Any] | None = None
+) -> dict[str, HostTool]:
     """The host tools a case registers: the real ones, with mocked names answered by their mocks.
 
     Args:
@@ -54,6 +57,8 @@ def _answer(name: str, group: list[Mock], fallback: HostTool | None) -> Any:
                 return mock.result
         if fallback is not None:
             return fallback.fn(**args)
-        raise NoMockMatchesError(f"no mock of '{name}' matches the input {json.dumps(args, sort_keys=True, default=str)}")
+        raise NoMockMatchesError(
+            f"no mock of '{name}' matches the input {json.dumps(args, sort_keys=True, default=str)}"
+        )
 
     return call

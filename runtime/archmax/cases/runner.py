@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import concurrent.futures
 import time
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
 from archmax.agent import Agent, create_agent
 from archmax.cases.assertions import Grader, View, evaluate
@@ -49,7 +50,9 @@ class _Settings:
         block = workflow.spec.get("tests") or {}
         where = f"{workflow_dir / 'workflow.yaml'}"
         if not isinstance(block, dict):
-            raise CaseSpecError(where, "must be a mapping (caseTimeoutMs, maxConcurrency, judge)", key="tests")
+            raise CaseSpecError(
+                where, "must be a mapping (caseTimeoutMs, maxConcurrency, judge)", key="tests"
+            )
         timeout = block.get("caseTimeoutMs", DEFAULT_CASE_TIMEOUT_MS)
         if isinstance(timeout, bool) or not isinstance(timeout, int) or timeout <= 0:
             raise CaseSpecError(where, "must be a positive integer (milliseconds)", key="tests.caseTimeoutMs")
@@ -58,11 +61,15 @@ class _Settings:
             raise CaseSpecError(where, "must be a positive integer", key="tests.maxConcurrency")
         if concurrency > 1:
             raise CaseSpecError(
-                where, f"is {concurrency}, but cases run one at a time: use 1 or leave it out", key="tests.maxConcurrency"
+                where,
+                f"is {concurrency}, but cases run one at a time: use 1 or leave it out",
+                key="tests.maxConcurrency",
             )
         judge = block.get("judge")
         if judge is not None and (not isinstance(judge, str) or not judge.strip()):
-            raise CaseSpecError(where, "must be a model configuration such as 'bedrock:<model id>'", key="tests.judge")
+            raise CaseSpecError(
+                where, "must be a model configuration such as 'bedrock:<model id>'", key="tests.judge"
+            )
         self.case_timeout_ms: int = timeout
         self.judge: str | None = judge
         self.base_dir = workflow_dir
@@ -71,7 +78,7 @@ class _Settings:
 def run_tests(
     workflow_dir: str | Path,
     *,
-    filter: str | None = None,  # noqa: A002 - the CLI's word
+    filter: str | None = None,
     store_factory: Callable[[], SessionStore] | None = None,
     store: SessionStore | None = None,
     clock: Clock | None = None,
@@ -222,7 +229,9 @@ class _CaseRun:
             except _CaseDied as died:
                 error = str(died)
                 halted = True
-                records.append(AssertionRecord(kind=step.key, status="failed", step=step.number, detail=error))
+                records.append(
+                    AssertionRecord(kind=step.key, status="failed", step=step.number, detail=error)
+                )
         if not halted and self.model is not None and self.model.remaining:
             n = self.model.remaining
             records.append(
@@ -242,7 +251,9 @@ class _CaseRun:
         case = self.case
         if case.trigger is not None and not self.workflow.is_declared(case.trigger):
             declared = ", ".join(f"'{t}'" for t in self.workflow.declared_triggers()) or "(none)"
-            raise _CaseDied(f"{case.path} at 'trigger.id': trigger '{case.trigger}' is not declared; declared: {declared}")
+            raise _CaseDied(
+                f"{case.path} at 'trigger.id': trigger '{case.trigger}' is not declared; declared: {declared}"
+            )
         if case.model_entries is not None:
             self.model = ScriptedModel([dict(e) for e in case.model_entries], name=f"scripted:{case.id}")
         try:
@@ -286,7 +297,7 @@ class _CaseRun:
             raise _CaseDied(self._timeout_text()) from None
         except _CaseDied:
             raise
-        except Exception as exc:  # an action that raises kills the case, whatever it raised (§10.3)
+        except Exception as exc:  # noqa: BLE001 - an action that raises kills the case, whatever it raised (§10.3)
             raise _CaseDied(_describe(exc)) from None
         finally:
             pool.shutdown(wait=False)
@@ -301,23 +312,29 @@ class _CaseRun:
         sid = self.session_id
         body = step.body
         if step.key == "send":
-            call: Callable[[], Outcome] = lambda: agent.workflow.send(  # noqa: E731
+            call: Callable[[], Outcome] = lambda: agent.workflow.send(
                 sid, body, trigger=case.trigger, variables=case.variables or None
             )
         elif step.key == "deliver":
             assert isinstance(body, DeliverBody)
-            call = lambda: agent.workflow.deliver(sid, trigger=body.trigger, variables=body.variables or None)  # noqa: E731
+            call = lambda: agent.workflow.deliver(sid, trigger=body.trigger, variables=body.variables or None)
         else:
             assert isinstance(body, DecideBody)
-            call = lambda: agent.workflow.decide(sid, to=body.to, comment=body.comment)  # noqa: E731
+            call = lambda: agent.workflow.decide(sid, to=body.to, comment=body.comment)
         outcome: Outcome = self._within(call)
         record = self.store.load(sid)
         if record is None:  # cannot happen after a successful operation; guard the view anyway
             raise _CaseDied(f"session '{sid}' has no checkpoint after '{step.key}'")
         self.view = View(record)
-        if outcome.disposition == "turn" and outcome.kind == "rejected" and (outcome.rejected or "").startswith(REFUSED_START):
+        if (
+            outcome.disposition == "turn"
+            and outcome.kind == "rejected"
+            and (outcome.rejected or "").startswith(REFUSED_START)
+        ):
             raise _CaseDied(f"the start was refused: {outcome.rejected}")
-        detail = f"{outcome.disposition} → {outcome.kind}" + (f" in '{outcome.state}'" if outcome.state else "")
+        detail = f"{outcome.disposition} → {outcome.kind}" + (
+            f" in '{outcome.state}'" if outcome.state else ""
+        )
         return AssertionRecord(kind=step.key, status="passed", step=step.number, detail=detail)
 
 

@@ -15,9 +15,17 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Union
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from archmax.cases.matching import BadPatternError, check_patterns, compile_token
 from archmax.errors import ArchmaxError, CaseSpecError
@@ -26,7 +34,17 @@ from archmax.session.files import check_seed_path
 from archmax.session.variables import is_variable_name
 from archmax.spec.governance import RESERVED_PREFIX, SUBWORKFLOW_PREFIX
 
-TOP_LEVEL_KEYS = ("title", "description", "skip", "trigger", "variables", "workspace", "mocks", "model", "steps")
+TOP_LEVEL_KEYS = (
+    "title",
+    "description",
+    "skip",
+    "trigger",
+    "variables",
+    "workspace",
+    "mocks",
+    "model",
+    "steps",
+)
 ACTIONS = ("send", "decide", "deliver")
 STRUCTURAL = (
     "succeeded",
@@ -110,7 +128,9 @@ class RaisedBody(_Strict):
     @model_validator(mode="after")
     def _not_empty(self) -> RaisedBody:
         if self.code is None and self.reason is None:
-            raise ValueError("an empty mapping is an error: give 'code', 'reason' or both (or write 'raised: true')")
+            raise ValueError(
+                "an empty mapping is an error: give 'code', 'reason' or both (or write 'raised: true')"
+            )
         if self.reason is not None:
             _pattern_ok(self.reason)
         return self
@@ -442,14 +462,17 @@ def _mocks(value: Any, fail: Any) -> tuple[Mock, ...]:
             raise fail("must name a tool", key=f"{key}.tool")
         if tool.startswith(RESERVED_PREFIX) and not tool.startswith(SUBWORKFLOW_PREFIX):
             raise fail(
-                f"'{tool}' cannot be mocked: a mock names a host tool or archmax_workflow_<slug>", key=f"{key}.tool"
+                f"'{tool}' cannot be mocked: a mock names a host tool or archmax_workflow_<slug>",
+                key=f"{key}.tool",
             )
         if "result" not in raw:
             raise fail("is required", key=f"{key}.result")
         when = raw.get("whenInput")
         if "whenInput" in raw:
             if not isinstance(when, dict):
-                raise fail("must be a mapping (matched partially against the call's input)", key=f"{key}.whenInput")
+                raise fail(
+                    "must be a mapping (matched partially against the call's input)", key=f"{key}.whenInput"
+                )
             try:
                 check_patterns(when)
             except BadPatternError as exc:
@@ -477,7 +500,10 @@ def _steps(value: Any, fail: Any) -> tuple[Step, ...]:
                 key=f"{where}.{key}",
             )
         if key not in ACTIONS and not seen_action:
-            raise fail(f"assertion '{key}' comes before the first action (send, decide or deliver)", key=f"{where}.{key}")
+            raise fail(
+                f"assertion '{key}' comes before the first action (send, decide or deliver)",
+                key=f"{where}.{key}",
+            )
         seen_action = seen_action or key in ACTIONS
         steps.append(Step(number=i + 1, key=key, body=_body(key, body, f"{where}.{key}", fail)))
     return tuple(steps)

@@ -25,7 +25,12 @@ SCENARIOS = {
     # parks on input in start, with a resume_at
     "input": (
         [{"send": "Wait for it."}],
-        [{"say": "Waiting for the export.", "call": {"archmax_wait": {"reason": "the export", "until": "2h"}}}],
+        [
+            {
+                "say": "Waiting for the export.",
+                "call": {"archmax_wait": {"reason": "the export", "until": "2h"}},
+            }
+        ],
     ),
     # advances into the human state: one handoff call, parked on decision
     "decision": (
@@ -46,12 +51,21 @@ SCENARIOS = {
     ),
     "raised": (
         [{"send": "Fetch the data."}],
-        [{"call": {"archmax_raise": {"code": "source-down", "reason": "The data source is down (HTTP 503)."}}}],
+        [
+            {
+                "call": {
+                    "archmax_raise": {"code": "source-down", "reason": "The data source is down (HTTP 503)."}
+                }
+            }
+        ],
     ),
     # a forbidden tool is blocked; a bad wait is an error result; then plain text
     "blocked": (
         [{"send": "Try things."}],
-        [{"call": [{"secret_tool": {"x": 1}}, {"archmax_wait": {"reason": " "}}]}, {"say": "Could not do it."}],
+        [
+            {"call": [{"secret_tool": {"x": 1}}, {"archmax_wait": {"reason": " "}}]},
+            {"say": "Could not do it."},
+        ],
     ),
     "chat": ([{"send": "Hello?"}], [{"say": "Hello! How can I help?"}]),
     # a delivery into an input park
@@ -97,7 +111,11 @@ CHECKS = [
     ("chat", {"triggerArrival": "manual"}, "passed"),
     ("delivered", {"triggerArrival": "export_ready"}, "passed"),
     ("chat", {"triggerArrival": "export_ready"}, "failed"),
-    ("delivered", {"variables": {"expect": {"rows": 42, "trigger": "export_ready"}, "locked": {"rows": True}}}, "passed"),
+    (
+        "delivered",
+        {"variables": {"expect": {"rows": 42, "trigger": "export_ready"}, "locked": {"rows": True}}},
+        "passed",
+    ),
     ("delivered", {"variables": {"expect": {"rows": 42.0}}}, "passed"),
     ("delivered", {"variables": {"expect": {"rows": "42"}}}, "failed"),
     ("completed", {"variables": {"expect": {"ticket": "T-7"}, "path": {"ticket": "id"}}}, "passed"),
@@ -111,7 +129,11 @@ CHECKS = [
     ("completed", {"reply": {"includes": ["reopened"]}}, "failed"),
     ("completed", {"reply": {"excludes": ["reopened"]}}, "passed"),
     ("completed", {"reply": {"excludes": ["/T-\\d/"]}}, "failed"),
-    ("delivered", {"reply": {"excludes": ["arrived while the session waited"]}}, "passed"),  # notes are not replies
+    (
+        "delivered",
+        {"reply": {"excludes": ["arrived while the session waited"]}},
+        "passed",
+    ),  # notes are not replies
     ("decision", {"reply": {"includes": ["Please review"]}}, "passed"),  # a handoff message is assistant text
     ("completed", {"calledTool": {"name": "lookup"}}, "passed"),
     ("completed", {"calledTool": "lookup"}, "passed"),
@@ -151,13 +173,19 @@ def test_assertion_outcome(run, desk, scenario, assertion, expected):
 
 def test_reply_records_one_result_per_token(run, desk):
     actions, model = SCENARIOS["completed"]
-    doc = case_doc([*actions, {"reply": {"includes": ["T-7", "nope"], "excludes": ["zzz"]}}], model, mocks=LOOKUP)
+    doc = case_doc(
+        [*actions, {"reply": {"includes": ["T-7", "nope"], "excludes": ["zzz"]}}], model, mocks=LOOKUP
+    )
     write_case(desk, "case.test.yaml", doc)
 
     (case,) = run(desk)["results"]
 
     replies = [(r.status, r.detail.split(";")[0]) for r in case.records if r.kind == "reply"]
-    assert replies == [("passed", "includes 'T-7'"), ("failed", "includes 'nope'"), ("passed", "excludes 'zzz'")]
+    assert replies == [
+        ("passed", "includes 'T-7'"),
+        ("failed", "includes 'nope'"),
+        ("passed", "excludes 'zzz'"),
+    ]
 
 
 def test_variables_record_values_and_locks_separately(run, desk):

@@ -18,7 +18,14 @@ OK = case_doc([{"send": "x"}, {"succeeded": True}], [{"say": "fine"}])
 
 
 def test_cases_are_found_recursively_in_path_order_and_other_files_are_ignored(desk):
-    for rel in ("z.test.yaml", "a/b.test.yml", "a/a.test.yaml", "notes.yaml", "a/x.test.json", "fixtures/f.txt"):
+    for rel in (
+        "z.test.yaml",
+        "a/b.test.yml",
+        "a/a.test.yaml",
+        "notes.yaml",
+        "a/x.test.json",
+        "fixtures/f.txt",
+    ):
         write_case(desk, rel, OK)
 
     found = discover_cases(desk)
@@ -69,7 +76,11 @@ def test_each_case_is_its_own_session_named_from_the_clock_and_the_case_id(desk,
 
 def test_each_case_gets_a_fresh_memory_store_by_default(desk, clock):
     # the same case twice under one id: a shared store would continue the first session's transcript
-    write_case(desk, "a/same.test.yaml", case_doc([{"send": "x"}, {"reply": {"excludes": ["first"]}}], [{"say": "second"}]))
+    write_case(
+        desk,
+        "a/same.test.yaml",
+        case_doc([{"send": "x"}, {"reply": {"excludes": ["first"]}}], [{"say": "second"}]),
+    )
     write_case(desk, "a-same.test.yaml", case_doc([{"send": "x"}], [{"say": "first"}]))
 
     result = run_tests(desk, clock=clock)
@@ -79,7 +90,9 @@ def test_each_case_gets_a_fresh_memory_store_by_default(desk, clock):
 
 
 def test_a_skipped_case_runs_nothing(desk, clock):
-    write_case(desk, "later.test.yaml", case_doc([{"send": "x"}], [{"say": "x"}], skip="waiting on the billing API"))
+    write_case(
+        desk, "later.test.yaml", case_doc([{"send": "x"}], [{"say": "x"}], skip="waiting on the billing API")
+    )
 
     result = run_tests(desk, clock=clock)
 

@@ -29,12 +29,21 @@ def test_the_seeds_case_runs_green_against_support_inbox(clock):
 
     (case,) = result["results"]
     assert case.verdict.status == "passed", case.verdict.failures
-    assert [r.kind for r in case.records] == ["send", "parked", "deliver", "succeeded", "reachedState", "reply"]
+    assert [r.kind for r in case.records] == [
+        "send",
+        "parked",
+        "deliver",
+        "succeeded",
+        "reachedState",
+        "reply",
+    ]
     assert result["exit_code"] == 0
 
 
 def test_the_seeds_case_holds_the_seeds_steps_verbatim():
-    doc = yaml.safe_load((EXAMPLES / "support-inbox/tests/park-and-resume.test.yaml").read_text(encoding="utf-8"))
+    doc = yaml.safe_load(
+        (EXAMPLES / "support-inbox/tests/park-and-resume.test.yaml").read_text(encoding="utf-8")
+    )
 
     assert doc["variables"] == {"conversation_id": "AAQk-test-1"}
     assert doc["steps"] == [
@@ -50,7 +59,9 @@ def test_the_seeds_case_holds_the_seeds_steps_verbatim():
 def test_the_seeds_case_turns_red_when_clarify_can_no_longer_reach_answer(tmp_path, clock):
     folder = copy_workflow("support-inbox", tmp_path)
     spec = yaml.safe_load((folder / "workflow.yaml").read_text(encoding="utf-8"))
-    spec["states"]["clarify"]["transitions"] = [t for t in spec["states"]["clarify"]["transitions"] if t["to"] != "answer"]
+    spec["states"]["clarify"]["transitions"] = [
+        t for t in spec["states"]["clarify"]["transitions"] if t["to"] != "answer"
+    ]
     (folder / "workflow.yaml").write_text(yaml.safe_dump(spec, sort_keys=False), encoding="utf-8")
 
     result = run_tests(folder, filter="park-and-resume", clock=clock)
@@ -65,7 +76,9 @@ def test_the_seeds_case_turns_red_when_clarify_can_no_longer_reach_answer(tmp_pa
 def test_the_seeds_case_turns_red_when_clarify_stops_waiting(tmp_path, clock):
     folder = copy_workflow("support-inbox", tmp_path)
     text = (folder / "workflow.yaml").read_text(encoding="utf-8")
-    (folder / "workflow.yaml").write_text(text.replace("states:\n", 'policy:\n  forbid_tools: ["archmax_wait"]\nstates:\n', 1))
+    (folder / "workflow.yaml").write_text(
+        text.replace("states:\n", 'policy:\n  forbid_tools: ["archmax_wait"]\nstates:\n', 1)
+    )
 
     result = run_tests(folder, filter="park-and-resume", clock=clock)
 

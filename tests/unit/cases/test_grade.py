@@ -14,7 +14,10 @@ from archmax.session.records import Message
 
 from .conftest import case_doc, write_case
 
-STEPS = [{"send": "Where is ORD-1?"}, {"grade": {"closedQA": "Does the reply name the order?", "atLeast": 0.7}}]
+STEPS = [
+    {"send": "Where is ORD-1?"},
+    {"grade": {"closedQA": "Does the reply name the order?", "atLeast": 0.7}},
+]
 AGENT = [{"say": "ORD-1 ships tomorrow."}]
 
 
@@ -69,7 +72,7 @@ def test_grade_without_a_judge_fails_and_says_tests_judge_is_needed(desk, clock)
 
 
 def test_tests_judge_in_the_workflow_names_the_judge_model(desk, clock):
-    (desk / "judge.yaml").write_text('- say: \'{"score": 0.8}\'\n')
+    (desk / "judge.yaml").write_text("- say: '{\"score\": 0.8}'\n")
     text = (desk / "workflow.yaml").read_text().replace("caseTimeoutMs: 60000", "judge: scripted:judge.yaml")
     (desk / "workflow.yaml").write_text(text)
 

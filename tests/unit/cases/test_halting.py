@@ -16,7 +16,12 @@ WAIT = [{"say": "Waiting.", "call": {"archmax_wait": {"reason": "the export"}}}]
 
 
 def test_a_failed_structural_assertion_halts_the_case_and_marks_later_steps_not_executed(run, desk):
-    steps = [{"send": "go"}, {"succeeded": True}, {"reply": {"includes": ["Waiting"]}}, {"deliver": {"trigger": "x"}}]
+    steps = [
+        {"send": "go"},
+        {"succeeded": True},
+        {"reply": {"includes": ["Waiting"]}},
+        {"deliver": {"trigger": "x"}},
+    ]
     write_case(desk, "c.test.yaml", case_doc(steps, WAIT + [{"say": "unused"}]))
 
     (case,) = run(desk)["results"]
@@ -34,12 +39,22 @@ def test_a_failed_structural_assertion_halts_the_case_and_marks_later_steps_not_
 
 
 def test_a_failed_content_assertion_lets_the_case_go_on(run, desk):
-    steps = [{"send": "go"}, {"reply": {"includes": ["nothing like this"]}}, {"deliver": {"trigger": "x"}}, {"succeeded": True}]
+    steps = [
+        {"send": "go"},
+        {"reply": {"includes": ["nothing like this"]}},
+        {"deliver": {"trigger": "x"}},
+        {"succeeded": True},
+    ]
     write_case(desk, "c.test.yaml", case_doc(steps, WAIT + [{"say": "Done."}]))
 
     (case,) = run(desk)["results"]
 
-    assert statuses(case) == [("send", "passed"), ("reply", "failed"), ("deliver", "passed"), ("succeeded", "passed")]
+    assert statuses(case) == [
+        ("send", "passed"),
+        ("reply", "failed"),
+        ("deliver", "passed"),
+        ("succeeded", "passed"),
+    ]
     assert case.verdict.status == "failed"
 
 
@@ -83,7 +98,9 @@ def test_a_delivery_to_a_session_that_is_not_parked_kills_the_case(run, desk):
 
 
 def test_a_decision_on_a_session_not_parked_at_a_human_state_kills_the_case(run, desk):
-    write_case(desk, "c.test.yaml", case_doc([{"send": "hi"}, {"decide": {"to": "done"}}], [{"say": "Hello."}]))
+    write_case(
+        desk, "c.test.yaml", case_doc([{"send": "hi"}, {"decide": {"to": "done"}}], [{"say": "Hello."}])
+    )
 
     (case,) = run(desk)["results"]
 
@@ -102,7 +119,11 @@ def test_a_decision_to_an_edge_the_park_does_not_offer_kills_the_case(run, desk)
 
 def test_a_refused_start_kills_the_case(run, desk):
     # trigger 'ping' requires 'token', which the case does not supply
-    write_case(desk, "c.test.yaml", case_doc([{"send": "hi"}, {"succeeded": True}], [{"say": "x"}], trigger={"id": "ping"}))
+    write_case(
+        desk,
+        "c.test.yaml",
+        case_doc([{"send": "hi"}, {"succeeded": True}], [{"say": "x"}], trigger={"id": "ping"}),
+    )
 
     (case,) = run(desk)["results"]
 
@@ -119,8 +140,11 @@ def test_case_variables_are_seeded_locked_on_each_driven_turn(run, desk):
         {"variables": {"expect": {"token": "abc"}, "locked": {"token": True}}},
         {"trail": {"kind": "trigger", "reason": "ping", "count": 2}},
     ]
-    write_case(desk, "c.test.yaml", case_doc(steps, [{"say": "one"}, {"say": "two"}], trigger={"id": "ping"},
-                                              variables={"token": "abc"}))
+    write_case(
+        desk,
+        "c.test.yaml",
+        case_doc(steps, [{"say": "one"}, {"say": "two"}], trigger={"id": "ping"}, variables={"token": "abc"}),
+    )
 
     (case,) = run(desk)["results"]
 
@@ -133,7 +157,9 @@ def test_an_expect_state_mismatch_kills_the_case_with_the_scripts_message(run, d
 
     (case,) = run(desk)["results"]
 
-    assert case.error == "ModelScriptError: model response 1 expected state 'done' but the session is in 'start'"
+    assert (
+        case.error == "ModelScriptError: model response 1 expected state 'done' but the session is in 'start'"
+    )
     assert statuses(case) == [("send", "failed"), ("succeeded", "not-executed")]
 
 
@@ -148,7 +174,11 @@ def test_an_exhausted_script_kills_the_case(run, desk):
 
 
 def test_leftover_script_entries_fail_the_case_as_model_unconsumed(run, desk):
-    write_case(desk, "c.test.yaml", case_doc([{"send": "hi"}, {"succeeded": True}], [{"say": "a"}, {"say": "b"}, {"say": "c"}]))
+    write_case(
+        desk,
+        "c.test.yaml",
+        case_doc([{"send": "hi"}, {"succeeded": True}], [{"say": "a"}, {"say": "b"}, {"say": "c"}]),
+    )
 
     (case,) = run(desk)["results"]
 
@@ -162,7 +192,9 @@ def test_tool_call_ids_count_from_one_in_every_case(run, desk):
     model = [{"call": {"lookup": {"q": 1}}}, {"say": "ok"}]
     mocks = [{"tool": "lookup", "result": "fine"}]
     for name in ("a", "b"):
-        write_case(desk, f"{name}.test.yaml", case_doc([{"send": "x"}, {"succeeded": True}], model, mocks=mocks))
+        write_case(
+            desk, f"{name}.test.yaml", case_doc([{"send": "x"}, {"succeeded": True}], model, mocks=mocks)
+        )
     stores = []
 
     def factory():
@@ -174,7 +206,9 @@ def test_tool_call_ids_count_from_one_in_every_case(run, desk):
     results = run(desk, store_factory=factory)["results"]
 
     for case, store in zip(results, stores):
-        calls = [c.id for m in store.load(case.session_id).messages for c in m.tool_calls if c.name == "lookup"]
+        calls = [
+            c.id for m in store.load(case.session_id).messages for c in m.tool_calls if c.name == "lookup"
+        ]
         assert calls == ["call_1"]
 
 
@@ -184,7 +218,10 @@ def test_mocks_answer_by_input_first_match_wins_and_an_unmatched_call_is_an_erro
         {"tool": "lookup", "whenInput": {"q": "/^A/"}, "result": "shadowed"},
         {"tool": "lookup", "whenInput": {"q": "B"}, "result": {"b": True}},
     ]
-    model = [{"call": [{"lookup": {"q": "Apple"}}, {"lookup": {"q": "B"}}, {"lookup": {"q": "C"}}]}, {"say": "done"}]
+    model = [
+        {"call": [{"lookup": {"q": "Apple"}}, {"lookup": {"q": "B"}}, {"lookup": {"q": "C"}}]},
+        {"say": "done"},
+    ]
     stores = []
 
     def factory():
@@ -258,7 +295,9 @@ def test_a_case_without_model_uses_the_model_given_to_run_tests(run, desk):
     assert case.verdict.status == "passed", case.verdict.failures
 
 
-def test_a_case_without_model_and_no_configured_model_dies_with_the_configuration_error(run, desk, monkeypatch):
+def test_a_case_without_model_and_no_configured_model_dies_with_the_configuration_error(
+    run, desk, monkeypatch
+):
     monkeypatch.delenv("ARCHMAX_MODEL", raising=False)
     write_case(desk, "c.test.yaml", case_doc([{"send": "x"}, {"succeeded": True}]))
 

@@ -41,12 +41,28 @@ def test_an_unknown_top_level_key_names_the_file_and_the_key_and_lists_the_known
         ({"variables": {"Bad-Name": 1}}, "variables.Bad-Name", "must match"),
         ({"mocks": [{"tool": "archmax_wait", "result": 1}]}, "mocks.0.tool", "cannot be mocked"),
         ({"mocks": [{"tool": "lookup"}]}, "mocks.0.result", "is required"),
-        ({"mocks": [{"tool": "lookup", "result": 1, "when": {}}]}, "mocks.0.when", "known keys: tool, whenInput, result"),
-        ({"mocks": [{"tool": "lookup", "whenInput": {"q": "/(/"}, "result": 1}]}, "mocks.0.whenInput", "bad regex"),
+        (
+            {"mocks": [{"tool": "lookup", "result": 1, "when": {}}]},
+            "mocks.0.when",
+            "known keys: tool, whenInput, result",
+        ),
+        (
+            {"mocks": [{"tool": "lookup", "whenInput": {"q": "/(/"}, "result": 1}]},
+            "mocks.0.whenInput",
+            "bad regex",
+        ),
         ({"model": [{"sey": "hi"}]}, "model", "unknown key(s) 'sey'"),
         ({"workspace": {"../x.txt": "a"}}, "workspace.../x.txt", ""),
-        ({"workspace": {"notes.md": {"from": "../../workflow.yaml"}}}, "workspace.notes.md.from", "escapes tests/"),
-        ({"workspace": {"notes.md": {"from": "fixtures/none.md"}}}, "workspace.notes.md.from", "does not exist"),
+        (
+            {"workspace": {"notes.md": {"from": "../../workflow.yaml"}}},
+            "workspace.notes.md.from",
+            "escapes tests/",
+        ),
+        (
+            {"workspace": {"notes.md": {"from": "fixtures/none.md"}}},
+            "workspace.notes.md.from",
+            "does not exist",
+        ),
     ],
 )
 def test_a_bad_top_level_value_names_its_key(run, desk, change, key, fragment):
@@ -64,8 +80,11 @@ def test_a_bad_top_level_value_names_its_key(run, desk, change, key, fragment):
 
 
 def test_a_mock_may_name_a_sub_workflow_tool(run, desk):
-    doc = case_doc([SEND, {"succeeded": True}], [{"say": "done"}],
-                   mocks=[{"tool": "archmax_workflow_billing", "result": "ok"}])
+    doc = case_doc(
+        [SEND, {"succeeded": True}],
+        [{"say": "done"}],
+        mocks=[{"tool": "archmax_workflow_billing", "result": "ok"}],
+    )
     write_case(desk, "ok.test.yaml", doc)
 
     (case,) = run(desk)["results"]
@@ -78,7 +97,11 @@ def test_a_mock_may_name_a_sub_workflow_tool(run, desk):
     [
         ([{"send": "a", "parked": True}], "steps.0", "a step declares exactly one key"),
         (["send"], "steps.0", "a step declares exactly one key"),
-        ([SEND, {"finished": True}], "steps.1.finished", "unknown step key 'finished'; actions: send, decide, deliver"),
+        (
+            [SEND, {"finished": True}],
+            "steps.1.finished",
+            "unknown step key 'finished'; actions: send, decide, deliver",
+        ),
         ([{"succeeded": True}, SEND], "steps.0.succeeded", "comes before the first action"),
         ([{"send": "  "}], "steps.0.send", "non-empty text"),
         ([{"deliver": {"trigger": " "}}], "steps.0.deliver", "'trigger' must be a non-empty string"),
@@ -94,7 +117,11 @@ def test_a_mock_may_name_a_sub_workflow_tool(run, desk):
         ([SEND, {"reply": {}}], "steps.1.reply", "includes"),
         ([SEND, {"succeeded": False}], "steps.1.succeeded", ""),
         ([SEND, {"parked": "later"}], "steps.1.parked", ""),
-        ([SEND, {"variables": {"expect": {"a": 1}, "path": {"b": "x"}}}], "steps.1.variables", "'path' names 'b'"),
+        (
+            [SEND, {"variables": {"expect": {"a": 1}, "path": {"b": "x"}}}],
+            "steps.1.variables",
+            "'path' names 'b'",
+        ),
         ([SEND, {"variables": {}}], "steps.1.variables", "expect"),
         ([SEND, {"grade": {"closedQA": "ok?", "atLeast": 2}}], "steps.1.grade", "atLeast"),
         ([SEND, {"ranWorkflow": {"status": "ok"}}], "steps.1.ranWorkflow", "workflow"),
@@ -152,7 +179,9 @@ def test_a_workspace_fixture_is_read_from_tests_and_seeded(run, desk):
 
 
 def test_a_case_trigger_the_workflow_does_not_declare_kills_the_case_before_any_step(run, desk):
-    write_case(desk, "t.test.yaml", case_doc([SEND, {"succeeded": True}], [{"say": "x"}], trigger={"id": "nope"}))
+    write_case(
+        desk, "t.test.yaml", case_doc([SEND, {"succeeded": True}], [{"say": "x"}], trigger={"id": "nope"})
+    )
 
     (case,) = run(desk)["results"]
 

@@ -52,7 +52,9 @@ class ProxyEvent(Protocol):
     @property
     def is_base64_encoded(self) -> bool | None: ...
 
-    def get_header_value(self, name: str, default_value: str | None = None, case_sensitive: bool = False) -> Any: ...
+    def get_header_value(
+        self, name: str, default_value: str | None = None, case_sensitive: bool = False
+    ) -> Any: ...
 
 
 class _Strict(BaseModel):
@@ -122,7 +124,7 @@ def json_object(event: ProxyEvent) -> dict[str, Any]:
             invalid base64, bytes that are not UTF-8, text that is not JSON, or JSON that is not an
             object.
     """
-    content_type = (event.get_header_value("content-type") or "").split(";")[0].strip().lower()
+    content_type = (event.headers.get("content-type") or "").split(";")[0].strip().lower()
     if content_type in _FORM_TYPES:
         raise InvalidEventError(
             f"form bodies ({content_type}) are not accepted: send a JSON object with Content-Type: application/json",
@@ -130,7 +132,8 @@ def json_object(event: ProxyEvent) -> dict[str, Any]:
         )
     if content_type and content_type != "application/json" and not content_type.endswith("+json"):
         raise InvalidEventError(
-            f"Content-Type '{content_type}' is not accepted: send a JSON object as application/json", status=415
+            f"Content-Type '{content_type}' is not accepted: send a JSON object as application/json",
+            status=415,
         )
     data = raw_body(event)
     if not data.strip():
@@ -142,7 +145,9 @@ def json_object(event: ProxyEvent) -> dict[str, Any]:
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise InvalidEventError(f"the body is not JSON ({exc.msg} at line {exc.lineno}): send a JSON object") from exc
+        raise InvalidEventError(
+            f"the body is not JSON ({exc.msg} at line {exc.lineno}): send a JSON object"
+        ) from exc
     if not isinstance(value, dict):
         raise InvalidEventError(f"the body is JSON {type(value).__name__}, not an object: send a JSON object")
     return value
@@ -157,7 +162,7 @@ def delivery_id_of(event: ProxyEvent) -> str | None:
     Raises:
         InvalidEventError: the key is longer than :data:`MAX_IDEMPOTENCY_KEY` or holds control characters.
     """
-    value = event.get_header_value(IDEMPOTENCY_HEADER)
+    value = event.headers.get(IDEMPOTENCY_HEADER)
     if value is None or not str(value).strip():
         return None
     key = str(value).strip()
@@ -183,7 +188,9 @@ def _file_in(variable: str, body: FileBody) -> FileIn:
         try:
             return FileIn(name=body.name, content=base64.b64decode(body.content, validate=True))
         except (binascii.Error, ValueError) as exc:
-            raise InvalidEventError(f"files.{variable}.content is marked base64 but is not valid base64") from exc
+            raise InvalidEventError(
+                f"files.{variable}.content is marked base64 but is not valid base64"
+            ) from exc
     return FileIn(name=body.name, content=body.content)
 
 

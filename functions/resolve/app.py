@@ -1,0 +1,22 @@
+"""resolve: what a firing would do, and session summaries; never runs a turn (DESIGN.md §4).
+
+Thin by design: collaborators come from the environment (archmax.wiring), the logic is
+archmax.handlers.resolve, shared with `archmax serve`.
+"""
+
+from aws_lambda_powertools import Logger, Metrics, Tracer
+
+from archmax.handlers import resolve
+from archmax.wiring import from_environment
+
+logger = Logger()
+metrics = Metrics()
+tracer = Tracer()
+handle = resolve.build(from_environment())
+
+
+@logger.inject_lambda_context
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def lambda_handler(event, context):
+    return handle(event, context)

@@ -1,0 +1,117 @@
+"""What the four handlers share: one HTTP app over both API Gateway payload versions, error rendering.
+
+Rule source: DESIGN.md §4 (bad input gets a 4xx with a JSON body naming the problem; typed
+refusals as 409/400 JSON naming the error class) and CONVENTIONS.md ("The error -> HTTP status
+table is one table in ``hosting/``": every status here comes from
+:func:`archmax.hosting.http.error_response`).
+
+Failure policy: a caller's mistake (:class:`~archmax.errors.CallerError`) is answered, never
+raised, because retrying the same event cannot help. Anything else (a store outage, a model
+failure) is raised out of a direct or asynchronous invocation, so Lambda retries it and failed
+records are never answered 200 (CONVENTIONS.md "Seen in weaker projects").
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, APIGatewayRestResolver, Response
+from aws_lambda_powertools.event_handler.api_gateway import Router
+
+from archmax.errors import ArchmaxError, CallerError, InvalidEventError
+from archmax.hosting.http import error_response
+
+Handler = Callable[[Mapping[str, Any], Any], dict[str, Any]]
+"""A Lambda handler: ``(event, context) -> response``."""
+
+JSON = "application/json"
+
+
+def json_response(status: int, body: Any) -> Response:
+    """A Powertools ``Response`` carrying ``body`` as JSON."""
+    return Response(status_code=status, content_type=JSON, body=json.dumps(body, default=str))
+
+
+def error_body(exc: ArchmaxError) -> tuple[int, dict[str, Any]]:
+    """``(status, {error, message, session_id?})`` for an archmax error (hosting's one table)."""
+    return error_response(exc)
+
+
+def is_http_event(event: Mapping[str, Any]) -> bool:
+    """Whether ``event`` is an API Gateway proxy event (REST v1 or HTTP API v2)."""
+    return (
+        isinstance(event, Mapping)
+        and isinstance(event.get("requestContext"), Mapping)
+        and ("routeKey" in event or "httpMethod" in event or "rawPath" in event)
+    )
+
+
+def http_app(register: Callable[[Router], None]) -> Handler:
+    """One HTTP entry point serving the same routes to v2 (HTTP API) and v1 (REST) events.
+
+    Args:
+        register: Adds the routes to a Powertools router; called once.
+
+    Returns:
+        ``(event, context) -> API Gateway proxy response``. Archmax errors become
+        ``{error, message, session_id?}`` with the table's status; a request no route matches
+        (unknown path, or a known path with another method) is 404 in the same JSON shape.
+    """
+    router = Router()
+    register(router)
+    apps: dict[str, Any] = {}
+    for version, cls in (("2.0", APIGatewayHttpResolver), ("1.0", APIGatewayRestResolver)):
+        app = cls()
+        app.include_router(router)
+
+        @app.exception_handler(ArchmaxError)
+        def _archmax(exc: ArchmaxError) -> Response:
+            status, body = error_body(exc)
+            return json_response(status, body)
+
+        @app.not_found
+        def _missing(_exc: Exception, app: Any = app) -> Response:
+            event = app.current_event
+            return json_response(
+                404,
+                {"error": "NotFound", "message": f"no route for {event.http_method} {event.path}"},
+            )
+
+        apps[version] = app
+
+    def handle(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
+        version = "2.0" if event.get("version") == "2.0" or "routeKey" in event else "1.0"
+        return apps[version].resolve(dict(event), context)
+
+    return handle
+
+
+def direct(call: Callable[[], Any]) -> dict[str, Any]:
+    """Run a direct invocation: its JSON result, or ``{error, message, status}`` for a caller's error.
+
+    Raises:
+        ArchmaxError: anything that is not a :class:`CallerError` (Lambda retries those).
+    """
+    try:
+        result = call()
+    except CallerError as exc:
+        status, body = error_body(exc)
+        return {"ok": False, "status": status, **body}
+    return {"ok": True, **result}
+
+
+def unrecognised(event: Any, expected: str) -> InvalidEventError:
+    """The error for an event no route of a handler understands."""
+    keys = ", ".join(sorted(map(str, event))[:8]) if isinstance(event, Mapping) else type(event).__name__
+    return InvalidEventError(f"unrecognised event ({keys}): this function takes {expected}")
+
+
+def refuse(exc: ArchmaxError) -> Callable[[], Any]:
+    """A call for :func:`direct` that raises ``exc`` (an event no route understands)."""
+
+    def call() -> Any:
+        raise exc
+
+    return call

@@ -1,0 +1,41 @@
+"""The timer handler: the 1-minute schedule sweeps due parks and re-drives waiting inboxes.
+
+Rule source: DESIGN.md §4 (timer: sweep due parks, deliver trigger ``timer`` with ``{now}``;
+re-drive stale leases and inboxes) and the seed, "Waiting for a time, not a reply" (waking a
+session is the host's job; a double-fired timer is safe).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from archmax.handlers.common import Handler, direct
+from archmax.inbound.eventbridge import parse_schedule
+
+if TYPE_CHECKING:
+    from archmax.wiring import Collaborators
+
+
+def _jsonable(report: Any) -> dict[str, Any]:
+    if hasattr(report, "model_dump"):
+        return report.model_dump(mode="json")
+    return dict(report)
+
+
+def build(c: Collaborators) -> Handler:
+    """The timer function's handler: a classic ``aws.events`` or a Scheduler event -> ``Host.sweep``.
+
+    Returns:
+        ``{"ok": true, "event_id", "report": <SweepReport>}``, or ``{"ok": false, "status": 400, ...}``
+        for an event that is not a schedule (nothing swept).
+    """
+
+    def sweep(event: Mapping[str, Any]) -> dict[str, Any]:
+        schedule = parse_schedule(event)
+        return {"event_id": schedule.event_id, "report": _jsonable(c.host.sweep())}
+
+    def handle(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
+        return direct(lambda: sweep(event))
+
+    return handle

@@ -1,0 +1,168 @@
+"""Building a handler's collaborators (agent, store, inbox, host, mail reader) from the environment.
+
+The one composition root shared by ``functions/<name>/app.py`` and ``archmax serve``, so a Lambda
+function and the local server assemble the same objects from the same settings. Rule source:
+DESIGN.md §4 (hosting), §5 (the model is configuration), CONVENTIONS.md ("Inject what varies";
+nothing creates tables or buckets at run time).
+
+Settings (environment variables):
+
+===================  =======================================================================
+``WORKFLOW_DIR``     the workflow folder (required)
+``ARCHMAX_MODEL``    the model (``scripted:<file>``, ``bedrock:<id>``, ``openai:<model>``); read
+                     by ``create_agent`` at first use
+``SESSIONS_TABLE``   with ``SESSIONS_BUCKET``: the AWS store (else the filesystem store)
+``SESSIONS_BUCKET``  also where the SES rule's S3 action writes raw mail (``inbound/<id>``)
+``INBOX_TABLE``      the DynamoDB inbox (else the filesystem inbox beside the store)
+``ARCHMAX_ROOT``     the filesystem store's folder (default ``./sessions``)
+``ARCHMAX_DRAIN``    ``async`` (default inside Lambda: self-invoke ``{"drain": id}``) or ``inline``
+===================  =======================================================================
+
+boto3 is imported here only when an AWS setting asks for it; like ``hosting/`` this module sits at
+the platform edge, never in the engine. AWS clients honour ``AWS_ENDPOINT_URL`` (boto3's own
+setting), which is how ``archmax serve`` and tests point them at a local endpoint.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from archmax.agent import Agent, create_agent
+from archmax.clock import Clock
+from archmax.errors import StoreError
+from archmax.inbound.ses import SesMail
+from archmax.models.base import Model
+
+
+def _no_mail(bucket: str | None, key: str) -> bytes:
+    raise StoreError(f"no mail bucket is configured: cannot read '{key}' (set SESSIONS_BUCKET)")
+
+
+@dataclass
+class Collaborators:
+    """What the handlers call.
+
+    Attributes:
+        agent: The assembled agent.
+        host: The :class:`archmax.hosting.host.Host` over the agent and the inbox.
+        bucket: The bucket SES writes raw mail to, or ``None``.
+        fetch_mail: ``(bucket, key) -> raw MIME bytes``; raises ``StoreError`` when unreadable.
+        on_refused: Records a refused (spam/virus FAIL) mail; the send function logs it and counts a metric.
+    """
+
+    agent: Agent
+    host: Any
+    bucket: str | None = None
+    fetch_mail: Callable[[str | None, str], bytes] = _no_mail
+    on_refused: Callable[[SesMail], None] = field(default=lambda mail: None)
+
+
+def lambda_waker(client: Any, function_name: str) -> Callable[[str], None]:
+    """A waker that asynchronously invokes ``function_name`` with ``{"drain": session_id}``.
+
+    Args:
+        client: A boto3 Lambda client.
+        function_name: Usually the running function's own name (``AWS_LAMBDA_FUNCTION_NAME``).
+    """
+
+    def wake(session_id: str) -> None:
+        client.invoke(
+            FunctionName=function_name,
+            InvocationType="Event",
+            Payload=json.dumps({"drain": session_id}).encode(),
+        )
+
+    return wake
+
+
+def s3_reader(client: Any) -> Callable[[str | None, str], bytes]:
+    """``(bucket, key) -> bytes`` over a boto3 S3 client; S3 failures become :class:`StoreError`."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    def fetch(bucket: str | None, key: str) -> bytes:
+        if not bucket:
+            raise StoreError(f"no bucket to read '{key}' from")
+        try:
+            return client.get_object(Bucket=bucket, Key=key)["Body"].read()
+        except (ClientError, BotoCoreError) as exc:
+            raise StoreError(f"cannot read s3://{bucket}/{key}: {exc}") from exc
+
+    return fetch
+
+
+def from_environment(
+    env: Mapping[str, str] = os.environ,
+    *,
+    model: Model | None = None,
+    clock: Clock | None = None,
+    waker: Callable[[str], None] | None = None,
+    clients: Mapping[str, Any] | None = None,
+) -> Collaborators:
+    """Assemble the collaborators the settings (see module docstring) describe.
+
+    Args:
+        env: Where settings are read.
+        model: A model to use instead of ``ARCHMAX_MODEL`` (tests, ``serve`` with a script).
+        clock: An injected clock (tests).
+        waker: Overrides the waker (tests drain inline with ``None`` + ``ARCHMAX_DRAIN=inline``).
+        clients: Prebuilt boto3 clients by service name (``dynamodb``, ``s3``, ``lambda``).
+
+    Returns:
+        :class:`Collaborators`.
+
+    Raises:
+        StoreError: ``WORKFLOW_DIR`` is missing.
+        WorkflowSpecError: the workflow does not load.
+    """
+    from archmax.hosting.host import Host
+
+    workflow = env.get("WORKFLOW_DIR")
+    if not workflow:
+        raise StoreError("WORKFLOW_DIR is not set: it names the workflow folder this function serves")
+    clients = dict(clients or {})
+    table, bucket, inbox_table = env.get("SESSIONS_TABLE"), env.get("SESSIONS_BUCKET"), env.get("INBOX_TABLE")
+
+    def client(service: str) -> Any:
+        if service not in clients:
+            import boto3
+
+            clients[service] = boto3.client(service)
+        return clients[service]
+
+    if table and bucket:
+        from archmax.stores.aws import AwsStore
+
+        store: Any = AwsStore(table, bucket, dynamodb_client=client("dynamodb"), s3_client=client("s3"))
+    else:
+        from archmax.stores.filesystem import FilesystemStore
+
+        root = Path(env.get("ARCHMAX_ROOT") or "sessions")
+        store = FilesystemStore(root)
+    if inbox_table:
+        from archmax.hosting.inbox_dynamo import DynamoInbox
+
+        inbox: Any = DynamoInbox(inbox_table, client=client("dynamodb"))
+    else:
+        from archmax.hosting.inbox_fs import FilesystemInbox
+
+        inbox = FilesystemInbox(Path(env.get("ARCHMAX_ROOT") or "sessions"))
+    agent = create_agent(workflow, store, model, clock=clock)
+    function_name = env.get("AWS_LAMBDA_FUNCTION_NAME")
+    if waker is None and env.get("ARCHMAX_DRAIN", "async" if function_name else "inline") == "async":
+        if not function_name:
+            raise StoreError(
+                "ARCHMAX_DRAIN=async self-invokes the function: AWS_LAMBDA_FUNCTION_NAME is not set"
+            )
+        waker = lambda_waker(client("lambda"), function_name)
+    host = Host(agent, inbox, waker=waker, clock=clock)
+    return Collaborators(
+        agent=agent,
+        host=host,
+        bucket=bucket,
+        fetch_mail=s3_reader(client("s3")) if bucket else _no_mail,
+    )

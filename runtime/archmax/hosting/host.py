@@ -33,6 +33,7 @@ from archmax.errors import (
     SessionNotResumableError,
     SessionStoreCapabilityError,
     StoreError,
+    UnknownSessionTriggerError,
     UnknownTriggerError,
     WorkflowDisabledError,
 )
@@ -195,6 +196,11 @@ class Host:
             sid, disposition, warnings = resolution.session_id, resolution.disposition, list(resolution.warnings)
         except SessionNotResumableError as exc:  # mid-turn: exactly what the inbox is for
             sid, disposition, warnings = str(exc.session_id), "queued", []
+        except UnknownSessionTriggerError as exc:
+            if kind != "deliver":
+                raise
+            # a delivery's trigger is never matched (§3.5); the drain refuses it if the session is not parked
+            sid, disposition, warnings = str(exc.session_id), "turn", []
         self._check(firing, sid, disposition, kind)
         delivery_id = validate_delivery_id(firing.delivery_id or f"archmax-{uuid.uuid4()}", session_id=sid)
         item = InboxItem(

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
-from archmax.clock import FakeClock, SystemClock, format_instant
 from archmax.cli_render import print_outcome, session_lines, to_json
 from archmax.cli_workspace import (
     UsageError,
@@ -35,6 +35,7 @@ from archmax.cli_workspace import (
     resolve_workflow,
     workflows_in,
 )
+from archmax.clock import FakeClock, SystemClock, format_instant
 from archmax.errors import (
     ArchmaxError,
     DuplicateDeliveryError,

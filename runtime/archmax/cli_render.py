@@ -9,7 +9,8 @@ from __future__ import annotations
 import json
 import os
 import shlex
-from typing import IO, Any, Sequence
+from collections.abc import Sequence
+from typing import IO, Any
 
 from archmax.session.records import Checkpoint, PendingDecision, PendingInput
 from archmax.session.results import Outcome, SessionSummary

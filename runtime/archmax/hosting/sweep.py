@@ -8,7 +8,8 @@ that is no longer parked. ``archmax sweep`` and the AWS timer handler both call 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from archmax.clock import format_instant
 from archmax.errors import ArchmaxError, SessionNotAwaitingInputError, SessionStoreCapabilityError

@@ -29,7 +29,10 @@ from archmax.session.records import SessionStatus
 from ._models import GatedModel, ProcessDied, Runner
 
 SID = "AAQk-1"
-TO_CLARIFY = {"call": {"archmax_advance": {"to": "clarify", "reason": "no order number"}}, "expect_state": "intake"}
+TO_CLARIFY = {
+    "call": {"archmax_advance": {"to": "clarify", "reason": "no order number"}},
+    "expect_state": "intake",
+}
 ASK = {"say": "Which order is this about?", "call": {"archmax_wait": {"reason": "the order number"}}}
 FIRST_TURN = [TO_CLARIFY, ASK]
 
@@ -38,13 +41,17 @@ def ack(n: int) -> dict[str, Any]:
     return {"say": f"ack {n}", "call": {"archmax_wait": {"reason": "more mail"}}, "expect_state": "clarify"}
 
 
-def email(text: str, delivery_id: str | None = None, *, trigger: str = "email_received", **extra: Any) -> Firing:
+def email(
+    text: str, delivery_id: str | None = None, *, trigger: str = "email_received", **extra: Any
+) -> Firing:
     variables = {"conversation_id": SID, **extra.pop("variables", {})}
     return Firing(trigger=trigger, message=text, variables=variables, delivery_id=delivery_id, **extra)
 
 
 def user_texts(host: Any, sid: str = SID) -> list[str]:
-    return [m.content for m in host.agent.sessions.messages(sid) if m.role == "user" and not is_runtime_note(m)]
+    return [
+        m.content for m in host.agent.sessions.messages(sid) if m.role == "user" and not is_runtime_note(m)
+    ]
 
 
 # ---------------------------------------------------------------- accept
@@ -100,7 +107,11 @@ def test_a_firing_a_send_would_refuse_is_refused_before_anything_is_written(make
 
 def test_a_deliver_item_for_a_session_that_is_not_parked_is_recorded_failed_not_retried(make_host):
     host = make_host([])
-    host.accept(Firing(trigger="webhook", variables={"x": 1}, delivery_id="evt-1"), session_id="nobody", kind="deliver")
+    host.accept(
+        Firing(trigger="webhook", variables={"x": 1}, delivery_id="evt-1"),
+        session_id="nobody",
+        kind="deliver",
+    )
     item = host.inbox.get("nobody", "evt-1")
     assert item.status == "failed"
     assert item.error.startswith("SessionNotAwaitingInputError: ")
@@ -208,7 +219,10 @@ def test_a_turn_that_dies_mid_turn_is_taken_over_by_the_sweep_after_its_lease_ex
 
 def test_twenty_threads_delivering_to_one_park_through_aws_let_exactly_one_resume_it(make_aws_host):
     answer = [
-        {"call": {"archmax_advance": {"to": "answer", "reason": "reply names ORD-1001"}}, "expect_state": "clarify"},
+        {
+            "call": {"archmax_advance": {"to": "answer", "reason": "reply names ORD-1001"}},
+            "expect_state": "clarify",
+        },
         {"say": "ORD-1001 ships tomorrow."},
     ]
     host = make_aws_host(FIRST_TURN + answer)
@@ -242,7 +256,10 @@ def test_deliver_now_refuses_a_redelivered_id_and_changes_nothing(make_host):
 
 
 def test_the_sweep_wakes_a_due_park_with_the_timer_trigger(make_host, clock):
-    wait_an_hour = {"say": "I'll check back.", "call": {"archmax_wait": {"reason": "a follow-up", "until": "1h"}}}
+    wait_an_hour = {
+        "say": "I'll check back.",
+        "call": {"archmax_wait": {"reason": "a follow-up", "until": "1h"}},
+    }
     host = make_host([TO_CLARIFY, wait_an_hour, {"say": "Closing this for now."}])
     host.accept(email("About the thing we discussed", "ses-1"))
     assert host.sweep().due == []  # not due yet

@@ -91,7 +91,10 @@ def test_sessions_ids_that_are_not_folder_safe_are_kept_apart(inbox):
 
 
 def test_file_bytes_and_text_survive_the_round_trip(inbox):
-    files = {"attachment": FileIn(name="scan.pdf", content=b"%PDF\x00\xff\xfe"), "note": FileIn(name="n.txt", content="hé")}
+    files = {
+        "attachment": FileIn(name="scan.pdf", content=b"%PDF\x00\xff\xfe"),
+        "note": FileIn(name="n.txt", content="hé"),
+    }
     inbox.put(item("m-1", files=files, variables={"conversation_id": "conv-1", "n": 3}))
     (got,) = inbox.pending("conv-1")
     assert got.firing.files["attachment"].content == b"%PDF\x00\xff\xfe"
@@ -200,7 +203,9 @@ def test_dynamo_inbox_gives_done_items_a_ttl_and_keeps_pending_ones_forever(aws,
     inbox.mark("conv-1", "m-1", "done")
 
     def raw(sk: str) -> dict[str, Any]:
-        return aws.dynamodb.get_item(TableName=INBOX_TABLE, Key={"pk": {"S": "conv-1"}, "sk": {"S": sk}})["Item"]
+        return aws.dynamodb.get_item(TableName=INBOX_TABLE, Key={"pk": {"S": "conv-1"}, "sk": {"S": sk}})[
+            "Item"
+        ]
 
     assert int(raw("m-1")["ttl"]["N"]) == int(clock.now().timestamp()) + 7 * 86400
     assert "pending_shard" not in raw("m-1")

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import logging
 import uuid
-from typing import TYPE_CHECKING, Any, Callable, Literal, Mapping
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -191,9 +192,16 @@ class Host:
         disposition: Disposition
         try:
             resolution = wf.resolve_session(
-                trigger=firing.trigger, variables=firing.variables, session_id=explicit, session_path=session_path
+                trigger=firing.trigger,
+                variables=firing.variables,
+                session_id=explicit,
+                session_path=session_path,
             )
-            sid, disposition, warnings = resolution.session_id, resolution.disposition, list(resolution.warnings)
+            sid, disposition, warnings = (
+                resolution.session_id,
+                resolution.disposition,
+                list(resolution.warnings),
+            )
         except SessionNotResumableError as exc:  # mid-turn: exactly what the inbox is for
             sid, disposition, warnings = str(exc.session_id), "queued", []
         except UnknownSessionTriggerError as exc:
@@ -213,7 +221,11 @@ class Host:
         created = self.inbox.put(item)
         self._wake(sid)
         return Accepted(
-            session_id=sid, delivery_id=delivery_id, disposition=disposition, duplicate=not created, warnings=warnings
+            session_id=sid,
+            delivery_id=delivery_id,
+            disposition=disposition,
+            duplicate=not created,
+            warnings=warnings,
         )
 
     def _check(self, firing: Firing, sid: str, disposition: Disposition, kind: ItemKind) -> None:
@@ -337,7 +349,12 @@ class Host:
             InvalidVariableNameError, DuplicateDeliveryError, and every other typed refusal — unchanged.
         """
         outcome = self.agent.workflow.deliver(
-            session_id, trigger=trigger, variables=variables, message=message, files=files, delivery_id=delivery_id
+            session_id,
+            trigger=trigger,
+            variables=variables,
+            message=message,
+            files=files,
+            delivery_id=delivery_id,
         )
         if self.inbox.pending(session_id):
             self._wake(session_id)

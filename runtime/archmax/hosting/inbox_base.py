@@ -43,19 +43,29 @@ def validate_delivery_id(delivery_id: object, *, session_id: str | None = None) 
         InvalidDeliveryIdError: naming the rule broken.
     """
     if not isinstance(delivery_id, str) or not delivery_id.strip():
-        raise InvalidDeliveryIdError(delivery_id, "a delivery id must be a non-blank string", session_id=session_id)
+        raise InvalidDeliveryIdError(
+            delivery_id, "a delivery id must be a non-blank string", session_id=session_id
+        )
     if len(delivery_id.encode("utf-8", "surrogatepass")) > MAX_DELIVERY_ID_BYTES:
         raise InvalidDeliveryIdError(
-            delivery_id, f"a delivery id must encode in at most {MAX_DELIVERY_ID_BYTES} bytes", session_id=session_id
+            delivery_id,
+            f"a delivery id must encode in at most {MAX_DELIVERY_ID_BYTES} bytes",
+            session_id=session_id,
         )
     if _CONTROL.search(delivery_id):
-        raise InvalidDeliveryIdError(delivery_id, "a delivery id must not contain control characters", session_id=session_id)
+        raise InvalidDeliveryIdError(
+            delivery_id, "a delivery id must not contain control characters", session_id=session_id
+        )
     if delivery_id.startswith("~"):
-        raise InvalidDeliveryIdError(delivery_id, "a delivery id must not start with '~' (reserved)", session_id=session_id)
+        raise InvalidDeliveryIdError(
+            delivery_id, "a delivery id must not start with '~' (reserved)", session_id=session_id
+        )
     try:
         delivery_id.encode("utf-8")
     except UnicodeEncodeError:
-        raise InvalidDeliveryIdError(delivery_id, "a delivery id must be valid Unicode text", session_id=session_id) from None
+        raise InvalidDeliveryIdError(
+            delivery_id, "a delivery id must be valid Unicode text", session_id=session_id
+        ) from None
     return delivery_id
 
 
@@ -64,7 +74,11 @@ def _encode_files(files: dict[str, Any]) -> dict[str, Any]:
     for var, f in files.items():
         content = f["content"]
         if isinstance(content, bytes):
-            out[var] = {"name": f["name"], "content": base64.b64encode(content).decode("ascii"), "encoding": "base64"}
+            out[var] = {
+                "name": f["name"],
+                "content": base64.b64encode(content).decode("ascii"),
+                "encoding": "base64",
+            }
         else:
             out[var] = {"name": f["name"], "content": content, "encoding": "text"}
     return out
@@ -169,7 +183,9 @@ class InboxState(BaseModel):
         if item.delivery_id in self.items:
             return False
         self.arrivals += 1
-        self.items[item.delivery_id] = item.model_copy(update={"seq": self.arrivals, "status": "pending", "error": None})
+        self.items[item.delivery_id] = item.model_copy(
+            update={"seq": self.arrivals, "status": "pending", "error": None}
+        )
         return True
 
     def pending(self) -> list[InboxItem]:

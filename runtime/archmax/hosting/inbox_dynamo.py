@@ -87,7 +87,9 @@ class DynamoInbox:
                 if code == "ConditionalCheckFailedException":
                     raise _ConditionFailed(["ConditionalCheckFailed"]) from exc
                 if code == "TransactionCanceledException":
-                    reasons = [str(r.get("Code", "None")) for r in exc.response.get("CancellationReasons", [])]
+                    reasons = [
+                        str(r.get("Code", "None")) for r in exc.response.get("CancellationReasons", [])
+                    ]
                     if "ConditionalCheckFailed" in reasons:
                         raise _ConditionFailed(reasons) from exc
                 raise StoreError(f"inbox {method} failed: {code or 'unknown error'}: {exc}") from exc
@@ -148,7 +150,9 @@ class DynamoInbox:
                     return False  # the delivery id is there already: a duplicate
                 continue  # another put bumped the counter first: read it again
             return True
-        raise StoreError(f"inbox put for session '{item.session_id}' lost the counter race {self._max_put_retries} times")
+        raise StoreError(
+            f"inbox put for session '{item.session_id}' lost the counter race {self._max_put_retries} times"
+        )
 
     def _transact(self, items: list[dict[str, Any]]) -> None:
         self._call("transact_write_items", _table=False, TransactItems=items)
@@ -185,7 +189,10 @@ class DynamoInbox:
             KeyError: no such item (a host bug). StoreError.
         """
         validate_session_id(session_id)
-        values: dict[str, Any] = {":s": {"S": status}, ":e": {"S": error} if error is not None else {"NULL": True}}
+        values: dict[str, Any] = {
+            ":s": {"S": status},
+            ":e": {"S": error} if error is not None else {"NULL": True},
+        }
         sets = ["#st = :s", "#er = :e"]
         names = {"#st": "status", "#er": "error"}
         removes: list[str] = []

@@ -1,0 +1,73 @@
+"""``functions/<name>/app.py`` import and answer with collaborators built from the environment.
+
+Rule source: CONVENTIONS.md "Thin handlers" (module-level collaborators from the environment,
+Powertools logger/metrics/tracer) and DESIGN.md §4. Settings go through ``monkeypatch``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from archmax.testing import FakeLambdaContext
+
+from .conftest import EVENTS, REPO, SUPPORT_INBOX
+
+FUNCTIONS = REPO / "functions"
+
+
+def load_function(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(f"archmax_function_{name}", FUNCTIONS / name / "app.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture
+def settings(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    script = tmp_path / "model.yaml"
+    script.write_text(json.dumps([{"say": "Hello."}]), encoding="utf-8")
+    for key, value in {
+        "WORKFLOW_DIR": str(SUPPORT_INBOX),
+        "ARCHMAX_ROOT": str(tmp_path / "sessions"),
+        "ARCHMAX_MODEL": f"scripted:{script}",
+        "ARCHMAX_DRAIN": "inline",
+        "POWERTOOLS_SERVICE_NAME": "archmax",
+        "POWERTOOLS_METRICS_NAMESPACE": "archmax",
+        "POWERTOOLS_TRACE_DISABLED": "true",
+    }.items():
+        monkeypatch.setenv(key, value)
+    for key in ("SESSIONS_TABLE", "SESSIONS_BUCKET", "INBOX_TABLE", "AWS_LAMBDA_FUNCTION_NAME"):
+        monkeypatch.delenv(key, raising=False)
+    return tmp_path
+
+
+@pytest.mark.parametrize("name", ["send", "deliver", "resolve", "timer"])
+def test_each_function_is_thin(name: str) -> None:
+    code = [line for line in (FUNCTIONS / name / "app.py").read_text().splitlines() if line.strip()]
+    assert len(code) < 40
+
+
+def test_the_send_function_runs_a_turn_and_the_resolve_function_reads_it(settings: Path) -> None:
+    send, resolve = load_function("send"), load_function("resolve")
+    evt = json.loads((EVENTS / "apigw_send_message.json").read_text())
+    answer = send.lambda_handler(evt, FakeLambdaContext())
+    assert answer["statusCode"] == 202
+    got = resolve.lambda_handler(
+        json.loads((EVENTS / "apigw_get_session.json").read_text()), FakeLambdaContext()
+    )
+    assert got["statusCode"] == 200 and json.loads(got["body"])["status"] == "completed"
+
+
+def test_the_timer_function_sweeps_on_a_schedule(settings: Path) -> None:
+    timer = load_function("timer")
+    answer: dict[str, Any] = timer.lambda_handler(
+        json.loads((EVENTS / "scheduled_sweep.json").read_text()), FakeLambdaContext()
+    )
+    assert answer["ok"] is True and answer["report"]["due"] == []

@@ -1,0 +1,61 @@
+"""``archmax serve``: the same handlers behind a real HTTP server on 127.0.0.1.
+
+Rule source: issue 4 item 5 (requests turned into API Gateway v2 events; filesystem store by
+default). The server listens on an OS-chosen port; the sweep thread is off (no test waits on timers).
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from archmax.models.scripted import ScriptedModel
+from archmax.serve import http_event, serve
+
+from .conftest import PARK, SUPPORT_INBOX
+
+
+def request(
+    url: str, method: str = "GET", body: Any = None, headers: dict[str, str] | None = None
+) -> tuple[int, Any]:
+    data = None if body is None else (body if isinstance(body, bytes) else json.dumps(body).encode())
+    req = urllib.request.Request(url, data=data, method=method, headers=headers or {})
+    try:
+        with urllib.request.urlopen(req, timeout=30) as answer:
+            return answer.status, json.loads(answer.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())
+
+
+def test_post_a_message_then_get_the_session_over_http(tmp_path: Path, clock: Any) -> None:
+    server = serve(SUPPORT_INBOX, root=tmp_path / "sessions", port=0, sweep_interval_s=None,
+                   model=ScriptedModel(PARK), clock=clock, env={})  # fmt: skip
+    try:
+        status, accepted = request(
+            f"{server.url}/sessions/chat-42/messages",
+            "POST",
+            {"message": "About the thing we discussed", "trigger": "email_received"},
+            {"Content-Type": "application/json", "Idempotency-Key": "m-1"},
+        )
+        assert status == 202 and accepted["session_id"] == "chat-42" and accepted["delivery_id"] == "m-1"
+        status, summary = request(f"{server.url}/sessions/chat-42")
+        assert status == 200 and summary["status"] == "awaiting_input" and summary["state"] == "clarify"
+        status, refused = request(f"{server.url}/sessions/chat-42/messages", "POST", b"foo=bar",
+                                  {"Content-Type": "application/x-www-form-urlencoded"})  # fmt: skip
+        assert status == 415 and refused["error"] == "InvalidEventError"
+        status, missing = request(f"{server.url}/nowhere")
+        assert status == 404 and missing["error"] == "NotFound"
+    finally:
+        server.stop()
+    assert (tmp_path / "sessions").is_dir()
+
+
+def test_a_request_becomes_a_v2_event_with_decoded_path_parameters() -> None:
+    evt = http_event("POST", "/sessions/a%2Fb/deliveries?x=1", {"Content-Type": "application/json"}, b"\xff")
+    assert evt["routeKey"] == "POST /sessions/{id}/deliveries"
+    assert evt["pathParameters"] == {"id": "a/b"}
+    assert evt["rawQueryString"] == "x=1" and evt["headers"] == {"content-type": "application/json"}
+    assert evt["isBase64Encoded"] is True and evt["body"] == "/w=="

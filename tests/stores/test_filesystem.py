@@ -6,6 +6,7 @@ unchecked), DESIGN.md §3 (a file lock so two processes on one machine are safe)
 
 from __future__ import annotations
 
+import importlib
 import json
 import multiprocessing
 import os
@@ -210,24 +211,16 @@ def test_delete_removes_the_session_folder(store, root):
     assert not (root / "s").exists()
 
 
-def _commit_in_another_process(root: str, session_id: str, i: int, barrier, results) -> None:
-    store = FilesystemStore(root)
-    record = make_record(session_id, 1, messages=i + 1)
-    barrier.wait()
-    try:
-        store.commit(session_id, record, 0)
-        results.put((i, "won"))
-    except CommitConflictError:
-        results.put((i, "conflict"))
-
-
-def test_processes_racing_to_commit_the_same_version_have_exactly_one_winner(root):
+def test_processes_racing_to_commit_the_same_version_have_exactly_one_winner(root, monkeypatch):
+    # spawn children import the worker by module name: put its folder on the path they inherit.
+    monkeypatch.syspath_prepend(str(Path(__file__).parent))
+    worker = importlib.import_module("fs_race_worker")
     FilesystemStore(root)
     ctx = multiprocessing.get_context("spawn")
     n = 4
     barrier, results = ctx.Barrier(n), ctx.Queue()
     procs = [
-        ctx.Process(target=_commit_in_another_process, args=(str(root), "raced", i, barrier, results))
+        ctx.Process(target=worker.commit_once, args=(str(root), "raced", i, barrier, results))
         for i in range(n)
     ]
     for p in procs:
@@ -239,4 +232,4 @@ def test_processes_racing_to_commit_the_same_version_have_exactly_one_winner(roo
     winners = [i for i, outcome in outcomes.items() if outcome == "won"]
     assert len(winners) == 1
     assert sorted(outcomes.values()) == ["conflict"] * (n - 1) + ["won"]
-    assert FilesystemStore(root).load("raced") == make_record("raced", 1, messages=winners[0] + 1)
+    assert FilesystemStore(root).load("raced") == worker.record_of("raced", winners[0])

@@ -105,7 +105,9 @@ def ses_mails(event: Mapping[str, Any], *, bucket: str | None, prefix: str = INB
         if action.get("type") == "S3":
             where_bucket, key = action.get("bucketName"), action.get("objectKey")
             if not isinstance(where_bucket, str) or not where_bucket or not isinstance(key, str) or not key:
-                raise InvalidEventError(f"{where}.ses.receipt.action is an S3 action without bucketName/objectKey")
+                raise InvalidEventError(
+                    f"{where}.ses.receipt.action is an S3 action without bucketName/objectKey"
+                )
         failed = [name for name in ("spamVerdict", "virusVerdict") if _status(receipt, name) == "FAIL"]
         recipients = receipt.get("recipients")
         mails.append(
@@ -113,7 +115,9 @@ def ses_mails(event: Mapping[str, Any], *, bucket: str | None, prefix: str = INB
                 message_id=message_id,
                 bucket=where_bucket,
                 key=key,
-                recipients=[r for r in recipients if isinstance(r, str)] if isinstance(recipients, list) else [],
+                recipients=[r for r in recipients if isinstance(r, str)]
+                if isinstance(recipients, list)
+                else [],
                 refused=f"SES {' and '.join(failed)} is FAIL: not delivered" if failed else None,
             )
         )

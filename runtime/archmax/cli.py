@@ -55,7 +55,7 @@ USAGE_ERRORS = (
 )
 """Archmax errors that come from command-line input and therefore exit 2 (§11)."""
 
-COMMANDS = ("run", "deliver", "decide", "reply", "sessions", "validate", "test", "sweep", "email")
+COMMANDS = ("run", "deliver", "decide", "reply", "sessions", "validate", "test", "sweep", "email", "serve")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -130,6 +130,11 @@ def build_parser() -> argparse.ArgumentParser:
     email.add_argument("file")
     email.add_argument("--trigger", help="override the trigger (default: email_received / email_reply)")
     _workflow_flag(email)
+
+    serve = add("serve", "Serve the Lambda handlers on 127.0.0.1 for local development (no Docker).")
+    serve.add_argument("workflow", nargs="?")
+    serve.add_argument("--port", type=int, default=8080, help="port on 127.0.0.1 (0 picks a free one)")
+    serve.add_argument("--sweep-every", type=float, default=60.0, metavar="SECONDS", help="seconds between sweeps")
     return parser
 
 
@@ -350,6 +355,17 @@ class _Cli:
             for sid, kind in results:
                 self.say(f"{sid}  {kind}")
         return 1 if sweep_failed(results) else 0
+
+    def cmd_serve(self) -> int:
+        from archmax.serve import main_loop, serve
+
+        workflow_dir = resolve_workflow(self.root, self.args.workflow) if self.args.workflow else only_workflow(self.root)
+        if self.store_flag is not None and self.store_flag.startswith("aws:"):
+            raise UsageError("serve uses SESSIONS_TABLE / SESSIONS_BUCKET from the environment for the AWS store")
+        store_dir = Path(self.store_flag) if self.store_flag else self.root / "sessions"
+        model = build_model(model_spec(self.model_flag))
+        main_loop(serve(workflow_dir, root=store_dir, port=self.args.port, sweep_interval_s=self.args.sweep_every, model=model))
+        return 0
 
     def cmd_test(self) -> int:
         words = list(self.args.words)

@@ -31,6 +31,16 @@ def graph_of(workflow: Any) -> dict[str, Any]:
     }
 
 
+def _json_text(doc: Any) -> str:
+    """Pretty JSON; with ``\\uXXXX`` escapes when a string holds a lone surrogate (no UTF-8 form)."""
+    text = json.dumps(doc, indent=2, ensure_ascii=False, default=str)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(doc, indent=2, ensure_ascii=True, default=str)
+    return text
+
+
 def write_artifacts(rt: Runtime, record: Checkpoint) -> None:
     """Overwrite ``artifacts/{trail,variables,metadata,trajectory,graph}.json`` for the session."""
     sid, wf = record.session_id, record.workflow
@@ -54,7 +64,7 @@ def write_artifacts(rt: Runtime, record: Checkpoint) -> None:
     try:
         rt.store.seed(
             sid,
-            {f"artifacts/{name}.json": json.dumps(doc, indent=2, ensure_ascii=False, default=str) for name, doc in docs.items()},
+            {f"artifacts/{name}.json": _json_text(doc) for name, doc in docs.items()},
         )
     except Exception as exc:  # observability never fails the operation
         rt.warn(record, "artifacts", f"could not write artifacts: {exc}")

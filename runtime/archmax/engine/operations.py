@@ -23,6 +23,8 @@ from archmax.errors import (
     DuplicateDeliveryError,
     EmptyMessageError,
     InvalidDecisionTargetError,
+    InvalidDeliveryIdError,
+    InvalidFilePathError,
     MissingDeliveryTriggerError,
     SessionNotAwaitingInputError,
     SessionNotParkedError,
@@ -175,7 +177,7 @@ class Operations:
     ) -> Outcome:
         """Apply the firing rule (§3.2) to an explicit id."""
         rec = self.load(session_id)
-        refuse_duplicate(rec, delivery_id)
+        refuse_duplicate(rec, delivery_id, session_id)
         disposition, recovered = self.classify(session_id, rec)
         source = f"sent to session '{session_id}'"
         check_host_variables(variables, files, source=source, session_id=session_id)
@@ -193,8 +195,9 @@ class Operations:
         prepared = prepare_files(self.rt.store, session_id, files)
         if disposition == "resume":
             text = message if (message or "").strip() else None
+            given = trigger.strip() if isinstance(trigger, str) else trigger
             return self._deliver(
-                rec, trigger or "manual", variables, text, prepared, "deliver", warnings or [], delivery_id
+                rec, given or "manual", variables, text, prepared, "deliver", warnings or [], delivery_id
             )
         if self.rt.workflow.disabled:
             raise WorkflowDisabledError(self.rt.workflow.slug, session_id=session_id)
@@ -368,7 +371,10 @@ class Operations:
         supplied = {**self.rt.assembly_variables, **dict(variables or {}), **placed}
 
         def exists(path: str) -> bool:
-            return self.rt.store.get(rec.session_id, path) is not None
+            try:
+                return self.rt.store.get(rec.session_id, path) is not None
+            except InvalidFilePathError:  # an unsafe path names no file of the session: unmet, not a crash
+                return False
 
         return [
             spec.name
@@ -390,7 +396,7 @@ class Operations:
     ) -> Outcome:
         """Resume an ``input`` park with a trigger id, variables and an optional message (§3.5)."""
         rec = self.load(session_id)
-        refuse_duplicate(rec, delivery_id)
+        refuse_duplicate(rec, delivery_id, session_id)
         if self.parked_channel(rec) != "input":
             raise SessionNotAwaitingInputError(session_id, str(rec.status) if rec else None)
         if not isinstance(trigger, str) or not trigger.strip():
@@ -536,7 +542,9 @@ class Operations:
         taken over at once) and re-raise; always write artifacts; build the Outcome."""
         try:
             body()
-        except BaseException:
+        except BaseException as exc:
+            if isinstance(exc, CommitConflictError):
+                raise  # another writer owns the session now: a stale record must not overwrite its artifacts
             if work.holds_lease:
                 try:
                     work.release()
@@ -548,8 +556,41 @@ class Operations:
         return build_outcome(work, disposition)
 
 
-def refuse_duplicate(rec: Checkpoint | None, delivery_id: str | None) -> None:
-    """Raise ``DuplicateDeliveryError`` when the session already applied this firing's ``delivery_id``."""
+MAX_DELIVERY_ID_BYTES = 512
+
+
+def check_delivery_id(delivery_id: object, session_id: str | None) -> None:
+    """Refuse a ``delivery_id`` the checkpoint cannot keep: not a non-blank string of at most 512 UTF-8
+    bytes without control characters (the inbox's own rule, DESIGN.md §3 "Inbox").
+
+    Raises:
+        InvalidDeliveryIdError: before anything is written (a non-string id would otherwise be committed
+            into ``delivery_ids`` and make every later load of the session fail).
+    """
+    if delivery_id is None:
+        return
+    if not isinstance(delivery_id, str) or not delivery_id.strip():
+        raise InvalidDeliveryIdError(delivery_id, "a delivery id must be a non-blank string", session_id=session_id)
+    try:
+        size = len(delivery_id.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise InvalidDeliveryIdError(
+            delivery_id, "a delivery id must be valid Unicode text", session_id=session_id
+        ) from None
+    if size > MAX_DELIVERY_ID_BYTES:
+        raise InvalidDeliveryIdError(
+            delivery_id, f"a delivery id must encode in at most {MAX_DELIVERY_ID_BYTES} bytes", session_id=session_id
+        )
+    if any(ord(c) < 32 or 0x7F <= ord(c) <= 0x9F for c in delivery_id):
+        raise InvalidDeliveryIdError(
+            delivery_id, "a delivery id must not contain control characters", session_id=session_id
+        )
+
+
+def refuse_duplicate(rec: Checkpoint | None, delivery_id: str | None, session_id: str | None = None) -> None:
+    """Check ``delivery_id`` (:func:`check_delivery_id`), then raise ``DuplicateDeliveryError`` when the
+    session already applied it."""
+    check_delivery_id(delivery_id, rec.session_id if rec is not None else session_id)
     if rec is not None and delivery_id is not None and delivery_id in rec.delivery_ids:
         raise DuplicateDeliveryError(rec.session_id, delivery_id)
 

@@ -50,12 +50,15 @@ def prepare_files(store: SessionStore, session_id: str, files: Mapping[str, Any]
 
     Raises:
         InvalidFilePathError: a bad name (§9.5).
+        UnicodeEncodeError: a ``str`` content holding a lone surrogate (it has no UTF-8 form).
         SessionStoreCapabilityError: binary content through a store without ``upload_files``; names the path.
     """
     prepared = []
     for variable, value in (files or {}).items():
         file = _as_file(variable, value, session_id)
         name = check_attachment_name(file.name, session_id=session_id)
+        if isinstance(file.content, str):
+            file.content.encode("utf-8")  # UnicodeEncodeError now, not after the session is claimed
         text = is_text(file.content)
         if not text and not store.capabilities.upload_files:
             raise SessionStoreCapabilityError("upload_files", f"{ATTACHMENTS_DIR}/{name}", session_id=session_id)

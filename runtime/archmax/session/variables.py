@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -64,7 +65,8 @@ def check_host_variables(
         session_id: The session, for the error's ``.session_id``.
 
     Raises:
-        InvalidVariableNameError: a name fails ``^[a-z][a-z0-9_]*$``, or appears in both mappings.
+        InvalidVariableNameError: a name fails ``^[a-z][a-z0-9_]*$``, or appears in both mappings, or a
+            variable's value is not JSON (:func:`json_value_problem`).
         TypeError: ``variables`` or ``files`` is neither a mapping nor ``None`` (a host bug).
     """
     for label, group in (("variables", variables), ("files", files)):
@@ -79,6 +81,53 @@ def check_host_variables(
         raise InvalidVariableNameError(
             both[0], source, "it is supplied both as a variable and as a file", session_id=session_id
         )
+    for name, value in (variables or {}).items():
+        problem = json_value_problem(value)
+        if problem is not None:
+            # Checked here, before any claim: a value the checkpoint cannot store would otherwise
+            # fail the commit mid-turn and leave the session `running` under a live lease.
+            raise InvalidVariableNameError(name, source, f"its value is not JSON: {problem}", session_id=session_id)
+
+
+MAX_VALUE_DEPTH = 100
+"""How deeply a host value may nest (arrays and objects); the checkpoint codec cannot store much deeper."""
+
+
+def json_value_problem(value: Any, depth: int = 0) -> str | None:
+    """Why ``value`` is not a JSON value a session can store, or ``None`` when it is (§6: any JSON).
+
+    JSON here means: null, booleans, integers, finite floats, strings with a UTF-8 form (no lone
+    surrogate), lists (tuples are read as lists) and objects with string keys, nested at most
+    :data:`MAX_VALUE_DEPTH` levels. NaN and infinities are refused rather than stored as null.
+
+    Returns:
+        A short reason (``"NaN and infinities are not JSON numbers"``), or ``None``.
+    """
+    if value is None or isinstance(value, (bool, int)):
+        return None
+    if isinstance(value, float):
+        return None if math.isfinite(value) else "NaN and infinities are not JSON numbers"
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return "a string holds a lone surrogate, which has no UTF-8 form"
+        return None
+    if depth >= MAX_VALUE_DEPTH:
+        return f"it nests more than {MAX_VALUE_DEPTH} levels deep"
+    if isinstance(value, (list, tuple)):
+        items: Any = value
+    elif isinstance(value, Mapping):
+        if not all(isinstance(key, str) for key in value):
+            return "an object has a key that is not a string"
+        items = [*value.keys(), *value.values()]
+    else:
+        return f"{type(value).__name__} is not a JSON type"
+    for item in items:
+        problem = json_value_problem(item, depth + 1)
+        if problem is not None:
+            return problem
+    return None
 
 
 def title_problem(value: Any) -> str | None:

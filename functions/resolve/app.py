@@ -1,13 +1,13 @@
 """resolve: what a firing would do, and session summaries; never runs a turn (DESIGN.md §4).
 
-Thin by design: collaborators come from the environment (archmax.wiring), the logic is
+Thin by design: collaborators come from the environment (archmax.hosting.wiring), the logic is
 archmax.handlers.resolve, shared with `archmax serve`.
 """
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
 
 from archmax.handlers import resolve
-from archmax.wiring import from_environment
+from archmax.hosting.wiring import from_environment
 
 logger = Logger()
 metrics = Metrics()

@@ -1,6 +1,6 @@
 """send: webhooks and SES mail are inboxed, then their session is woken (DESIGN.md §4).
 
-Thin by design: collaborators come from the environment (archmax.wiring), the logic is
+Thin by design: collaborators come from the environment (archmax.hosting.wiring), the logic is
 archmax.handlers.send, shared with `archmax serve`.
 """
 
@@ -8,7 +8,7 @@ from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit
 
 from archmax.handlers import send
-from archmax.wiring import from_environment
+from archmax.hosting.wiring import from_environment
 
 logger = Logger()
 metrics = Metrics()

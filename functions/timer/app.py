@@ -1,13 +1,13 @@
 """timer: the 1-minute schedule sweeps due parks and re-drives waiting inboxes (DESIGN.md §4).
 
-Thin by design: collaborators come from the environment (archmax.wiring), the logic is
+Thin by design: collaborators come from the environment (archmax.hosting.wiring), the logic is
 archmax.handlers.timer, shared with `archmax serve`.
 """
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
 
 from archmax.handlers import timer
-from archmax.wiring import from_environment
+from archmax.hosting.wiring import from_environment
 
 logger = Logger()
 metrics = Metrics()

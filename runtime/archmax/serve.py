@@ -2,7 +2,7 @@
 
 Rule source: issue 4 item 5 (HTTP requests turned into API Gateway v2 events, the sweep on a
 timer, the filesystem store by default or the AWS store against a given endpoint) and DESIGN.md §4
-(the same send/deliver/resolve/timer handlers). Collaborators come from :mod:`archmax.wiring`
+(the same send/deliver/resolve/timer handlers). Collaborators come from :mod:`archmax.hosting.wiring`
 exactly as in Lambda; the inbox is drained inline (no self-invoke).
 
 Example:
@@ -29,7 +29,7 @@ from archmax.clock import Clock
 from archmax.handlers import deliver, resolve, send, timer
 from archmax.handlers.common import Handler
 from archmax.models.base import Model
-from archmax.wiring import Collaborators, from_environment
+from archmax.hosting.wiring import Collaborators, from_environment
 
 # (method, path pattern, route key, handler name): the HttpApi routes of template.yaml.
 ROUTES = [
@@ -210,7 +210,7 @@ def serve(
         sweep_interval_s: Seconds between sweeps (due parks, stranded inboxes); ``None`` for none.
         model: A model instead of ``ARCHMAX_MODEL``.
         clock: An injected clock.
-        env: Settings (default ``os.environ``); see :mod:`archmax.wiring`.
+        env: Settings (default ``os.environ``); see :mod:`archmax.hosting.wiring`.
 
     Returns:
         A :class:`LocalServer`; call ``stop()`` to end it.

@@ -27,7 +27,7 @@ from archmax.inbound.ses import SesMail
 from archmax.models.scripted import ScriptedModel
 from archmax.stores.filesystem import FilesystemStore
 from archmax.testing import FakeLambdaContext, load_event
-from archmax.wiring import Collaborators, s3_reader
+from archmax.hosting.wiring import Collaborators, s3_reader
 
 REPO = Path(__file__).resolve().parents[2]
 EVENTS = REPO / "events"

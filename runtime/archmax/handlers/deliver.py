@@ -21,7 +21,7 @@ from archmax.inbound.apigw import delivery_firing
 from archmax.session.results import Outcome
 
 if TYPE_CHECKING:
-    from archmax.wiring import Collaborators
+    from archmax.hosting.wiring import Collaborators
 
 
 class DirectDelivery(BaseModel):

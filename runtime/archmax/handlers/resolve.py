@@ -21,7 +21,7 @@ from archmax.inbound.apigw import json_object
 from archmax.session.ids import validate_session_id
 
 if TYPE_CHECKING:
-    from archmax.wiring import Collaborators
+    from archmax.hosting.wiring import Collaborators
 
 
 class ResolveCall(BaseModel):

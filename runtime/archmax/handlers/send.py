@@ -28,7 +28,7 @@ from archmax.inbound.apigw import message_firing, trigger_firing
 from archmax.inbound.ses import SesMail, is_ses_event, ses_firing, ses_mails
 
 if TYPE_CHECKING:
-    from archmax.wiring import Collaborators
+    from archmax.hosting.wiring import Collaborators
 
 
 def _accepted(accepted: Any) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from archmax.handlers.common import Handler, direct
 from archmax.inbound.eventbridge import parse_schedule
 
 if TYPE_CHECKING:
-    from archmax.wiring import Collaborators
+    from archmax.hosting.wiring import Collaborators
 
 
 def _jsonable(report: Any) -> dict[str, Any]:

@@ -179,17 +179,18 @@ def test_open_session_item_has_no_ttl(aws_store: Any, aws_env: Any, status: Sess
     assert "ttl" not in _item(aws_env, sid)
 
 
-def test_new_turn_on_a_finished_session_removes_its_ttl(aws_store: Any, aws_env: Any) -> None:
+def test_new_turn_on_a_finished_session_removes_its_ttl(aws_env: Any) -> None:
     sid = "again"
+    aws_store = aws_env.store(finished_ttl_days=30)
     aws_store.commit(sid, record(sid, 1, status=SessionStatus.COMPLETED), 0)
     assert "ttl" in _item(aws_env, sid)
     aws_store.commit(sid, record(sid, 2, messages=2), 1)
     assert "ttl" not in _item(aws_env, sid)
 
 
-def test_ttl_can_be_switched_off(aws_env: Any) -> None:
+def test_finished_sessions_are_kept_by_default_as_finishing_deletes_nothing(aws_env: Any) -> None:
     sid = "keep"
-    aws_env.store(finished_ttl_days=None).commit(sid, record(sid, 1, status=SessionStatus.COMPLETED), 0)
+    aws_env.store().commit(sid, record(sid, 1, status=SessionStatus.COMPLETED), 0)
     assert "ttl" not in _item(aws_env, sid)
 
 

@@ -53,7 +53,8 @@ class AwsStore:
         dynamodb_client: A boto3 DynamoDB client; built with ``boto3.client("dynamodb")`` when omitted.
         s3_client: A boto3 S3 client; built with ``boto3.client("s3")`` when omitted.
         finished_ttl_days: Days after a finished session's ``updated_at`` its item may expire
-            (DynamoDB TTL on ``ttl``); ``None`` never expires items.
+            (DynamoDB TTL on ``ttl``); ``None`` (the default) never expires items, as §9.2 says
+            finishing deletes nothing.
 
     Example:
         >>> store = AwsStore("sessions", "my-bucket", "sessions", dynamodb_client=ddb, s3_client=s3)  # doctest: +SKIP
@@ -71,7 +72,7 @@ class AwsStore:
         *,
         dynamodb_client: Any = None,
         s3_client: Any = None,
-        finished_ttl_days: int | None = 30,
+        finished_ttl_days: int | None = None,
     ) -> None:
         if dynamodb_client is None or s3_client is None:
             import boto3  # only when the host injected nothing

@@ -137,7 +137,16 @@ def from_environment(
     if table and bucket:
         from archmax.stores.aws import AwsStore
 
-        store: Any = AwsStore(table, bucket, dynamodb_client=client("dynamodb"), s3_client=client("s3"))
+        # A prefix keeps session folders apart from the bucket's `inbound/` mail (whose objects expire).
+        ttl = int(env.get("FINISHED_TTL_DAYS") or 0)
+        store: Any = AwsStore(
+            table,
+            bucket,
+            env.get("SESSIONS_PREFIX", "sessions"),
+            dynamodb_client=client("dynamodb"),
+            s3_client=client("s3"),
+            finished_ttl_days=ttl or None,
+        )
     else:
         from archmax.stores.filesystem import FilesystemStore
 

@@ -89,6 +89,7 @@ def split_extension(name: str) -> tuple[str, str]:
 def candidate_names(name: str) -> Iterator[str]:
     """The names a placement tries, in order: ``name``, then ``-1``, ``-2``, ... before the last extension.
 
+    Every name tried fits 255 UTF-8 bytes: near that limit the stem is cut to make room for ``-N``.
     Endless; the caller stops at the first free name or the first won claim (§9.5).
 
     Example:
@@ -99,7 +100,23 @@ def candidate_names(name: str) -> Iterator[str]:
     yield name
     stem, extension = split_extension(name)
     for n in count(1):
-        yield f"{stem}-{n}{extension}"
+        yield _fitted(stem, f"-{n}", extension, name)
+
+
+def _fitted(stem: str, suffix: str, extension: str, name: str) -> str:
+    """``stem + suffix + extension``, the stem cut (never mid-character) so it fits 255 UTF-8 bytes.
+
+    A valid name of up to 255 bytes has ``-N`` forms that are longer than any file system allows; a
+    placement must never fail on them after the session was claimed. When even an empty stem leaves
+    no room, the extension gives up its role and the whole name is cut instead. Forms stay distinct:
+    each ends in its own ``-N`` (before the extension).
+    """
+    room = MAX_NAME_BYTES - len(suffix.encode("utf-8")) - len(extension.encode("utf-8"))
+    if room < 1:
+        stem, extension = name, ""
+        room = MAX_NAME_BYTES - len(suffix.encode("utf-8"))
+    cut = stem.encode("utf-8")[:room].decode("utf-8", "ignore")
+    return f"{cut}{suffix}{extension}"
 
 
 def free_name(name: str, taken: set[str] | frozenset[str]) -> str:

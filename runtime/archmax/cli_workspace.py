@@ -20,7 +20,9 @@ import re
 from pathlib import Path
 from typing import Any
 
+from archmax.errors import InvalidFilePathError
 from archmax.models.base import Model
+from archmax.session.files import check_attachment_name
 from archmax.session.firing import FileIn
 from archmax.session.variables import is_variable_name
 from archmax.stores.base import SessionStore
@@ -177,7 +179,7 @@ def parse_variables(value: str | None) -> dict[str, Any] | None:
     """``--variables <json>`` or ``--variables @<file>``: a JSON object (§11).
 
     Raises:
-        UsageError: unreadable file, bad JSON, or JSON that is not an object.
+        UsageError: unreadable or non-UTF-8 file, bad JSON (too deep included), or JSON that is not an object.
     """
     if value is None:
         return None
@@ -187,10 +189,14 @@ def parse_variables(value: str | None) -> dict[str, Any] | None:
             text = Path(value[1:]).read_text(encoding="utf-8")
         except OSError as exc:
             raise UsageError(f"--variables {value}: cannot read the file: {exc.strerror or exc}") from exc
+        except UnicodeDecodeError as exc:
+            raise UsageError(f"--variables {value}: the file is not UTF-8 text: {exc}") from exc
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
         raise UsageError(f"--variables is not valid JSON: {exc}") from exc
+    except (RecursionError, ValueError) as exc:  # nesting too deep, or an integer with too many digits
+        raise UsageError(f"--variables is not usable JSON: {exc}") from exc
     if not isinstance(doc, dict):
         raise UsageError(f"--variables must be a JSON object, not {type(doc).__name__}")
     return doc
@@ -200,7 +206,8 @@ def parse_files(values: list[str] | None) -> dict[str, FileIn] | None:
     """``--file <name>=<path>`` (repeatable): variable name → the file, placed under its basename (§11).
 
     Raises:
-        UsageError: no ``=``, a name that is not a variable name, a name given twice, or an unreadable path.
+        UsageError: no ``=``, a name that is not a variable name, a name given twice, an unreadable path,
+            or a basename that cannot be an attachment name (§9.5).
     """
     if not values:
         return None
@@ -217,5 +224,9 @@ def parse_files(values: list[str] | None) -> dict[str, FileIn] | None:
             content = Path(path).read_bytes()
         except OSError as exc:
             raise UsageError(f"--file '{item}': cannot read '{path}': {exc.strerror or exc}") from exc
+        try:
+            check_attachment_name(Path(path).name)
+        except InvalidFilePathError as exc:
+            raise UsageError(f"--file '{item}': {exc.reason}") from exc
         files[name] = FileIn(name=Path(path).name, content=content)
     return files

@@ -353,6 +353,9 @@ class TurnLoop:
     def _tool_archmax_wait(self, slug: str, call: ToolCall, args: dict[str, Any]) -> _Result:
         """§5.2: park on ``input``; ``until`` → ``resume_at``; ``maxParks`` refuses and routes."""
         rec = self.rec
+        # The park is where the session stands now: an advance or reset earlier in the same message
+        # has moved it away from the state the message was written in.
+        slug = rec.position or slug
         reason = args.get("reason")
         if not isinstance(reason, str) or not reason.strip():
             return error("archmax_wait rejected: a non-empty 'reason' is required")

@@ -203,3 +203,40 @@ def test_the_memory_store_refuses_the_same_hostile_ids():
         with pytest.raises(InvalidSessionIdError):
             store.seed(bad, {"notes.md": "x"})
     assert store.list() == []
+
+
+def test_sixteen_threads_sending_to_a_finished_session_let_exactly_one_turn_run(tmp_path):
+    import threading
+
+    from archmax.errors import SessionNotResumableError
+
+    store = FilesystemStore(tmp_path)
+    agent = create_agent(
+        workflow_from_dict(CHAT, "demo"),
+        store,
+        ScriptedModel([{"say": "hi"}] * 17),
+        clock=FakeClock("2025-01-01T00:00:00.000Z"),
+    )
+    agent.workflow.send("s", "first")
+    before = store.load("s")
+    barrier = threading.Barrier(16)
+    results: list[str] = []
+
+    def send(i: int) -> None:
+        barrier.wait()
+        try:
+            results.append(agent.workflow.send("s", f"message {i}").kind)
+        except SessionNotResumableError:
+            results.append("refused")
+
+    threads = [threading.Thread(target=send, args=(i,)) for i in range(16)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+    assert sorted(results) == ["completed"] + ["refused"] * 15
+    rec = store.load("s")
+    users = [m.content for m in rec.messages if m.role == "user"]
+    assert users[0] == "first" and len(users) == 2  # the winner's message, and no loser's
+    assert rec.messages[: len(before.messages)] == before.messages

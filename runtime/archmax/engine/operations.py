@@ -177,6 +177,8 @@ class Operations:
     ) -> Outcome:
         """Apply the firing rule (§3.2) to an explicit id."""
         rec = self.load(session_id)
+        if self._died_applying(rec, delivery_id):
+            return self._continue_dead_turn(rec)  # type: ignore[arg-type]
         refuse_duplicate(rec, delivery_id, session_id)
         disposition, recovered = self.classify(session_id, rec)
         source = f"sent to session '{session_id}'"
@@ -239,6 +241,37 @@ class Operations:
         prepared = prepare_files(self.rt.store, sid, files)
         return self._open_turn(sid, rec, message, trig, variables, prepared, recovered, warnings, allow_disabled=True)
 
+    # ------------------------------------------------------------------ a redriven event whose turn died
+
+    def _died_applying(self, rec: Checkpoint | None, delivery_id: str | None) -> bool:
+        """True when ``delivery_id`` is the last event the session applied and the turn it started died
+        (still ``running``, lease expired): redriving that event must finish its turn, not be dropped."""
+        return (
+            rec is not None
+            and delivery_id is not None
+            and bool(rec.delivery_ids)
+            and rec.delivery_ids[-1] == delivery_id
+            and rec.status == SessionStatus.RUNNING
+            and not self.lease_live(rec)
+        )
+
+    def _continue_dead_turn(self, rec: Checkpoint) -> Outcome:
+        """Take the session over (§3.12) and continue the turn from its last checkpoint, adding nothing."""
+        rt = self.rt
+        record = rec.model_copy(deep=True)
+        work = Work(rt.store, rt.clock, rt.lease_ttl_s, record, rec.version)
+        work.start_messages = len(record.messages)
+        answer_interrupted_calls(record)
+        work.recovered = True
+        work.claim()
+        rt.warn(
+            record,
+            "lease",
+            f"session '{rec.session_id}' was taken over after its lease expired; continuing the turn its last "
+            "event started",
+        )
+        return self._guarded(work, lambda: TurnLoop(rt, work).run(), "turn")
+
     # ------------------------------------------------------------------ turn opening (§8)
 
     def _open_turn(
@@ -255,10 +288,10 @@ class Operations:
         allow_disabled: bool = False,
         delivery_id: str | None = None,
     ) -> Outcome:
-        rt = self.rt
+        rt, wf = self.rt, self.rt.workflow
         now = rt.now()
         if rec is None:
-            record = Checkpoint(session_id=session_id, workflow=rt.workflow.slug, created_at=now, updated_at=now)
+            record = Checkpoint(session_id=session_id, workflow=wf.slug, created_at=now, updated_at=now)
             version = 0
         else:
             record = rec.model_copy(deep=True)
@@ -266,68 +299,62 @@ class Operations:
         work = Work(rt.store, rt.clock, rt.lease_ttl_s, record, version, warnings=list(warnings))
         work.start_messages = len(record.messages)
         abandoned_input = record.pending_input is not None and record.status == SessionStatus.AWAITING_INPUT
-        record.status = SessionStatus.RUNNING
+        if recovered:
+            answer_interrupted_calls(record)
+            work.recovered = True
+        # The opening (§8 steps 1-5), the message and the firing's delivery id go into the one conditional
+        # commit that claims the session, so a crash can never keep the id without the message.
+        title_notes = self._open_record(record, message, trigger, variables)
         remember_delivery(record, delivery_id)
         work.claim()  # raises SessionNotResumableError (CommitConflictError) when another writer won
         for text in warnings:  # e.g. the minted-id warning of §4.2: in `warnings` and as an event
-            rt.warn(work.record, "session", text)
+            rt.warn(record, "session", text)
         if recovered:
-            self._take_over(work)
-        return self._guarded(work, lambda: self._open_turn_claimed(work, message, trigger, variables, prepared,
-                                                                    abandoned_input, allow_disabled), "turn")
+            rt.warn(record, "lease", f"session '{session_id}' was taken over after its lease expired")
+        if abandoned_input:
+            rt.warn(record, "park", f"session '{session_id}' abandoned its input park: a new turn was opened")
+        for text in title_notes:
+            self._title_warning(work, text)
 
-    def _take_over(self, work: Work) -> None:
-        """Answer every call that has no result, warn, and mark the outcome recovered (§3.12)."""
-        rec = work.record
-        answered = {m.tool_call_id for m in rec.messages if m.role == "tool"}
-        for message in list(rec.messages):
-            for call in message.tool_calls:
-                if call.id not in answered:
-                    rec.messages.append(
-                        Message(role="tool", content=INTERRUPTED, tool_call_id=call.id, name=call.name, status="error")
-                    )
-        work.recovered = True
-        self.rt.warn(rec, "lease", f"session '{rec.session_id}' was taken over after its lease expired")
+        def body() -> None:
+            self._snapshot_spec(record)
+            placed = place_files(rt.store, session_id, prepared)
+            for var, path in placed.items():
+                record.variables[var] = Variable(value=path, locked=True)
+            if wf.disabled and allow_disabled:
+                record.status = SessionStatus.REJECTED
+                record.rejected = f"Refusing to start: workflow '{wf.slug}' is disabled."
+                work.release()
+                return
+            missing = self._unmet_requires(record, trigger, variables, placed)  # 6. the trigger's requires
+            if missing:
+                names = ", ".join(f"'{n}'" for n in missing)
+                record.status = SessionStatus.REJECTED
+                record.rejected = (
+                    f"Refusing to start: trigger '{trigger}' requires {names}, which this firing does not supply."
+                )
+                work.release()
+                return
+            work.commit()
+            TurnLoop(rt, work).run()
 
-    def _open_turn_claimed(
-        self,
-        work: Work,
-        message: str,
-        trigger: str,
-        variables: Mapping[str, Any] | None,
-        prepared: list,
-        abandoned_input: bool,
-        allow_disabled: bool,
-    ) -> None:
-        rt, rec, wf = self.rt, work.record, self.rt.workflow
-        # 1. the trigger
-        rec.trigger = trigger
-        # 2. disabled workflows; the spec snapshot
-        if rec.spec_hash != wf.spec_hash:
-            try:
-                rt.store.put_spec(wf.spec_hash, wf.spec)
-            except Exception as exc:  # a snapshot is a record, never a reason to fail the turn
-                rt.warn(rec, "spec_snapshot", f"could not write _specs/{wf.spec_hash}.json: {exc}")
-            rec.spec_hash = wf.spec_hash
-        # 3. the position
-        if rec.entry_state is None or rec.position not in wf.states:
+        return self._guarded(work, body, "turn")
+
+    def _open_record(
+        self, rec: Checkpoint, message: str, trigger: str, variables: Mapping[str, Any] | None
+    ) -> list[str]:
+        """Apply a turn opening (§8 steps 1, 3, 4 without files, 5) and the message; returns title warnings."""
+        wf = self.rt.workflow
+        rec.trigger = trigger  # 1. the trigger
+        if rec.entry_state is None or rec.position not in wf.states:  # 3. the position
             rec.position = wf.entry_state_for(trigger)
         if rec.entry_state is None:
             rec.entry_state = rec.position
-        rt.trail(rec, "trigger", rec.position, trigger)
-        # 4. files, then assembly seeds, firing variables and `trigger`
-        placed = place_files(rt.store, rec.session_id, prepared)
-        for note in seed_host_variables(rec.variables, rt.assembly_variables):
-            self._title_warning(work, note)
-        for note in seed_host_variables(rec.variables, dict(variables or {})):
-            self._title_warning(work, note)
-        for var, path in placed.items():
-            rec.variables[var] = Variable(value=path, locked=True)
+        self.rt.trail(rec, "trigger", rec.position, trigger)
+        notes = seed_host_variables(rec.variables, self.rt.assembly_variables)  # 4. seeds, variables, trigger
+        notes += seed_host_variables(rec.variables, dict(variables or {}))
         set_trigger_variable(rec.variables, trigger)
-        # 5. the turn's own mechanics
-        if abandoned_input:
-            rt.warn(rec, "park", f"session '{rec.session_id}' abandoned its input park: a new turn was opened")
-        rec.pending_failure = None
+        rec.pending_failure = None  # 5. the turn's own mechanics
         rec.raised = None
         rec.rejected = None
         rec.hook_iterations = {}
@@ -342,21 +369,18 @@ class Operations:
         rec.turn_open_state = rec.position
         rec.moved_since_open = False
         rec.messages.append(Message(role="user", content=message))
-        if wf.disabled and allow_disabled:
-            rec.status = SessionStatus.REJECTED
-            rec.rejected = f"Refusing to start: workflow '{wf.slug}' is disabled."
-            work.release()
+        return notes
+
+    def _snapshot_spec(self, rec: Checkpoint) -> None:
+        """Write ``_specs/<hash>.json`` when the session's recorded hash differs (§9.4); never fails the turn."""
+        wf = self.rt.workflow
+        if rec.spec_hash == wf.spec_hash:
             return
-        # 6. the trigger's requires
-        missing = self._unmet_requires(rec, trigger, variables, placed)
-        if missing:
-            names = ", ".join(f"'{n}'" for n in missing)
-            rec.status = SessionStatus.REJECTED
-            rec.rejected = f"Refusing to start: trigger '{trigger}' requires {names}, which this firing does not supply."
-            work.release()
-            return
-        work.commit()
-        TurnLoop(rt, work).run()
+        try:
+            self.rt.store.put_spec(wf.spec_hash, wf.spec)
+        except Exception as exc:  # a snapshot is a record, never a reason to fail the turn
+            self.rt.warn(rec, "spec_snapshot", f"could not write _specs/{wf.spec_hash}.json: {exc}")
+        rec.spec_hash = wf.spec_hash
 
     def _title_warning(self, work: Work, text: str) -> None:
         work.warnings.append(text)
@@ -396,6 +420,8 @@ class Operations:
     ) -> Outcome:
         """Resume an ``input`` park with a trigger id, variables and an optional message (§3.5)."""
         rec = self.load(session_id)
+        if self._died_applying(rec, delivery_id):
+            return self._continue_dead_turn(rec)  # type: ignore[arg-type]
         refuse_duplicate(rec, delivery_id, session_id)
         if self.parked_channel(rec) != "input":
             raise SessionNotAwaitingInputError(session_id, str(rec.status) if rec else None)
@@ -585,6 +611,17 @@ def check_delivery_id(delivery_id: object, session_id: str | None) -> None:
         raise InvalidDeliveryIdError(
             delivery_id, "a delivery id must not contain control characters", session_id=session_id
         )
+
+
+def answer_interrupted_calls(rec: Checkpoint) -> None:
+    """On a takeover, answer every tool call that has no result with the ``interrupted`` error (§3.12)."""
+    answered = {m.tool_call_id for m in rec.messages if m.role == "tool"}
+    for message in list(rec.messages):
+        for call in message.tool_calls:
+            if call.id not in answered:
+                rec.messages.append(
+                    Message(role="tool", content=INTERRUPTED, tool_call_id=call.id, name=call.name, status="error")
+                )
 
 
 def refuse_duplicate(rec: Checkpoint | None, delivery_id: str | None, session_id: str | None = None) -> None:

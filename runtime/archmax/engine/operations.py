@@ -36,7 +36,14 @@ from archmax.errors import (
 from archmax.session.ids import mint_session_id, validate_session_id
 from archmax.session.notes import decision_note_text, event_note_text, make_note, runtime_note_kind
 from archmax.session.paths import SessionPath, parse_session_path, resolve_session_id
-from archmax.session.records import DELIVERY_IDS_KEPT, Checkpoint, Message, SessionStatus, Variable, is_finished
+from archmax.session.records import (
+    DELIVERY_IDS_KEPT,
+    Checkpoint,
+    Message,
+    SessionStatus,
+    Variable,
+    is_finished,
+)
 from archmax.session.results import Outcome, Resolution, exit_of, variables_view
 from archmax.session.variables import check_host_variables, seed_host_variables, set_trigger_variable
 
@@ -106,7 +113,11 @@ class Operations:
             InvalidSessionPathError: a malformed caller path (even beside an explicit id).
             InvalidSessionIdError: an explicit or resolved id fails §4.1.
         """
-        firing_path = parse_session_path(session_path, "the firing's session_path") if session_path is not None else None
+        firing_path = (
+            parse_session_path(session_path, "the firing's session_path")
+            if session_path is not None
+            else None
+        )
         if session_id is not None:
             return validate_session_id(session_id), False, []
         path: SessionPath | None = firing_path or self.rt.session_path
@@ -155,7 +166,9 @@ class Operations:
                 warnings=warnings,
             )
         park = rec.pending_input if disposition == "resume" else rec.pending_decision  # type: ignore[union-attr]
-        return Resolution(session_id=sid, disposition=disposition, state=park.state, minted=minted, warnings=warnings)
+        return Resolution(
+            session_id=sid, disposition=disposition, state=park.state, minted=minted, warnings=warnings
+        )
 
     def _start_position(self, rec: Checkpoint | None, trigger: str) -> str | None:
         if rec is not None and rec.position in self.rt.workflow.states:
@@ -192,7 +205,11 @@ class Operations:
                 if given
             ]
             return self.reply(
-                session_id, message or "", _rec=rec, _warnings=(warnings or []) + dropped, _delivery_id=delivery_id
+                session_id,
+                message or "",
+                _rec=rec,
+                _warnings=(warnings or []) + dropped,
+                _delivery_id=delivery_id,
             )
         prepared = prepare_files(self.rt.store, session_id, files)
         if disposition == "resume":
@@ -209,7 +226,15 @@ class Operations:
         if not self.rt.workflow.is_declared(trig):
             raise UnknownTriggerError(trig, self.rt.workflow.declared_triggers(), session_id=session_id)
         return self._open_turn(
-            session_id, rec, message or "", trig, variables, prepared, recovered, warnings or [], delivery_id=delivery_id
+            session_id,
+            rec,
+            message or "",
+            trig,
+            variables,
+            prepared,
+            recovered,
+            warnings or [],
+            delivery_id=delivery_id,
         )
 
     # ------------------------------------------------------------------ invoke (§3.9)
@@ -239,7 +264,9 @@ class Operations:
         if not self.rt.workflow.is_declared(trig):
             raise UnknownTriggerError(trig, self.rt.workflow.declared_triggers(), session_id=sid)
         prepared = prepare_files(self.rt.store, sid, files)
-        return self._open_turn(sid, rec, message, trig, variables, prepared, recovered, warnings, allow_disabled=True)
+        return self._open_turn(
+            sid, rec, message, trig, variables, prepared, recovered, warnings, allow_disabled=True
+        )
 
     # ------------------------------------------------------------------ a redriven event whose turn died
 
@@ -330,9 +357,7 @@ class Operations:
             if missing:
                 names = ", ".join(f"'{n}'" for n in missing)
                 record.status = SessionStatus.REJECTED
-                record.rejected = (
-                    f"Refusing to start: trigger '{trigger}' requires {names}, which this firing does not supply."
-                )
+                record.rejected = f"Refusing to start: trigger '{trigger}' requires {names}, which this firing does not supply."
                 work.release()
                 return
             work.commit()
@@ -386,7 +411,9 @@ class Operations:
         work.warnings.append(text)
         self.rt.warn(work.record, "variables", text)
 
-    def _unmet_requires(self, rec: Checkpoint, trigger: str, variables: Mapping[str, Any] | None, placed: dict) -> list[str]:
+    def _unmet_requires(
+        self, rec: Checkpoint, trigger: str, variables: Mapping[str, Any] | None, placed: dict
+    ) -> list[str]:
         from archmax.spec import check_value_type
 
         ref = self.rt.workflow.triggers().get(trigger)
@@ -403,7 +430,8 @@ class Operations:
         return [
             spec.name
             for spec in ref.decl.requires
-            if spec.name not in supplied or not check_value_type(supplied[spec.name], spec.type, file_exists=exists)
+            if spec.name not in supplied
+            or not check_value_type(supplied[spec.name], spec.type, file_exists=exists)
         ]
 
     # ------------------------------------------------------------------ deliver (§3.5)
@@ -427,7 +455,9 @@ class Operations:
             raise SessionNotAwaitingInputError(session_id, str(rec.status) if rec else None)
         if not isinstance(trigger, str) or not trigger.strip():
             raise MissingDeliveryTriggerError(session_id)
-        check_host_variables(variables, files, source=f"delivered to session '{session_id}'", session_id=session_id)
+        check_host_variables(
+            variables, files, source=f"delivered to session '{session_id}'", session_id=session_id
+        )
         prepared = prepare_files(self.rt.store, session_id, files)
         text = message if (message or "").strip() else None
         return self._deliver(rec, trigger.strip(), variables, text, prepared, "deliver", [], delivery_id)
@@ -453,7 +483,9 @@ class Operations:
         title_notes = seed_host_variables(record.variables, values)
         set_trigger_variable(record.variables, trigger)
         record.trigger = trigger
-        record.messages.extend(make_note("event", event_note_text(trigger, state, values, message is not None)))
+        record.messages.extend(
+            make_note("event", event_note_text(trigger, state, values, message is not None))
+        )
         if message is not None:
             record.messages.append(Message(role="user", content=message))
         rt.trail(record, "trigger", state, trigger)
@@ -516,7 +548,9 @@ class Operations:
             if response is not None:
                 loop._record_handoff_answer(response, announce=False)
                 if (response.text or "").strip():
-                    rt.events.emit(record, "park_message", state=state, direction="outbound", text=response.text)
+                    rt.events.emit(
+                        record, "park_message", state=state, direction="outbound", text=response.text
+                    )
             record.reply_only = False
             record.park_phase = "suspend"
             work.release()
@@ -542,7 +576,9 @@ class Operations:
         work.start_messages = len(record.messages)
         edge_type = next((t.type for t in pending.transitions if t.to == target), None)
         rt.trail(record, "human", target, note_comment)
-        record.messages.extend(make_note("decision", decision_note_text(pending.state, target, edge_type, note_comment)))
+        record.messages.extend(
+            make_note("decision", decision_note_text(pending.state, target, edge_type, note_comment))
+        )
         record.position = target
         record.moved_since_open = True
         record.pending_decision = None
@@ -596,7 +632,9 @@ def check_delivery_id(delivery_id: object, session_id: str | None) -> None:
     if delivery_id is None:
         return
     if not isinstance(delivery_id, str) or not delivery_id.strip():
-        raise InvalidDeliveryIdError(delivery_id, "a delivery id must be a non-blank string", session_id=session_id)
+        raise InvalidDeliveryIdError(
+            delivery_id, "a delivery id must be a non-blank string", session_id=session_id
+        )
     try:
         size = len(delivery_id.encode("utf-8"))
     except UnicodeEncodeError:
@@ -605,7 +643,9 @@ def check_delivery_id(delivery_id: object, session_id: str | None) -> None:
         ) from None
     if size > MAX_DELIVERY_ID_BYTES:
         raise InvalidDeliveryIdError(
-            delivery_id, f"a delivery id must encode in at most {MAX_DELIVERY_ID_BYTES} bytes", session_id=session_id
+            delivery_id,
+            f"a delivery id must encode in at most {MAX_DELIVERY_ID_BYTES} bytes",
+            session_id=session_id,
         )
     if any(ord(c) < 32 or 0x7F <= ord(c) <= 0x9F for c in delivery_id):
         raise InvalidDeliveryIdError(
@@ -620,7 +660,9 @@ def answer_interrupted_calls(rec: Checkpoint) -> None:
         for call in message.tool_calls:
             if call.id not in answered:
                 rec.messages.append(
-                    Message(role="tool", content=INTERRUPTED, tool_call_id=call.id, name=call.name, status="error")
+                    Message(
+                        role="tool", content=INTERRUPTED, tool_call_id=call.id, name=call.name, status="error"
+                    )
                 )
 
 
@@ -644,7 +686,7 @@ def build_outcome(work: Work, disposition: str) -> Outcome:
     parked = rec.status in (SessionStatus.AWAITING_INPUT, SessionStatus.AWAITING_DECISION)
     pending = (rec.pending_input or rec.pending_decision) if parked else None
     reply = ""
-    for message in reversed(rec.messages[work.start_messages:]):
+    for message in reversed(rec.messages[work.start_messages :]):
         if message.role == "assistant" and runtime_note_kind(message) is None and message.content.strip():
             reply = message.content
             break

@@ -1,0 +1,96 @@
+"""A firing whose turn dies is not lost: redelivering the same event finishes that turn.
+
+Rule source: BEHAVIOUR.md §3.12 (takeover of an expired lease), DESIGN.md §3 (inbox: nothing lost,
+a duplicate is a no-op). The opening, its message and the firing's delivery id are committed together.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from archmax import DuplicateDeliveryError, MemoryStore, SessionStatus, create_agent
+from archmax.clock import FakeClock
+from archmax.models.base import ModelRequest, ModelResponse
+from archmax.models.scripted import ScriptedModel
+from archmax.session.notes import is_runtime_note
+
+from ._support import SUPPORT_INBOX
+
+SCRIPT = [
+    {"call": {"archmax_advance": {"to": "clarify", "reason": "no order number"}}, "expect_state": "intake"},
+    {"say": "Which order is this about?", "call": {"archmax_wait": {"reason": "the order number"}}},
+]
+VARS = {"conversation_id": "c-1"}
+
+
+class FlakyModel:
+    """Fails its first call (a provider outage mid-turn), then follows the script."""
+
+    def __init__(self) -> None:
+        self.script = ScriptedModel(SCRIPT)
+        self.failed = False
+
+    def complete(self, request: ModelRequest) -> ModelResponse:
+        if not self.failed:
+            self.failed = True
+            raise RuntimeError("provider unavailable")
+        return self.script.complete(request)
+
+
+def user_texts(agent) -> list[str]:
+    return [m.content for m in agent.sessions.messages("c-1") if m.role == "user" and not is_runtime_note(m)]
+
+
+def test_a_turn_that_died_keeps_its_event_and_the_redelivered_event_finishes_it():
+    clock = FakeClock()
+    agent = create_agent(SUPPORT_INBOX, MemoryStore(), FlakyModel(), clock=clock)
+    with pytest.raises(RuntimeError):
+        agent.workflow.send(
+            "c-1", "Where is my thing?", trigger="email_received", variables=VARS, delivery_id="m-1"
+        )
+    stuck = agent.store.load("c-1")
+    assert stuck.status == SessionStatus.RUNNING and stuck.delivery_ids == ["m-1"]
+    assert user_texts(agent) == ["Where is my thing?"]  # the event was committed with its id
+
+    outcome = agent.workflow.send(
+        "c-1", "Where is my thing?", trigger="email_received", variables=VARS, delivery_id="m-1"
+    )
+    assert outcome.recovered is True and outcome.kind == "parked" and outcome.state == "clarify"
+    assert user_texts(agent) == ["Where is my thing?"]  # continued, not applied twice
+
+    with pytest.raises(DuplicateDeliveryError):  # once it finished, the same id is a plain duplicate
+        agent.workflow.send(
+            "c-1", "Where is my thing?", trigger="email_received", variables=VARS, delivery_id="m-1"
+        )
+
+
+class RedeliveringModel:
+    """On its first call — mid-turn, lease live — the host redelivers the same event."""
+
+    def __init__(self) -> None:
+        self.script = ScriptedModel(SCRIPT)
+        self.agent = None
+        self.seen: list[BaseException] = []
+        self.version_during: int | None = None
+
+    def complete(self, request: ModelRequest) -> ModelResponse:
+        if not self.seen:
+            self.version_during = self.agent.store.load("c-1").version
+            try:
+                self.agent.workflow.send(
+                    "c-1", "Hello", trigger="email_received", variables=VARS, delivery_id="m-1"
+                )
+            except BaseException as exc:  # noqa: BLE001 - the test inspects it
+                self.seen.append(exc)
+            assert self.agent.store.load("c-1").version == self.version_during
+        return self.script.complete(request)
+
+
+def test_a_redelivered_event_whose_turn_is_still_alive_is_a_duplicate_and_changes_nothing():
+    model = RedeliveringModel()
+    agent = create_agent(SUPPORT_INBOX, MemoryStore(), model, clock=FakeClock())
+    model.agent = agent
+    outcome = agent.workflow.send("c-1", "Hello", trigger="email_received", variables=VARS, delivery_id="m-1")
+    assert [type(e) for e in model.seen] == [DuplicateDeliveryError]
+    assert outcome.kind == "parked" and outcome.recovered is False
+    assert user_texts(agent) == ["Hello"]

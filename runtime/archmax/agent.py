@@ -13,8 +13,9 @@ Example:
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
 from archmax.clock import Clock, SystemClock
 from archmax.engine.events import EventEmitter, EventHandler

@@ -6,7 +6,7 @@ comparison orders them. Trail timestamps are integer epoch milliseconds.
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
 
@@ -20,7 +20,7 @@ class SystemClock:
     """The wall clock."""
 
     def now(self) -> datetime:
-        return datetime.now(timezone.utc)
+        return datetime.now(UTC)
 
 
 class FakeClock:
@@ -32,8 +32,8 @@ class FakeClock:
 
     def __init__(self, start: datetime | str | None = None) -> None:
         if start is None:
-            start = datetime(2025, 1, 1, tzinfo=timezone.utc)
-        self._now = parse_instant(start) if isinstance(start, str) else start.astimezone(timezone.utc)
+            start = datetime(2025, 1, 1, tzinfo=UTC)
+        self._now = parse_instant(start) if isinstance(start, str) else start.astimezone(UTC)
 
     def now(self) -> datetime:
         return self._now
@@ -45,12 +45,12 @@ class FakeClock:
 
     def set(self, instant: datetime | str) -> None:
         """Jump to ``instant`` (an aware datetime or an instant string)."""
-        self._now = parse_instant(instant) if isinstance(instant, str) else instant.astimezone(timezone.utc)
+        self._now = parse_instant(instant) if isinstance(instant, str) else instant.astimezone(UTC)
 
 
 def format_instant(moment: datetime) -> str:
     """Format an aware datetime as ``YYYY-MM-DDTHH:MM:SS.mmmZ`` in UTC (milliseconds truncated)."""
-    moment = moment.astimezone(timezone.utc)
+    moment = moment.astimezone(UTC)
     # strftime's %Y does not pad years before 1000, which would break string ordering
     return f"{moment.year:04d}-" + moment.strftime("%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
@@ -59,8 +59,8 @@ def parse_instant(text: str) -> datetime:
     """Parse an instant written by :func:`format_instant` (or any ISO-8601 form ``datetime`` reads)."""
     value = datetime.fromisoformat(text.replace("Z", "+00:00"))
     if value.tzinfo is None:
-        value = value.replace(tzinfo=timezone.utc)
-    return value.astimezone(timezone.utc)
+        value = value.replace(tzinfo=UTC)
+    return value.astimezone(UTC)
 
 
 def epoch_ms(moment: datetime) -> int:

@@ -14,8 +14,9 @@ Parking is an outcome, never an error: nothing here is used to unwind a park.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 
 class ArchmaxError(Exception):
@@ -266,7 +267,8 @@ class InvalidEventError(CallerError):
 
 class InvalidDeliveryIdError(CallerError):
     """A firing's ``delivery_id`` cannot be an inbox key: blank, too long, control characters, or a
-    leading ``~`` (reserved for the inbox's own records) — DESIGN.md §3 "Inbox"."""
+    leading ``~`` (reserved for the inbox's own records) — DESIGN.md §3 "Inbox".
+    """
 
     def __init__(self, delivery_id: Any, reason: str, *, session_id: str | None = None) -> None:
         self.delivery_id = delivery_id

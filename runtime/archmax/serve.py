@@ -28,8 +28,8 @@ from urllib.parse import unquote, urlsplit
 from archmax.clock import Clock
 from archmax.handlers import deliver, resolve, send, timer
 from archmax.handlers.common import Handler
-from archmax.models.base import Model
 from archmax.hosting.wiring import Collaborators, from_environment
+from archmax.models.base import Model
 
 # (method, path pattern, route key, handler name): the HttpApi routes of template.yaml.
 ROUTES = [

@@ -1,5 +1,6 @@
 """What users need to test their own workflows: a scripted model, a fake clock, the memory store,
-real-shaped events and a fake Lambda context (CONVENTIONS.md "archmax.testing")."""
+real-shaped events and a fake Lambda context (CONVENTIONS.md "archmax.testing").
+"""
 
 from __future__ import annotations
 

@@ -23,11 +23,11 @@ from archmax.clock import FakeClock
 from archmax.handlers import deliver, resolve, send, timer
 from archmax.hosting.host import Host
 from archmax.hosting.inbox import DynamoInbox, FilesystemInbox
+from archmax.hosting.wiring import Collaborators, s3_reader
 from archmax.inbound.ses import SesMail
 from archmax.models.scripted import ScriptedModel
 from archmax.stores.filesystem import FilesystemStore
 from archmax.testing import FakeLambdaContext, load_event
-from archmax.hosting.wiring import Collaborators, s3_reader
 
 REPO = Path(__file__).resolve().parents[2]
 EVENTS = REPO / "events"

@@ -8,7 +8,8 @@ keeps counting across processes. A failing subscriber never fails the session.
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from archmax.clock import Clock, format_instant
 from archmax.session.records import Checkpoint

@@ -10,7 +10,8 @@ it writes anything; then it claims the session with a conditional commit that ta
 
 from __future__ import annotations
 
-from typing import Any, Literal, Mapping
+from collections.abc import Mapping
+from typing import Any, Literal
 
 from archmax.clock import parse_instant
 from archmax.engine.artifacts import write_artifacts
@@ -272,7 +273,8 @@ class Operations:
 
     def _died_applying(self, rec: Checkpoint | None, delivery_id: str | None) -> bool:
         """True when ``delivery_id`` is the last event the session applied and the turn it started died
-        (still ``running``, lease expired): redriving that event must finish its turn, not be dropped."""
+        (still ``running``, lease expired): redriving that event must finish its turn, not be dropped.
+        """
         return (
             rec is not None
             and delivery_id is not None
@@ -601,7 +603,8 @@ class Operations:
 
     def _guarded(self, work: Work, body, disposition: str) -> Outcome:
         """Run ``body`` under the lease; on an unexpected error let the lease go (so the session can be
-        taken over at once) and re-raise; always write artifacts; build the Outcome."""
+        taken over at once) and re-raise; always write artifacts; build the Outcome.
+        """
         try:
             body()
         except BaseException as exc:
@@ -668,7 +671,8 @@ def answer_interrupted_calls(rec: Checkpoint) -> None:
 
 def refuse_duplicate(rec: Checkpoint | None, delivery_id: str | None, session_id: str | None = None) -> None:
     """Check ``delivery_id`` (:func:`check_delivery_id`), then raise ``DuplicateDeliveryError`` when the
-    session already applied it."""
+    session already applied it.
+    """
     check_delivery_id(delivery_id, rec.session_id if rec is not None else session_id)
     if rec is not None and delivery_id is not None and delivery_id in rec.delivery_ids:
         raise DuplicateDeliveryError(rec.session_id, delivery_id)

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import threading
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from archmax.errors import InvalidFilePathError, PathExistsError, SessionStoreCapabilityError
 from archmax.session.files import ATTACHMENTS_DIR, candidate_names, check_attachment_name, is_text

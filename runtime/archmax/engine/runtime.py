@@ -7,8 +7,9 @@ the clock, the event subscriber, assembly seeds and path, and the lease TTL.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from archmax.clock import Clock, epoch_ms, format_instant
 from archmax.engine.events import EventEmitter

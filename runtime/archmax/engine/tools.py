@@ -8,8 +8,9 @@ are reserved for the runtime.
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
 from archmax.errors import ReservedToolNameError
 from archmax.models.base import ToolSpec

@@ -164,7 +164,8 @@ class Inbox(Protocol):
 
     def release(self, session_id: str, owner: str, seen_arrivals: int) -> bool:
         """Let the drain lease go in one conditional step: only if ``owner`` holds it AND the
-        counter still equals ``seen_arrivals``. ``False`` → the caller must drain again."""
+        counter still equals ``seen_arrivals``. ``False`` → the caller must drain again.
+        """
 
 
 class InboxState(BaseModel):

@@ -153,7 +153,7 @@ class Usage(_Record):
     def is_zero(self) -> bool:
         return not (self.input_tokens or self.output_tokens or self.cache_read_tokens or self.cache_creation_tokens)
 
-    def plus(self, other: "Usage | None") -> "Usage":
+    def plus(self, other: Usage | None) -> Usage:
         """The sum of two usages (cost summed when either has one)."""
         if other is None:
             return self.model_copy()

@@ -77,7 +77,8 @@ class SessionStore(Protocol):
 
     def due(self, now: str, workflow: str | None = None) -> list[tuple[str, str]]:
         """``(session_id, resume_at)`` of sessions parked on ``input`` with ``resume_at <= now``,
-        ordered by ``resume_at`` then id (needs ``list``)."""
+        ordered by ``resume_at`` then id (needs ``list``).
+        """
 
     def get(self, session_id: str, path: str) -> bytes | None:
         """A session file's bytes, or ``None``."""

@@ -92,7 +92,7 @@ def test_a_firing_without_a_delivery_id_gets_a_fresh_one(make_host):
         (email("Hi", "d-1", files={"doc": FileIn(name="../etc/passwd", content="x")}), InvalidFilePathError),
         (email("Hi", "d-1", files={"Doc": FileIn(name="a.txt", content="x")}), InvalidVariableNameError),
         (email("   ", "d-1"), EmptyMessageError),
-        (email("Hi", "~drain"), InvalidDeliveryIdError),
+        (email("Hi", "a\x00b"), InvalidDeliveryIdError),
         (email("Hi", "d-1", trigger="no_such_trigger"), UnknownSessionTriggerError),
     ],
 )

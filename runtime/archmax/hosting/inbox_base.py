@@ -36,8 +36,7 @@ def validate_delivery_id(delivery_id: object, *, session_id: str | None = None) 
     """Return an untrusted delivery id unchanged if it can be a key, else raise.
 
     A delivery id (SES message id, ``Idempotency-Key`` header, EventBridge event id) is a
-    non-blank string of at most 512 UTF-8 bytes, with no control character, not starting with
-    ``~`` (reserved for the inbox's own records, e.g. :data:`DRAIN_KEY`).
+    non-blank string of at most 512 UTF-8 bytes, with no control character.
 
     Raises:
         InvalidDeliveryIdError: naming the rule broken.
@@ -55,10 +54,6 @@ def validate_delivery_id(delivery_id: object, *, session_id: str | None = None) 
     if _CONTROL.search(delivery_id):
         raise InvalidDeliveryIdError(
             delivery_id, "a delivery id must not contain control characters", session_id=session_id
-        )
-    if delivery_id.startswith("~"):
-        raise InvalidDeliveryIdError(
-            delivery_id, "a delivery id must not start with '~' (reserved)", session_id=session_id
         )
     try:
         delivery_id.encode("utf-8")

@@ -2,7 +2,7 @@
 
 Rule source: DESIGN.md §3 "Inbox" and §3 Storage ("no table scans on any hot path"); issue 4 item 2.
 
-Table: ``pk`` = session id (HASH), ``sk`` = delivery id (RANGE). Per session:
+Table: ``pk`` = session id (HASH), ``sk`` = ``d#<delivery id>`` (RANGE). Per session:
 
 * one item per firing: ``item`` (the :class:`InboxItem` as JSON), ``status``, ``seq``, ``arrived_at``,
   and — only while pending — ``pending_shard`` (the key of the sparse ``pending-items`` GSI, so the
@@ -134,7 +134,7 @@ class DynamoInbox:
             create = {
                 "TableName": self.table_name,
                 "Item": {
-                    **_key(item.session_id, item.delivery_id),
+                    **_key(item.session_id, _item_sk(item.delivery_id)),
                     "item": {"S": stored.model_dump_json()},
                     "status": {"S": "pending"},
                     "seq": {"N": str(stored.seq)},
@@ -178,7 +178,7 @@ class DynamoInbox:
     def get(self, session_id: str, delivery_id: str) -> InboxItem | None:
         """See :meth:`Inbox.get`."""
         validate_session_id(session_id)
-        answer = self._call("get_item", Key=_key(session_id, delivery_id), ConsistentRead=True)
+        answer = self._call("get_item", Key=_key(session_id, _item_sk(delivery_id)), ConsistentRead=True)
         raw = answer.get("Item")
         return _item_of(raw) if raw and "item" in raw else None
 
@@ -211,7 +211,7 @@ class DynamoInbox:
         try:
             self._call(
                 "update_item",
-                Key=_key(session_id, delivery_id),
+                Key=_key(session_id, _item_sk(delivery_id)),
                 UpdateExpression=f"SET {', '.join(sets)} REMOVE {', '.join(removes)}",
                 ConditionExpression="attribute_exists(sk)",
                 ExpressionAttributeNames=names,
@@ -281,6 +281,11 @@ class DynamoInbox:
         except _ConditionFailed:
             return False
         return True
+
+
+def _item_sk(delivery_id: str) -> str:
+    """An item's sort key: prefixed, so no delivery id (an email's may start with '~') meets :data:`DRAIN_KEY`."""
+    return "d#" + delivery_id
 
 
 def _key(session_id: str, sk: str) -> dict[str, Any]:

@@ -540,7 +540,7 @@ class Operations:
         record.reply_only = True
         record.messages.append(Message(role="user", content=message))
         remember_delivery(record, _delivery_id)
-        work.claim()
+        self._claim_decision_park(work)
         state = record.pending_decision.state  # type: ignore[union-attr]
 
         def body() -> None:
@@ -588,7 +588,7 @@ class Operations:
         record.pending_failure = None
         record.state_turns = 0
         record.status = SessionStatus.RUNNING
-        work.claim()
+        self._claim_decision_park(work)
 
         def body() -> None:
             rt.events.emit(record, "decided", state=pending.state, to=target)
@@ -598,6 +598,16 @@ class Operations:
             loop.run()
 
         return self._guarded(work, body, "decide")
+
+    def _claim_decision_park(self, work: Work) -> None:
+        """Claim a decision park; the loser of a race learns the session is no longer parked (§3.6, §3.7)."""
+        try:
+            work.claim()
+        except CommitConflictError:
+            now = self.rt.store.load(work.record.session_id)
+            if self.parked_channel(now) != "decision":
+                raise SessionNotParkedError(work.record.session_id, str(now.status) if now else None) from None
+            raise
 
     # ------------------------------------------------------------------ shared tail
 

@@ -153,3 +153,30 @@ def test_a_reply_does_not_count_toward_max_turns():
     h.agent.workflow.send("s1", "Refund")
     for text in ("a", "b", "c"):
         assert h.agent.workflow.reply("s1", text).kind == "parked"
+
+
+def test_of_two_racing_decisions_exactly_one_moves_the_session_and_the_other_learns_it_is_not_parked():
+    import threading
+
+
+    h, _ = parked([{"say": "Refund approved and sent.", "expect_state": "approved"}, {"say": "spare"}])
+    barrier = threading.Barrier(8)
+    results: list[object] = []
+
+    def decide() -> None:
+        barrier.wait(timeout=30)
+        try:
+            results.append(h.agent.workflow.decide("s1", to="approved"))
+        except Exception as exc:  # noqa: BLE001 - the test inspects it
+            results.append(exc)
+
+    threads = [threading.Thread(target=decide) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    winners = [r for r in results if not isinstance(r, Exception)]
+    losers = [r for r in results if isinstance(r, Exception)]
+    assert len(winners) == 1 and winners[0].kind == "completed"
+    assert len(losers) == 7 and all(isinstance(e, SessionNotParkedError) for e in losers)
+    assert [s.kind for s in h.load("s1").trail].count("human") == 1

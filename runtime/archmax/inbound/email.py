@@ -133,6 +133,10 @@ def parse_email(
     if trigger is None:
         trigger = TRIGGER_REPLY if (in_reply_to or references) else TRIGGER_RECEIVED
     message = reply_body if reply_body.strip() else (body.strip() or None)
+    if message is None and files:
+        # An email that is only attachments still says something: it must be able to open a turn.
+        names = ", ".join(f.name for f in files.values())
+        message = f"(The email has no text; it carries {len(files)} attachment(s): {names}.)"
     return Firing(
         trigger=trigger,
         variables=variables,

@@ -386,3 +386,15 @@ def test_an_attached_email_is_one_file_and_its_text_is_not_the_body():
     assert firing.variables["body"] == "see forwarded"
     assert firing.files["attachment_1"].name == "fwd.eml"
     assert b"inner body" in firing.files["attachment_1"].content
+
+
+def test_an_email_with_only_an_attachment_still_carries_a_message_naming_it():
+    raw = (
+        b"From: a@example.org\r\nTo: b@example.com\r\nSubject: scan\r\nMessage-ID: <only-att@example.org>\r\n"
+        b"MIME-Version: 1.0\r\nContent-Type: multipart/mixed; boundary=XX\r\n\r\n"
+        b"--XX\r\nContent-Type: application/pdf\r\nContent-Disposition: attachment; filename=scan.pdf\r\n"
+        b"Content-Transfer-Encoding: base64\r\n\r\nJVBERi0xLjQK\r\n--XX--\r\n"
+    )
+    firing = parse_email(raw)
+    assert firing.files["attachment_1"].name == "scan.pdf"
+    assert firing.message == "(The email has no text; it carries 1 attachment(s): scan.pdf.)"

@@ -24,7 +24,6 @@ from archmax.errors import (
     DuplicateDeliveryError,
     EmptyMessageError,
     InvalidDecisionTargetError,
-    InvalidDeliveryIdError,
     InvalidFilePathError,
     MissingDeliveryTriggerError,
     SessionNotAwaitingInputError,
@@ -34,7 +33,7 @@ from archmax.errors import (
     UnknownTriggerError,
     WorkflowDisabledError,
 )
-from archmax.session.ids import mint_session_id, validate_session_id
+from archmax.session.ids import mint_session_id, validate_delivery_id, validate_session_id
 from archmax.session.notes import decision_note_text, event_note_text, make_note, runtime_note_kind
 from archmax.session.paths import SessionPath, parse_session_path, resolve_session_id
 from archmax.session.records import (
@@ -631,39 +630,10 @@ class Operations:
         return build_outcome(work, disposition)
 
 
-MAX_DELIVERY_ID_BYTES = 512
-
-
-def check_delivery_id(delivery_id: object, session_id: str | None) -> None:
-    """Refuse a ``delivery_id`` the checkpoint cannot keep: not a non-blank string of at most 512 UTF-8
-    bytes without control characters (the inbox's own rule, DESIGN.md §3 "Inbox").
-
-    Raises:
-        InvalidDeliveryIdError: before anything is written (a non-string id would otherwise be committed
-            into ``delivery_ids`` and make every later load of the session fail).
-    """
-    if delivery_id is None:
-        return
-    if not isinstance(delivery_id, str) or not delivery_id.strip():
-        raise InvalidDeliveryIdError(
-            delivery_id, "a delivery id must be a non-blank string", session_id=session_id
-        )
-    try:
-        size = len(delivery_id.encode("utf-8"))
-    except UnicodeEncodeError:
-        raise InvalidDeliveryIdError(
-            delivery_id, "a delivery id must be valid Unicode text", session_id=session_id
-        ) from None
-    if size > MAX_DELIVERY_ID_BYTES:
-        raise InvalidDeliveryIdError(
-            delivery_id,
-            f"a delivery id must encode in at most {MAX_DELIVERY_ID_BYTES} bytes",
-            session_id=session_id,
-        )
-    if any(ord(c) < 32 or 0x7F <= ord(c) <= 0x9F for c in delivery_id):
-        raise InvalidDeliveryIdError(
-            delivery_id, "a delivery id must not contain control characters", session_id=session_id
-        )
+def check_delivery_id(delivery_id: str | None, session_id: str | None) -> None:
+    """Validate an optional delivery id before anything is read or written (see :func:`validate_delivery_id`)."""
+    if delivery_id is not None:
+        validate_delivery_id(delivery_id, session_id=session_id)
 
 
 def answer_interrupted_calls(rec: Checkpoint) -> None:

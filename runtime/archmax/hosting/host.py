@@ -38,10 +38,10 @@ from archmax.errors import (
     UnknownTriggerError,
     WorkflowDisabledError,
 )
-from archmax.hosting.inbox_base import Inbox, InboxItem, ItemKind, validate_delivery_id
+from archmax.hosting.inbox_base import Inbox, InboxItem, ItemKind
 from archmax.hosting.sweep import sweep as sweep_due
 from archmax.session.firing import Firing
-from archmax.session.ids import validate_session_id
+from archmax.session.ids import validate_delivery_id, validate_session_id
 from archmax.session.results import Outcome
 from archmax.session.variables import check_host_variables
 

@@ -18,11 +18,10 @@ from archmax.hosting.inbox_base import (
     InboxState,
     ItemKind,
     ItemStatus,
-    validate_delivery_id,
 )
 from archmax.hosting.inbox_dynamo import DynamoInbox
 from archmax.hosting.inbox_fs import FilesystemInbox
-from archmax.session.ids import validate_session_id
+from archmax.session.ids import validate_delivery_id, validate_session_id
 
 __all__ = [
     "DRAIN_KEY",

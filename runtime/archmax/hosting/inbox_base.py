@@ -13,14 +13,12 @@ Memory and filesystem share :class:`InboxState`, the pure logic of one session's
 from __future__ import annotations
 
 import base64
-import re
 from datetime import timedelta
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field, field_serializer, field_validator
 
 from archmax.clock import format_instant, parse_instant
-from archmax.errors import InvalidDeliveryIdError
 from archmax.session.firing import Firing
 
 ItemStatus = Literal["pending", "done", "failed"]
@@ -28,40 +26,6 @@ ItemKind = Literal["send", "deliver"]
 
 DRAIN_KEY = "~drain"
 """The reserved key of a session's lease-and-counter record (DynamoDB ``sk``)."""
-MAX_DELIVERY_ID_BYTES = 512
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-
-
-def validate_delivery_id(delivery_id: object, *, session_id: str | None = None) -> str:
-    """Return an untrusted delivery id unchanged if it can be a key, else raise.
-
-    A delivery id (SES message id, ``Idempotency-Key`` header, EventBridge event id) is a
-    non-blank string of at most 512 UTF-8 bytes, with no control character.
-
-    Raises:
-        InvalidDeliveryIdError: naming the rule broken.
-    """
-    if not isinstance(delivery_id, str) or not delivery_id.strip():
-        raise InvalidDeliveryIdError(
-            delivery_id, "a delivery id must be a non-blank string", session_id=session_id
-        )
-    if len(delivery_id.encode("utf-8", "surrogatepass")) > MAX_DELIVERY_ID_BYTES:
-        raise InvalidDeliveryIdError(
-            delivery_id,
-            f"a delivery id must encode in at most {MAX_DELIVERY_ID_BYTES} bytes",
-            session_id=session_id,
-        )
-    if _CONTROL.search(delivery_id):
-        raise InvalidDeliveryIdError(
-            delivery_id, "a delivery id must not contain control characters", session_id=session_id
-        )
-    try:
-        delivery_id.encode("utf-8")
-    except UnicodeEncodeError:
-        raise InvalidDeliveryIdError(
-            delivery_id, "a delivery id must be valid Unicode text", session_id=session_id
-        ) from None
-    return delivery_id
 
 
 def _encode_files(files: dict[str, Any]) -> dict[str, Any]:

@@ -23,8 +23,8 @@ from typing import Any
 
 from archmax.clock import Clock, SystemClock
 from archmax.errors import StoreError
-from archmax.hosting.inbox_base import DRAIN_KEY, InboxItem, ItemStatus, lease_expiry, validate_delivery_id
-from archmax.session.ids import validate_session_id
+from archmax.hosting.inbox_base import DRAIN_KEY, InboxItem, ItemStatus, lease_expiry
+from archmax.session.ids import validate_delivery_id, validate_session_id
 
 PENDING_INDEX = "pending-items"
 PENDING_SHARD = "p"

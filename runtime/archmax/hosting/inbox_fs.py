@@ -24,8 +24,8 @@ from pathlib import Path
 from filelock import FileLock, Timeout
 
 from archmax.errors import StoreError
-from archmax.hosting.inbox_base import InboxItem, InboxState, ItemStatus, validate_delivery_id
-from archmax.session.ids import folder_name
+from archmax.hosting.inbox_base import InboxItem, InboxState, ItemStatus
+from archmax.session.ids import folder_name, validate_delivery_id
 
 
 class FilesystemInbox:

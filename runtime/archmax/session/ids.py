@@ -11,7 +11,7 @@ import hashlib
 import re
 import uuid
 
-from archmax.errors import InvalidSessionIdError
+from archmax.errors import InvalidDeliveryIdError, InvalidSessionIdError
 
 RESERVED_FIRST_SEGMENTS = frozenset(
     {"_specs", "checkpoints", "artifacts", "scratchpad", "large_tool_results", "conversation_history"}
@@ -19,6 +19,7 @@ RESERVED_FIRST_SEGMENTS = frozenset(
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 _CHILD_SUFFIX = re.compile(r"^[^~:]+:[^~:]+:\d+$")
 MAX_ID_BYTES = 512
+MAX_DELIVERY_ID_BYTES = 512
 MAX_FOLDER_BYTES = 200
 FOLDER_PREFIX_BYTES = 160
 
@@ -103,3 +104,32 @@ def folder_name(session_id: str) -> str:
         size += n
     digest = hashlib.sha256(session_id.encode("utf-8")).hexdigest()[:32]
     return "".join(prefix) + "%%" + digest
+
+
+def validate_delivery_id(delivery_id: object, *, session_id: str | None = None) -> str:
+    """Return an untrusted delivery id unchanged if it can be recorded and keyed, else raise.
+
+    A delivery id (SES message id, ``Idempotency-Key`` header, EventBridge event id) is a non-blank
+    string of at most 512 UTF-8 bytes with no control character. The engine records it in the
+    checkpoint and the inbox keys items by it, so both check it with this one function.
+
+    Raises:
+        InvalidDeliveryIdError: naming the rule broken, before anything is read or written.
+    """
+    if not isinstance(delivery_id, str) or not delivery_id.strip():
+        raise InvalidDeliveryIdError(delivery_id, "a delivery id must be a non-blank string", session_id=session_id)
+    try:
+        size = len(delivery_id.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise InvalidDeliveryIdError(
+            delivery_id, "a delivery id must be valid Unicode text", session_id=session_id
+        ) from None
+    if size > MAX_DELIVERY_ID_BYTES:
+        raise InvalidDeliveryIdError(
+            delivery_id, f"a delivery id must encode in at most {MAX_DELIVERY_ID_BYTES} bytes", session_id=session_id
+        )
+    if _CONTROL.search(delivery_id):
+        raise InvalidDeliveryIdError(
+            delivery_id, "a delivery id must not contain control characters", session_id=session_id
+        )
+    return delivery_id

@@ -1,4 +1,4 @@
-"""``archmax``: run, deliver, decide, reply, sessions, validate, test, sweep and email from a terminal.
+r"""``archmax``: run, deliver, decide, reply, sessions, validate, test, sweep and email from a terminal.
 
 Rule source: BEHAVIOUR.md §11 (commands, flags, exit codes, stdout/stderr), §4.2 (which session a
 firing belongs to), §3 (the operations), DESIGN.md §5 (the model is configuration).
@@ -9,7 +9,7 @@ Exit codes: 0 success or a park; 1 a failed or rejected result or any other ``Ar
 ``EmptyMessageError`` or ``MissingDeliveryTriggerError`` from the command line).
 
 Example:
-    $ archmax run support-inbox "Where is my order?" --trigger email_received \\
+    $ archmax run support-inbox "Where is my order?" --trigger email_received \
           --variables '{"conversation_id": "AAQk-1"}' --model scripted:model.yaml
 """
 
@@ -93,6 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--session", help="explicit session id")
     run.add_argument("--session-path", dest="session_path", help="dotted path to the id in the variables")
     _firing_flags(run)
+    _record_flag(run)
 
     deliver = add("deliver", "Deliver an event into a session parked by archmax_wait.")
     deliver.add_argument("session")
@@ -100,17 +101,20 @@ def build_parser() -> argparse.ArgumentParser:
     deliver.add_argument("--message", help="text that arrived with the event")
     _firing_flags(deliver)
     _workflow_flag(deliver)
+    _record_flag(deliver)
 
     decide = add("decide", "Pick a transition of the human state a session is parked at.")
     decide.add_argument("session")
     decide.add_argument("--to", help="the transition's target state")
     decide.add_argument("--comment")
     _workflow_flag(decide)
+    _record_flag(decide)
 
     reply = add("reply", "Send a message to a session parked at a human state (it stays parked).")
     reply.add_argument("session")
     reply.add_argument("words", nargs="*", metavar="<message...>")
     _workflow_flag(reply)
+    _record_flag(reply)
 
     sessions = add("sessions", "List all sessions, or show one.")
     sessions.add_argument("session", nargs="?")
@@ -125,11 +129,13 @@ def build_parser() -> argparse.ArgumentParser:
     sweep = add("sweep", "Wake every session whose resume_at is due (trigger 'timer').")
     sweep.add_argument("--now", help="the instant to sweep at (default: the clock)")
     _workflow_flag(sweep)
+    _record_flag(sweep)
 
     email = add("email", "Send a raw email (.eml) to the session of its conversation.")
     email.add_argument("file")
     email.add_argument("--trigger", help="override the trigger (default: email_received / email_reply)")
     _workflow_flag(email)
+    _record_flag(email)
 
     serve = add("serve", "Serve the Lambda handlers on 127.0.0.1 for local development (no Docker).")
     serve.add_argument("workflow", nargs="?")
@@ -141,6 +147,11 @@ def build_parser() -> argparse.ArgumentParser:
 def _firing_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--variables", help="a JSON object, or @<file> holding one")
     p.add_argument("--file", action="append", dest="files", metavar="NAME=PATH", help="repeatable")
+
+
+def _record_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--record", metavar="FILE", help="append every model answer of this command to a cassette; "
+                   "replay it with --model scripted:FILE (one cassette per session)")
 
 
 def _workflow_flag(p: argparse.ArgumentParser) -> None:
@@ -155,6 +166,7 @@ class _Cli:
         self.root = Path(getattr(args, "root", "."))
         self.store_flag: str | None = getattr(args, "store", None)
         self.model_flag: str | None = getattr(args, "model", None)
+        self.record_flag: str | None = getattr(args, "record", None)
         self.json = bool(getattr(args, "json", False))
         self.out = sys.stdout
         self.err = sys.stderr
@@ -177,13 +189,15 @@ class _Cli:
             flags += ["--store", self.store_flag]
         if self.model_flag is not None:
             flags += ["--model", self.model_flag]
+        if self.record_flag is not None:
+            flags += ["--record", self.record_flag]
         return flags
 
     def agent(self, workflow_dir: Path, clock: Any = None) -> Any:
         """An agent for one workflow with its host tools, the configured model and the store."""
         from archmax.agent import create_agent
 
-        model = build_model(model_spec(self.model_flag))
+        model = build_model(model_spec(self.model_flag), record=self.record_flag)
         return create_agent(workflow_dir, self.store, model, tools=load_tools(workflow_dir), clock=clock)
 
     def session_workflow(self, session_id: str) -> Path:

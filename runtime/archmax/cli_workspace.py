@@ -1,5 +1,6 @@
-"""What the ``archmax`` CLI reads from its arguments: workflows, the store, the model, host tools,
-``--variables`` and ``--file``.
+"""What the ``archmax`` CLI reads from its arguments.
+
+Workflows, the store, the model (and ``--record``), host tools, ``--variables`` and ``--file``.
 
 Rule source: BEHAVIOUR.md §11 (flags, workflow resolution, usage errors) and DESIGN.md §5 (the
 model is configuration). Everything here raises :class:`UsageError` for a bad command line; the
@@ -130,14 +131,35 @@ def model_spec(flag: str | None) -> str | None:
     return value if value and value.strip() else None
 
 
-def build_model(spec: str | None) -> Model:
-    """The model a configuration names (DESIGN.md §5). ``scripted:<file>`` is read per session
-    (:class:`~archmax.cli_model.TranscriptScriptedModel`), so a script spans CLI processes.
+def build_model(spec: str | None, *, record: str | None = None) -> Model:
+    """The model a configuration names (DESIGN.md §5), optionally recorded.
+
+    ``scripted:<file>`` is read per session (:class:`~archmax.cli_model.TranscriptScriptedModel`),
+    so a script spans CLI processes.
+
+    Args:
+        spec: ``--model`` / ``ARCHMAX_MODEL`` (see :func:`model_spec`).
+        record: ``--record <file>``: wrap the model in a
+            :class:`~archmax.models.cassette.RecordingModel` appending to that cassette, so a session
+            that spans several commands (run, then deliver) records into one file; None records nothing.
 
     Raises:
-        ModelConfigurationError: nothing configured, or a bad value (the message says how to configure one).
+        UsageError: ``--record`` is empty.
+        ModelConfigurationError: nothing configured, or a bad value (the message says how to configure
+            one); a ``--record`` path that is a folder, unwritable, or an existing non-cassette file.
         ModelScriptError: an invalid script file.
     """
+    model = _configured_model(spec)
+    if record is None:
+        return model
+    if not record.strip():
+        raise UsageError("--record must name a cassette file")
+    from archmax.models.cassette import RecordingModel
+
+    return RecordingModel(model, Path(record))
+
+
+def _configured_model(spec: str | None) -> Model:
     from archmax.models import model_from_config
 
     if spec is not None and spec.strip().startswith("scripted:"):

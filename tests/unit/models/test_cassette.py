@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from archmax.errors import ModelScriptError
+from archmax.errors import ModelConfigurationError, ModelScriptError
 from archmax.models import RecordingModel, ScriptedModel, model_from_config
 from archmax.models.base import ModelResponse
 from archmax.session.records import Message, ToolCall
@@ -119,3 +119,63 @@ def test_a_failed_call_records_nothing(tmp_path, request_in):
 
     assert recorder.recorded == 0
     assert yaml.safe_load(cassette.read_text(encoding="utf-8")) is None
+
+
+class SayModel:
+    """A provider that answers with one fixed text."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def complete(self, request):
+        return ModelResponse(text=self.text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Hi Dana,\n\nWhich order?",
+        "a line with a trailing space \nand another",
+        "  indented first line\nsecond",
+        "ends with newlines\n\n",
+        'tab\there\nand a \' quote: "both" # not a comment',
+        "Windows\r\nline ends",
+        "- looks: [like, yaml]\n? too",
+    ],
+)
+def test_multi_line_answers_replay_character_for_character(tmp_path, request_in, text):
+    cassette = tmp_path / "run.yaml"
+    RecordingModel(SayModel(text), cassette).complete(request_in())
+
+    assert ScriptedModel.from_file(cassette).complete(request_in()).text == text
+
+
+def test_multi_line_answers_are_written_as_literal_blocks(tmp_path, request_in):
+    cassette = tmp_path / "run.yaml"
+    RecordingModel(SayModel("Hi Dana,\n\nWhich order?"), cassette).complete(request_in())
+
+    assert "- say: |-\n    Hi Dana,\n\n    Which order?\n" in cassette.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    "existing",
+    [
+        "title: Support inbox\nstates: {}\n",  # a workflow passed by mistake
+        "responses:\n  - say: hi\n",  # a hand-written script in mapping form
+        "just some text\n",
+        "key: [unclosed\n",
+    ],
+)
+def test_recording_into_a_file_that_is_not_a_cassette_is_refused_and_leaves_it_untouched(tmp_path, existing):
+    target = tmp_path / "precious.yaml"
+    target.write_text(existing, encoding="utf-8")
+
+    with pytest.raises(ModelConfigurationError, match="not a cassette"):
+        RecordingModel(SayModel("x"), target)
+
+    assert target.read_text(encoding="utf-8") == existing
+
+
+def test_recording_into_a_folder_is_a_configuration_error(tmp_path):
+    with pytest.raises(ModelConfigurationError, match="cannot record model answers"):
+        RecordingModel(SayModel("x"), tmp_path)

@@ -1,14 +1,11 @@
 """OpenAIModel against a small chat-completions server on 127.0.0.1 (DESIGN.md §5).
 
-The server is a real ``http.server`` the test starts on port 0: it records every request body
-and answers with the next canned (status, JSON body), in the chat-completions wire format.
+The server (``_chat_server.ChatServer``) is a real ``http.server`` the test starts on port 0: it
+records every request body and answers with the next canned (status, JSON body), in the
+chat-completions wire format.
 """
 
 from __future__ import annotations
-
-import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -24,6 +21,8 @@ from archmax.models.base import ToolSpec
 from archmax.models.openai import OpenAIModel
 from archmax.session.records import Message, ToolCall
 
+from ._chat_server import ChatServer, completion
+
 LOOKUP = ToolSpec(
     name="lookup_order",
     description="Find an order by id.",
@@ -31,68 +30,16 @@ LOOKUP = ToolSpec(
 )
 
 
-class ChatServer:
-    """A chat-completions endpoint on 127.0.0.1 answering from a queue."""
-
-    def __init__(self) -> None:
-        self.answers: list[tuple[int, dict]] = []
-        self.requests: list[dict] = []
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):
-                length = int(self.headers.get("Content-Length", 0))
-                server.requests.append(
-                    {
-                        "path": self.path,
-                        "authorization": self.headers.get("Authorization"),
-                        "body": json.loads(self.rfile.read(length)),
-                    }
-                )
-                status, body = server.answers.pop(0)
-                data = json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args):
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        self.thread = threading.Thread(
-            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-
-    def answer(self, status: int, body: dict) -> None:
-        self.answers.append((status, body))
-
-
 @pytest.fixture
 def server():
-    s = ChatServer()
-    s.thread.start()
+    s = ChatServer().start()
     yield s
-    s.httpd.shutdown()
-    s.httpd.server_close()
+    s.stop()
 
 
 @pytest.fixture
 def model(server):
     return OpenAIModel("gpt-4o-mini", base_url=server.base_url, api_key="sk-test", max_retries=0, env={})
-
-
-def completion(message: dict, finish: str = "stop", usage: dict | None = None) -> dict:
-    return {
-        "id": "chatcmpl-1",
-        "object": "chat.completion",
-        "created": 1735689600,
-        "model": "gpt-4o-mini",
-        "choices": [{"index": 0, "message": {"role": "assistant", **message}, "finish_reason": finish}],
-        "usage": usage or {"prompt_tokens": 50, "completion_tokens": 7, "total_tokens": 57},
-    }
 
 
 def test_text_reply_maps_text_stop_reason_and_cached_token_usage(server, model, request_in):
@@ -255,12 +202,8 @@ def test_history_sends_tool_calls_tool_messages_and_a_runtime_note_pair(server, 
         (500, ModelError),
     ],
 )
-def test_error_statuses_map_to_model_errors_with_the_provider_message(
-    server, model, request_in, status, expected
-):
-    server.answer(
-        status, {"error": {"message": "provider says no", "type": "invalid_request_error", "code": None}}
-    )
+def test_error_statuses_map_to_model_errors_with_the_provider_message(server, model, request_in, status, expected):
+    server.answer(status, {"error": {"message": "provider says no", "type": "invalid_request_error", "code": None}})
 
     with pytest.raises(expected) as info:
         model.complete(request_in())

@@ -35,8 +35,8 @@ _HANDOFF_DIRECTIVES = {
     "introduce": "The session is now parked at the human checkpoint '{state}'. Write one short message "
     "introducing this checkpoint to the person who will decide: what happened and what they must choose. "
     "Do not call tools.",
-    "routed": "A decision routed the session into another human checkpoint, '{state}'. Write one short "
-    "message explaining that to the person and what they must decide now. Do not call tools.",
+    "routed": "A decision routed the session into another human checkpoint, '{state}', and it is now parked "
+    "there. Write one short message explaining that to the person and what they must decide now. Do not call tools.",
     "wait": "The session is now parked in '{state}', waiting for: {reason}. Write one short message "
     "telling the person what the session is waiting for. Do not call tools.",
     "reply": "The session is parked at the human checkpoint '{state}'. A person wrote the last message. "

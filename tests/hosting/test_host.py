@@ -18,10 +18,12 @@ from archmax.errors import (
     InvalidDeliveryIdError,
     InvalidFilePathError,
     InvalidVariableNameError,
+    ModelThrottledError,
     SessionNotAwaitingInputError,
     UnknownSessionTriggerError,
 )
 from archmax.hosting.host import Accepted
+from archmax.models.scripted import ScriptedModel
 from archmax.session.firing import FileIn, Firing
 from archmax.session.notes import is_runtime_note
 from archmax.session.records import SessionStatus
@@ -269,3 +271,31 @@ def test_the_sweep_wakes_a_due_park_with_the_timer_trigger(make_host, clock):
     report = host.sweep()
     assert report.due == [(SID, "completed")]
     assert host.agent.sessions.get(SID).variables["now"]["value"] == report.now
+
+
+class OutageModel:
+    """A provider that is down for its first call (a ModelError after retries), then answers."""
+
+    def __init__(self, entries: list[dict[str, Any]]) -> None:
+        self.script = ScriptedModel(entries)
+        self.down = True
+
+    def complete(self, request: Any) -> Any:
+        if self.down:
+            self.down = False
+            raise ModelThrottledError("throttled beyond the retry budget")
+        return self.script.complete(request)
+
+
+def test_a_provider_outage_mid_turn_leaves_the_event_pending_and_the_sweep_finishes_its_turn(make_host, clock):
+    host = make_host(OutageModel(FIRST_TURN))
+    accepted = host.accept(email("First email", "ses-1"))
+    assert accepted.session_id == SID
+    assert [i.delivery_id for i in host.inbox.pending(SID)] == ["ses-1"]  # not marked failed: not lost
+    assert host.agent.sessions.get(SID).status == SessionStatus.RUNNING
+
+    report = host.sweep()
+    assert report.redriven[0].results == ["parked"]
+    assert host.inbox.pending(SID) == []
+    assert user_texts(host) == ["First email"]  # the turn was continued, the event not applied twice
+    assert host.agent.sessions.get(SID).status == SessionStatus.AWAITING_INPUT

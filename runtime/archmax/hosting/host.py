@@ -31,6 +31,7 @@ from archmax.errors import (
     DuplicateDeliveryError,
     EmptyMessageError,
     MissingDeliveryTriggerError,
+    ModelError,
     SessionNotResumableError,
     SessionStoreCapabilityError,
     StoreError,
@@ -108,6 +109,10 @@ class SweepReport(BaseModel):
 
 
 DrainResult = Outcome | ArchmaxError
+
+
+# Errors that say "not now" rather than "never": the item stays pending and is re-driven.
+RETRYABLE = (SessionNotResumableError, StoreError, ModelError)
 
 
 class Host:
@@ -255,9 +260,10 @@ class Host:
         """Apply the session's pending items in arrival order while holding its drain lease.
 
         Each item goes through ``agent.workflow.send`` (kind ``deliver``: ``deliver``) with its
-        delivery id. ``DuplicateDeliveryError`` → marked done (applied before). A refusal or a model
-        failure → marked ``failed`` with the error text, not retried. ``SessionNotResumableError``
-        (mid-turn elsewhere) or ``StoreError`` → left pending, draining stops (the sweep re-drives).
+        delivery id. ``DuplicateDeliveryError`` → marked done (applied before). A refusal → marked
+        ``failed`` with the error text, not retried. ``SessionNotResumableError`` (mid-turn elsewhere),
+        ``StoreError`` or ``ModelError`` (a provider outage mid-turn) → left pending, draining stops;
+        the sweep re-drives it, and the session continues the turn that event started (nothing lost).
         When nothing is left, the lease is released only if no item arrived since the counter was
         read; otherwise the drain goes round again.
 
@@ -288,7 +294,7 @@ class Host:
                         return results  # the lease expired and another drainer took it over
                     result = self._apply(item)
                     results.append(result)
-                    if isinstance(result, (SessionNotResumableError, StoreError)):
+                    if isinstance(result, RETRYABLE):
                         blocked = True
                         break
             if self.inbox.release(session_id, owner, seen):
@@ -320,7 +326,7 @@ class Host:
         except DuplicateDeliveryError as exc:
             self.inbox.mark(sid, item.delivery_id, "done")
             return exc
-        except (SessionNotResumableError, StoreError) as exc:
+        except RETRYABLE as exc:
             return exc  # stays pending: retried by the next drain or the sweep
         except ArchmaxError as exc:
             self.inbox.mark(sid, item.delivery_id, "failed", f"{type(exc).__name__}: {exc}")

@@ -114,6 +114,17 @@ class WorkflowOperations:
         """
         return self._ops.decide(session_id, to=to, comment=comment)
 
+    def recover(self, session_id: str) -> Outcome | None:
+        """Finish a turn whose process died (expired lease): take it over and continue it (§3.12).
+
+        Returns:
+            The Outcome (``recovered=True``), or ``None`` when the session is not mid-turn.
+
+        Raises:
+            InvalidSessionIdError, SessionNotResumableError (the lease is still live).
+        """
+        return self._ops.recover(session_id)
+
     def resolve_session(
         self,
         *,
@@ -248,18 +259,25 @@ class Agent:
         )
 
 
-def _model_resolver(model: Model | None) -> Callable[[str | None], Model]:
+def _model_resolver(model: Model | None, base_dir: Path | None = None) -> Callable[[str | None], Model]:
+    """The model for a state's ``model:`` override (DESIGN.md §5: choosing a model is configuration).
+
+    None → the default (``model``, else ``ARCHMAX_MODEL``); an adapter spec (``scripted:``,
+    ``bedrock:``, ``openai:``) → that adapter, built once per agent, a relative ``scripted:`` path
+    read from ``base_dir`` (the workflow folder); a bare model id → the default adapter, which reads
+    ``request.model``.
+    """
     cache: dict[str | None, Model] = {}
 
     def model_for(override: str | None) -> Model:
-        if override is None and model is not None:
-            return model
         from archmax.models import is_model_spec, model_from_config
 
-        if override is not None and model is not None and not is_model_spec(override):
-            return model  # a bare per-state id is the default adapter's business (it reads request.model)
+        if override is not None and not is_model_spec(override):
+            override = None  # a bare per-state id is the default adapter's business (it reads request.model)
+        if override is None and model is not None:
+            return model
         if override not in cache:
-            cache[override] = model_from_config(override)
+            cache[override] = model_from_config(override, base_dir=base_dir if override is not None else None)
         return cache[override]
 
     return model_for
@@ -315,7 +333,7 @@ def create_agent(
         workflow=spec,
         store=store,
         model=model,
-        model_for=_model_resolver(model),
+        model_for=_model_resolver(model, spec.root),
         host_tools=host_tools,
         clock=clock,
         events=EventEmitter(on_event, clock),

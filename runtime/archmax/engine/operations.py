@@ -283,6 +283,27 @@ class Operations:
             and not self.lease_live(rec)
         )
 
+    def recover(self, session_id: str) -> Outcome | None:
+        """Finish a turn whose process died: take over an expired lease and continue from the checkpoint.
+
+        A ``running`` session whose lease expired (or is missing) is taken over (§3.12: unanswered tool
+        calls get the ``interrupted`` result, a ``lease`` warning is emitted) and its turn continues where
+        it stopped, with nothing added. This is what a host's sweep calls for stale sessions (DESIGN.md §3).
+
+        Returns:
+            The :class:`Outcome` (``recovered=True``), or ``None`` when the session is not mid-turn.
+
+        Raises:
+            InvalidSessionIdError: a bad id.
+            SessionNotResumableError: the lease is still live, or another process recovered it first.
+        """
+        rec = self.load(session_id)
+        if rec is None or rec.status != SessionStatus.RUNNING:
+            return None
+        if self.lease_live(rec):
+            raise SessionNotResumableError(session_id, str(rec.status))
+        return self._continue_dead_turn(rec)
+
     def _continue_dead_turn(self, rec: Checkpoint) -> Outcome:
         """Take the session over (§3.12) and continue the turn from its last checkpoint, adding nothing."""
         rt = self.rt

@@ -13,6 +13,7 @@ from archmax.clock import FakeClock
 from archmax.models.base import ModelRequest, ModelResponse
 from archmax.models.scripted import ScriptedModel
 from archmax.session.notes import is_runtime_note
+from archmax.session.records import Lease
 
 from ._support import SUPPORT_INBOX
 
@@ -45,9 +46,7 @@ def test_a_turn_that_died_keeps_its_event_and_the_redelivered_event_finishes_it(
     clock = FakeClock()
     agent = create_agent(SUPPORT_INBOX, MemoryStore(), FlakyModel(), clock=clock)
     with pytest.raises(RuntimeError):
-        agent.workflow.send(
-            "c-1", "Where is my thing?", trigger="email_received", variables=VARS, delivery_id="m-1"
-        )
+        agent.workflow.send("c-1", "Where is my thing?", trigger="email_received", variables=VARS, delivery_id="m-1")
     stuck = agent.store.load("c-1")
     assert stuck.status == SessionStatus.RUNNING and stuck.delivery_ids == ["m-1"]
     assert user_texts(agent) == ["Where is my thing?"]  # the event was committed with its id
@@ -59,9 +58,7 @@ def test_a_turn_that_died_keeps_its_event_and_the_redelivered_event_finishes_it(
     assert user_texts(agent) == ["Where is my thing?"]  # continued, not applied twice
 
     with pytest.raises(DuplicateDeliveryError):  # once it finished, the same id is a plain duplicate
-        agent.workflow.send(
-            "c-1", "Where is my thing?", trigger="email_received", variables=VARS, delivery_id="m-1"
-        )
+        agent.workflow.send("c-1", "Where is my thing?", trigger="email_received", variables=VARS, delivery_id="m-1")
 
 
 class RedeliveringModel:
@@ -77,9 +74,7 @@ class RedeliveringModel:
         if not self.seen:
             self.version_during = self.agent.store.load("c-1").version
             try:
-                self.agent.workflow.send(
-                    "c-1", "Hello", trigger="email_received", variables=VARS, delivery_id="m-1"
-                )
+                self.agent.workflow.send("c-1", "Hello", trigger="email_received", variables=VARS, delivery_id="m-1")
             except BaseException as exc:  # noqa: BLE001 - the test inspects it
                 self.seen.append(exc)
             assert self.agent.store.load("c-1").version == self.version_during
@@ -94,3 +89,27 @@ def test_a_redelivered_event_whose_turn_is_still_alive_is_a_duplicate_and_change
     assert [type(e) for e in model.seen] == [DuplicateDeliveryError]
     assert outcome.kind == "parked" and outcome.recovered is False
     assert user_texts(agent) == ["Hello"]
+
+
+def test_recover_finishes_a_dead_turn_once_its_lease_expired_and_refuses_while_it_is_live():
+    from archmax import SessionNotResumableError
+
+    clock = FakeClock()
+    store = MemoryStore()
+    model = FlakyModel()
+    agent = create_agent(SUPPORT_INBOX, store, model, clock=clock)
+    assert agent.workflow.recover("c-1") is None  # no session: nothing to recover
+    with pytest.raises(RuntimeError):
+        agent.workflow.send("c-1", "Hello", trigger="email_received", variables=VARS)
+    # Simulate the dead process still holding a live lease: re-claim it as another owner would have.
+    record = store.load("c-1")
+    record.version += 1
+    record.lease = Lease(owner="dead-process", expires_at="2025-01-01T00:15:00.000Z")
+    store.commit("c-1", record, record.version - 1)
+    with pytest.raises(SessionNotResumableError):
+        agent.workflow.recover("c-1")
+    clock.advance(minutes=16)
+    outcome = agent.workflow.recover("c-1")
+    assert outcome.recovered is True and outcome.kind == "parked" and outcome.state == "clarify"
+    assert user_texts(agent) == ["Hello"]
+    assert agent.workflow.recover("c-1") is None  # parked now: not mid-turn

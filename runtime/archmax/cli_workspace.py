@@ -149,11 +149,11 @@ def build_model(spec: str | None, *, record: str | None = None) -> Model:
             one); a ``--record`` path that is a folder, unwritable, or an existing non-cassette file.
         ModelScriptError: an invalid script file.
     """
+    if record is not None and not record.strip():
+        raise UsageError("--record must name a cassette file")
     model = _configured_model(spec)
     if record is None:
         return model
-    if not record.strip():
-        raise UsageError("--record must name a cassette file")
     from archmax.models.cassette import RecordingModel
 
     return RecordingModel(model, Path(record))

@@ -273,3 +273,53 @@ def test_a_replay_that_reaches_a_state_the_cassette_did_not_record_fails_naming_
     )
     assert code == 1
     assert "model response 4 expected state 'intake' but the session is in 'answer'" in err
+
+
+def test_recording_a_replay_writes_the_same_cassette_again(recorded, cli, tmp_path):
+    _store, cassette, _results = recorded
+    again = tmp_path / "again.yaml"
+
+    session_commands(cli, tmp_path / "again-store", f"scripted:{cassette}", record=again)
+
+    assert yaml.safe_load(again.read_text(encoding="utf-8")) == yaml.safe_load(cassette.read_text(encoding="utf-8"))
+
+
+def test_the_follow_up_command_printed_at_a_park_keeps_recording_into_the_same_cassette(tmp_path, capsys):
+    script = tmp_path / "script.yaml"
+    script.write_text(
+        yaml.safe_dump([{"say": "Which order?", "call": {"archmax_wait": {"reason": "the order number"}}}]),
+        encoding="utf-8",
+    )
+    cassette = tmp_path / "c.yaml"
+
+    code = main(
+        [
+            "run", "support-inbox", FIRST_EMAIL, "--trigger", "email_received",
+            "--variables", json.dumps({"conversation_id": SESSION}),
+            "--root", str(EXAMPLES), "--store", str(tmp_path / "s"),
+            "--model", f"scripted:{script}", "--record", str(cassette),
+        ]
+    )  # fmt: skip
+
+    err = capsys.readouterr().err
+    assert code == 0
+    next_line = next(line for line in err.splitlines() if line.startswith("next:"))
+    assert "archmax deliver" in next_line and f"--record {cassette}" in next_line
+
+
+def test_an_empty_record_path_a_non_cassette_file_or_a_command_without_model_calls_is_refused(tmp_path, cli):
+    workflow = SUPPORT_INBOX / "workflow.yaml"
+    before = workflow.read_bytes()
+    script = tmp_path / "script.yaml"
+    script.write_text("- say: unused\n", encoding="utf-8")
+    flags = ["--root", str(EXAMPLES), "--store", str(tmp_path / "s"), "--model", f"scripted:{script}"]
+    run = ["run", "support-inbox", FIRST_EMAIL, "--trigger", "email_received"]
+
+    empty = cli(*run, *flags, "--record", " ")
+    not_a_cassette = cli(*run, *flags, "--record", str(workflow))
+    not_for_sessions = cli("sessions", *flags, "--record", str(tmp_path / "c.yaml"))
+
+    assert empty[0] == 2 and "--record must name a cassette file" in empty[2]
+    assert not_a_cassette[0] == 1 and "not a cassette" in not_a_cassette[2]
+    assert workflow.read_bytes() == before  # a workflow passed by mistake is left alone
+    assert not_for_sessions[0] == 2 and "--record" in not_for_sessions[2]

@@ -3,12 +3,12 @@
 Rule source: BEHAVIOUR.md §9.1 (protocol), §9.2 (layout; "a commit writes the checkpoint body to S3,
 then advances the item under a condition on version and the lease owner; a body whose item never
 advanced is never read"), §9.3 (chunked checkpoints), §9.4 (spec snapshots create-only);
-DESIGN.md §3 (AWS store, sparse due-parks index, no scans on hot paths).
+DESIGN.md §3 (AWS store, sparse due-parks and stale-leases indexes, no scans on hot paths).
 
 Round trips (counted by ``bench/roundtrips.py``): ``head`` is one GetItem; ``load`` is one GetItem
 plus one GetObject per chunk not already cached (chunk objects are immutable, so this instance
 caches their bytes); ``commit`` is one PutObject plus one UpdateItem (plus one GetItem when this
-instance has not seen the version it is committing on); ``due`` is one Query per shard page.
+instance has not seen the version it is committing on); ``due`` and ``stale`` are one Query per shard page.
 """
 
 from __future__ import annotations
@@ -26,12 +26,13 @@ from archmax.stores import common as _common
 from archmax.stores.aws.errors import aws_call, found_in_item
 from archmax.stores.aws.item import (
     DUE_INDEX,
+    STALE_INDEX,
     chunk_plan,
     commit_request,
     counts_of_item,
     head_of_item,
 )
-from archmax.stores.aws.layout import DUE_SHARDS, Keys, new_chunk_token
+from archmax.stores.aws.layout import DUE_SHARDS, LEASE_SHARDS, Keys, new_chunk_token
 from archmax.stores.base import SessionHead, StoreCapabilities
 from archmax.stores.codec import chunk_bytes, chunk_from_bytes, decode_chunks, encode_chunk
 
@@ -47,7 +48,7 @@ class AwsStore:
     ``SessionsBucket``).
 
     Args:
-        table_name: The sessions table (key ``pk``, sparse GSI ``due-parks``).
+        table_name: The sessions table (key ``pk``, sparse GSIs ``due-parks`` and ``stale-leases``).
         bucket: The sessions bucket.
         prefix: Key root inside the bucket (``""`` for the bucket root).
         dynamodb_client: A boto3 DynamoDB client; built with ``boto3.client("dynamodb")`` when omitted.
@@ -77,8 +78,10 @@ class AwsStore:
         if dynamodb_client is None or s3_client is None:
             import boto3  # only when the host injected nothing
 
-            dynamodb_client = dynamodb_client or boto3.client("dynamodb")
-            s3_client = s3_client or boto3.client("s3")
+            # botocore errors (no region, a bad profile) stop here as a StoreError (CONVENTIONS.md)
+            made = "client setup"
+            dynamodb_client = dynamodb_client or aws_call(boto3.client, operation=made, service_name="dynamodb")
+            s3_client = s3_client or aws_call(boto3.client, operation=made, service_name="s3")
         self.table_name = table_name
         self.bucket = bucket
         self.keys = Keys(prefix)
@@ -249,6 +252,48 @@ class AwsStore:
                     break
                 params["ExclusiveStartKey"] = page["LastEvaluatedKey"]
         return sorted(found, key=lambda pair: (pair[1], pair[0]))
+
+    def stale(self, now: str, workflow: str | None = None) -> list[str]:
+        """Ids of ``running`` sessions whose lease expired or is missing, sorted (DESIGN.md §3 "Inbox").
+
+        Queries the sparse ``stale-leases`` index (only ``running`` items carry ``lease_shard``),
+        each shard once (plus pages), with ``lease_expires_at <= now``: only stale turns are read,
+        never the rest of the table. A ``running`` item with no lease is keyed at its
+        ``updated_at`` (see ``item.item_attributes``). The index is eventually consistent: a turn
+        that just ended may still be listed, which ``recover`` answers with ``None``.
+
+        Args:
+            now: An instant string; string order is time order.
+            workflow: Only sessions of this workflow, when given.
+
+        Raises:
+            StoreError: on an AWS failure.
+        """
+        names = {"#shard": "lease_shard", "#expires": "lease_expires_at", "#pk": "pk"}
+        values: dict[str, Any] = {":now": {"S": now}}
+        extra: dict[str, Any] = {}
+        if workflow is not None:
+            names["#wf"] = "workflow"
+            values[":wf"] = {"S": workflow}
+            extra["FilterExpression"] = "#wf = :wf"
+        found: list[str] = []
+        for shard in LEASE_SHARDS:
+            params: dict[str, Any] = {
+                "TableName": self.table_name,
+                "IndexName": STALE_INDEX,
+                "KeyConditionExpression": "#shard = :shard AND #expires <= :now",
+                "ProjectionExpression": "#pk",
+                "ExpressionAttributeNames": names,
+                "ExpressionAttributeValues": {**values, ":shard": {"S": shard}},
+                **extra,
+            }
+            while True:
+                page = aws_call(self._ddb.query, operation="stale", **params)
+                found.extend(i["pk"]["S"] for i in page.get("Items", []))
+                if "LastEvaluatedKey" not in page:
+                    break
+                params["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        return sorted(found)
 
     # ------------------------------------------------------------------ files
 

@@ -81,11 +81,26 @@ def test_due_parks_index_is_keyed_by_shard_and_resume_at_and_projects_sweep_fiel
         {"AttributeName": "resume_at", "KeyType": "RANGE"},
     ]
     types = {a["AttributeName"]: a["AttributeType"] for a in table["AttributeDefinitions"]}
-    assert types == {"pk": "S", "due_shard": "S", "resume_at": "S"}
+    assert types == {"pk": "S", "due_shard": "S", "resume_at": "S", "lease_shard": "S", "lease_expires_at": "S"}
     # The sweep filters by workflow and reports status/version without reading the base item.
     assert index["Projection"]["ProjectionType"] in {"INCLUDE", "ALL"}
     if index["Projection"]["ProjectionType"] == "INCLUDE":
         assert {"workflow", "status", "version"} <= set(index["Projection"]["NonKeyAttributes"])
+
+
+def test_stale_leases_index_is_keyed_by_shard_and_lease_expiry_and_projects_the_workflow(
+    transformed: dict[str, Any],
+) -> None:
+    table = transformed["Resources"]["SessionsTable"]["Properties"]
+    (index,) = [i for i in table["GlobalSecondaryIndexes"] if i["IndexName"] == "stale-leases"]
+    assert index["KeySchema"] == [
+        {"AttributeName": "lease_shard", "KeyType": "HASH"},
+        {"AttributeName": "lease_expires_at", "KeyType": "RANGE"},
+    ]
+    # The sweep filters stale turns by workflow without reading the base item.
+    assert index["Projection"]["ProjectionType"] in {"INCLUDE", "ALL"}
+    if index["Projection"]["ProjectionType"] == "INCLUDE":
+        assert "workflow" in index["Projection"]["NonKeyAttributes"]
 
 
 def test_sessions_bucket_is_private_encrypted_unversioned_and_expires_inbound_mail(

@@ -25,7 +25,7 @@ class StoreCapabilities(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     list: bool = True
-    """``list()`` and ``due()`` work."""
+    """``list()``, ``due()`` and ``stale()`` work."""
     delete: bool = True
     """``delete()`` works."""
     upload_files: bool = True
@@ -78,6 +78,14 @@ class SessionStore(Protocol):
     def due(self, now: str, workflow: str | None = None) -> list[tuple[str, str]]:
         """``(session_id, resume_at)`` of sessions parked on ``input`` with ``resume_at <= now``,
         ordered by ``resume_at`` then id (needs ``list``).
+        """
+
+    def stale(self, now: str, workflow: str | None = None) -> list[str]:
+        """Ids of ``running`` sessions whose turn holder is gone, sorted (needs ``list``).
+
+        A session is stale when its lease expired (``lease.expires_at <= now``) or, with no lease
+        at all (let go after a crash), when ``updated_at <= now``. The sweep re-drives these
+        (DESIGN.md §3 "Inbox": "the sweep re-drives sessions with expired leases").
         """
 
     def get(self, session_id: str, path: str) -> bytes | None:

@@ -1,4 +1,4 @@
-"""Rules every store applies the same way: record/lease checks on commit, file paths, due parks.
+"""Rules every store applies the same way: record/lease checks on commit, file paths, due parks, stale turns.
 
 Rule source: BEHAVIOUR.md §9.1 (protocol), §9.2 (layout), §3.12 (lease owner on commit),
 §11 ``sweep`` (due order). Store-agnostic: the memory, filesystem and AWS stores share it, so
@@ -72,6 +72,27 @@ def due_of(heads: Iterable[SessionHead], now: str, workflow: str | None) -> list
         and (workflow is None or h.workflow == workflow)
     ]
     return sorted(due, key=lambda pair: (pair[1], pair[0]))  # type: ignore[return-value]
+
+
+def stale_of(heads: Iterable[SessionHead], now: str, workflow: str | None) -> list[str]:
+    """Ids of the stale turns among ``heads``, sorted (DESIGN.md §3 "Inbox": expired leases).
+
+    A head is stale when its status is ``running`` and its lease expired (``expires_at <= now``);
+    a ``running`` head with no lease (let go after a crash, §3.12) counts as expired at its
+    ``updated_at``. The AWS store's ``stale-leases`` index keys on the same instant.
+
+    Args:
+        heads: Session heads to look through.
+        now: An instant string; string order is time order.
+        workflow: Only sessions of this workflow, when given.
+    """
+    return sorted(
+        h.session_id
+        for h in heads
+        if h.status == SessionStatus.RUNNING
+        and (h.lease.expires_at if h.lease is not None else h.updated_at) <= now
+        and (workflow is None or h.workflow == workflow)
+    )
 
 
 def check_file_path(path: object, session_id: str) -> str:

@@ -166,6 +166,21 @@ class FilesystemStore:
         """
         return _common.due_of(self._heads(), now, workflow)
 
+    def stale(self, now: str, workflow: str | None = None) -> list[str]:
+        """Ids of ``running`` sessions whose lease expired or is missing, sorted (DESIGN.md §3 "Inbox").
+
+        Walks every session's ``head.json``, as :meth:`due` does. A ``running`` session with no
+        lease counts as expired at its ``updated_at``.
+
+        Args:
+            now: An instant string; a lease with ``expires_at <= now`` has expired.
+            workflow: Only sessions of this workflow, when given.
+
+        Raises:
+            StoreError: on I/O failure.
+        """
+        return _common.stale_of(self._heads(), now, workflow)
+
     # ------------------------------------------------------------------ files
 
     def get(self, session_id: str, path: str) -> bytes | None:

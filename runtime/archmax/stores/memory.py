@@ -152,6 +152,24 @@ class MemoryStore:
         heads = [head_of_chunk(chunk_from_bytes(b)) for b in latest]
         return _common.due_of(heads, now, workflow)
 
+    def stale(self, now: str, workflow: str | None = None) -> list[str]:
+        """Ids of ``running`` sessions whose lease expired or is missing, sorted (DESIGN.md §3 "Inbox").
+
+        Args:
+            now: An instant string; a lease with ``expires_at <= now`` has expired, and a
+                ``running`` session with no lease counts as expired at its ``updated_at``.
+            workflow: Only sessions of this workflow, when given.
+
+        Raises:
+            SessionStoreCapabilityError: without the ``list`` capability.
+        """
+        if not self.capabilities.list:
+            raise SessionStoreCapabilityError("list")
+        with self._lock:
+            latest = [s.chunks[-1] for s in self._sessions.values() if s.chunks]
+        heads = [head_of_chunk(chunk_from_bytes(b)) for b in latest]
+        return _common.stale_of(heads, now, workflow)
+
     # ------------------------------------------------------------------ files
 
     def get(self, session_id: str, path: str) -> bytes | None:

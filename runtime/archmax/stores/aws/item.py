@@ -2,7 +2,7 @@
 
 Rule source: BEHAVIOUR.md §9.1 (commit creates ``expected_version + 1`` or fails), §9.2 (one item per
 session keyed by the raw id), §3.12 (lease owner on commit); DESIGN.md §3 (item attributes, sparse
-due-parks index, TTL on finished sessions); CONVENTIONS.md (conditions built from named parts,
+due-parks index, sparse stale-leases index, TTL on finished sessions); CONVENTIONS.md (conditions built from named parts,
 ``ReturnValuesOnConditionCheckFailure=ALL_OLD``, epoch seconds only at the DynamoDB edge).
 
 Item attributes::
@@ -15,7 +15,10 @@ Item attributes::
     position           S   the current state (absent when none)
     updated_at, created_at  S  instant strings
     message_count, trail_count  N   what the next delta chunk continues from
-    lease_owner, lease_expires_at  S   only while a lease is held
+    lease_owner        S   only while a lease is held
+    lease_expires_at   S   the lease's expiry while one is held; on a ``running`` item without a
+                           lease, its ``updated_at`` (so the stale-leases index finds it)
+    lease_shard        S   only while ``running`` (the stale-leases index's hash key)
     channel, state, reason, parked_at  S   park summary, only while a park record is present
     due_shard, resume_at  S   only while parked on input with a resume_at (the sparse index keys)
     ttl                N   epoch seconds, only on finished sessions
@@ -28,16 +31,20 @@ from typing import Any
 
 from archmax.clock import parse_instant
 from archmax.session.records import Checkpoint, Lease, SessionStatus, is_finished
-from archmax.stores.aws.layout import due_shard
+from archmax.stores.aws.layout import due_shard, lease_shard
 from archmax.stores.base import SessionHead
 
 DUE_INDEX = "due-parks"
-"""The sparse GSI the sweep queries (template.yaml ``SessionsTable``)."""
+"""The sparse GSI the sweep queries for due parks (template.yaml ``SessionsTable``)."""
+
+STALE_INDEX = "stale-leases"
+"""The sparse GSI the sweep queries for running sessions whose lease expired (template.yaml ``SessionsTable``)."""
 
 _OPTIONAL = (
     "position",
     "lease_owner",
     "lease_expires_at",
+    "lease_shard",
     "channel",
     "state",
     "reason",
@@ -81,6 +88,15 @@ def item_attributes(record: Checkpoint, *, ttl_days: int | None) -> dict[str, di
     if record.lease is not None:
         attrs["lease_owner"] = _s(record.lease.owner)
         attrs["lease_expires_at"] = _s(record.lease.expires_at)
+    # The stale-leases index is sparse: only a running session carries its keys, set or removed in
+    # this same conditional commit. A running session whose lease was let go (a crashed turn
+    # releases it so it can be taken over at once, §3.12) has no expiry of its own: it is keyed
+    # at its updated_at, i.e. stale from the moment it was written. head_of_item reads a lease
+    # only when lease_owner is present too, so this never reads back as a lease.
+    if record.status == SessionStatus.RUNNING:
+        attrs["lease_shard"] = _s(lease_shard(record.session_id))
+        if record.lease is None:
+            attrs["lease_expires_at"] = _s(record.updated_at)
     park = record.pending_input or record.pending_decision
     if park is not None:
         attrs["channel"] = _s(record.channel or "")

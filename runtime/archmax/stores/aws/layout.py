@@ -1,7 +1,8 @@
-"""Where an ``AwsStore`` keeps things: S3 keys under the prefix, and the due-parks shard of an id.
+"""Where an ``AwsStore`` keeps things: S3 keys under the prefix, and the index shards of an id.
 
 Rule source: BEHAVIOUR.md §9.2 (one id, one folder: ``<root>/<folder>/...``, ``_specs/<hash>.json``),
-DESIGN.md §3 (sparse due-parks index on ``due_shard`` + ``resume_at``).
+DESIGN.md §3 (sparse due-parks index on ``due_shard`` + ``resume_at``; sparse stale-leases index on
+``lease_shard`` + ``lease_expires_at``).
 
 Checkpoint chunk keys carry a per-attempt token after the 10-digit version
 (``checkpoints/0000000005-<token>.json``): two writers racing for version 5 each put their own
@@ -29,9 +30,22 @@ def normalise_prefix(prefix: str) -> str:
     return f"{prefix}/" if prefix else ""
 
 
+LEASE_SHARDS: tuple[str, ...] = ("0", "1", "2", "3")
+"""The ``lease_shard`` values: a few partitions for the stale-leases index, each queried by the sweep."""
+
+
+def _shard(session_id: str, shards: tuple[str, ...]) -> str:
+    return shards[hashlib.sha256(session_id.encode("utf-8")).digest()[0] % len(shards)]
+
+
 def due_shard(session_id: str) -> str:
     """The due-parks shard of a session: stable, spread evenly by a hash of the id."""
-    return DUE_SHARDS[hashlib.sha256(session_id.encode("utf-8")).digest()[0] % len(DUE_SHARDS)]
+    return _shard(session_id, DUE_SHARDS)
+
+
+def lease_shard(session_id: str) -> str:
+    """The stale-leases shard of a session: stable, spread evenly by a hash of the id."""
+    return _shard(session_id, LEASE_SHARDS)
 
 
 def new_chunk_token() -> str:

@@ -22,7 +22,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check runtime tests
 
 bench: $(STAMP)
-	$(PY) bench/roundtrips.py
+	$(PY) bench/run_all.py
 
 clean:
 	rm -rf $(VENV) sessions demo-sessions

@@ -1,0 +1,154 @@
+"""A moto server for the benchmarks, tables and bucket built from template.yaml, and a call counter.
+
+The benchmarks' own helper (they import nothing from tests/): one ``ThreadedMotoServer`` on
+127.0.0.1 with an OS-chosen port, dummy credentials passed to every client (``os.environ`` is
+neither read nor changed), the ``SessionsTable`` and ``InboxTable`` created from the template's
+own properties (decoded with cfn-lint, so ``!Ref`` and friends parse), and :class:`CallCounter`,
+which counts AWS operations with botocore's ``before-call`` event hooks.
+
+Rule source: DESIGN.md §7 (benchmarks count round trips with botocore's event hooks), §6 (moto in
+server mode on 127.0.0.1), CONVENTIONS.md ("nothing creates tables at run time": only tests and
+benchmarks do, from the template).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import urllib.request
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Self
+
+REPO = Path(__file__).resolve().parent.parent
+TEMPLATE = REPO / "template.yaml"
+REGION = "us-east-1"
+SESSIONS_TABLE = "bench-sessions"
+INBOX_TABLE = "bench-inbox"
+BUCKET = "bench-sessions"
+PREFIX = "sessions"  # what template.yaml gives the functions (SESSIONS_PREFIX)
+_CREDENTIALS = {"aws_access_key_id": "bench", "aws_secret_access_key": "bench", "aws_session_token": "bench"}
+_TABLE_KEYS = ("KeySchema", "AttributeDefinitions", "GlobalSecondaryIndexes", "BillingMode")
+
+
+def _template_properties(logical_id: str) -> dict[str, Any]:
+    from cfnlint.decode.decode import decode_str
+
+    doc, errors = decode_str(TEMPLATE.read_text(encoding="utf-8"))
+    if errors:
+        raise RuntimeError(f"template.yaml does not decode: {errors}")
+    # cfn-lint's nodes subclass str/dict; boto3 wants plain ones.
+    return json.loads(json.dumps(doc["Resources"][logical_id]["Properties"]))
+
+
+def table_definition(logical_id: str) -> dict[str, Any]:
+    """``create_table`` keyword arguments read from one ``AWS::DynamoDB::Table`` of template.yaml."""
+    props = _template_properties(logical_id)
+    return {k: props[k] for k in _TABLE_KEYS if k in props}
+
+
+class MotoServer:
+    """A moto server on 127.0.0.1 (port chosen by the OS), quiet, stopped with :meth:`stop`."""
+
+    def __init__(self) -> None:
+        import logging
+
+        from moto.server import ThreadedMotoServer
+
+        logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one line per request on stderr otherwise
+        self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+        self._server.start()
+        host, port = self._server.get_host_and_port()
+        self.endpoint_url = f"http://{host}:{port}"
+        self._clients: dict[str, Any] = {}
+
+    def client(self, service: str) -> Any:
+        """The server's boto3 client for ``service`` (built once; a reset keeps connections)."""
+        if service not in self._clients:
+            import boto3
+            from botocore.config import Config
+
+            self._clients[service] = boto3.session.Session().client(
+                service,
+                endpoint_url=self.endpoint_url,
+                region_name=REGION,
+                config=Config(retries={"max_attempts": 2, "mode": "standard"}, max_pool_connections=32),
+                **_CREDENTIALS,
+            )
+        return self._clients[service]
+
+    def fresh(self) -> AwsEnv:
+        """Forget everything (``POST /moto-api/reset``), then create both tables and the bucket."""
+        request = urllib.request.Request(f"{self.endpoint_url}/moto-api/reset", method="POST", data=b"")
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            if answer.status != 200:
+                raise RuntimeError(f"moto reset answered {answer.status}")
+        ddb, s3 = self.client("dynamodb"), self.client("s3")
+        ddb.create_table(TableName=SESSIONS_TABLE, **table_definition("SessionsTable"))
+        ddb.create_table(TableName=INBOX_TABLE, **table_definition("InboxTable"))
+        s3.create_bucket(Bucket=BUCKET)
+        return AwsEnv(dynamodb=ddb, s3=s3)
+
+    def stop(self) -> None:
+        self._server.stop()
+
+
+@dataclass
+class AwsEnv:
+    """The clients of a freshly reset server; :meth:`store` and :meth:`inbox` build fresh instances."""
+
+    dynamodb: Any
+    s3: Any
+    table_name: str = SESSIONS_TABLE
+    inbox_table: str = INBOX_TABLE
+    bucket: str = BUCKET
+
+    def store(self, prefix: str = PREFIX) -> Any:
+        """A new ``AwsStore`` (an empty cache, like a cold Lambda instance) on this table and bucket."""
+        from archmax.stores.aws import AwsStore
+
+        return AwsStore(self.table_name, self.bucket, prefix, dynamodb_client=self.dynamodb, s3_client=self.s3)
+
+    def inbox(self, clock: Any = None) -> Any:
+        """A new ``DynamoInbox`` on the inbox table."""
+        from archmax.hosting.inbox_dynamo import DynamoInbox
+
+        return DynamoInbox(self.inbox_table, client=self.dynamodb, clock=clock)
+
+
+class CallCounter:
+    """AWS operations made through the given clients while the context is open, by ``service.Operation``.
+
+    Counted with botocore's ``before-call.<service>.*`` hooks, so a retried request counts once
+    (the operation, not the HTTP attempts). The hooks are removed on exit.
+    """
+
+    def __init__(self, *clients: Any) -> None:
+        self.calls: Counter[str] = Counter()
+        self._clients = clients
+        self._lock = threading.Lock()
+        self._uid = f"bench-counter-{id(self)}"
+
+    def _record(self, model: Any, **_: Any) -> None:
+        with self._lock:
+            self.calls[f"{model.service_model.service_name}.{model.name}"] += 1
+
+    def __enter__(self) -> Self:
+        for client in self._clients:
+            service = client.meta.service_model.service_name
+            client.meta.events.register(f"before-call.{service}.*", self._record, unique_id=self._uid)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for client in self._clients:
+            service = client.meta.service_model.service_name
+            client.meta.events.unregister(f"before-call.{service}.*", unique_id=self._uid)
+
+    def service_total(self, service: str) -> int:
+        """Calls to one service (``"dynamodb"``, ``"s3"``)."""
+        return sum(n for op, n in self.calls.items() if op.startswith(service + "."))
+
+    def detail(self) -> str:
+        """``Operation×n`` for every operation seen, sorted, e.g. ``GetItem×2, PutObject×1``."""
+        return ", ".join(f"{op.split('.', 1)[1]}×{n}" for op, n in sorted(self.calls.items()))

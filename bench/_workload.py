@@ -1,0 +1,48 @@
+"""The benchmarks' workload: a one-state workflow (``bench/waiter``) and a model that parks or finishes.
+
+:class:`WaiterModel` is stateless and thread-safe, so one instance serves every session and
+thread of a run. Its rule, read from the request alone:
+
+* a handoff call (the reply-only call after a park) says ``waiting``;
+* when the newest message is a user message containing ``wait``, it calls
+  ``archmax_wait({reason: "bench", until: "1d"})``: the session parks with a ``resume_at``;
+* anything else (``finish``, or a timer's delivery, which carries no message) says ``done``:
+  the turn ends and the session completes.
+
+So ``send(id, "please wait")`` parks, ``deliver(id, message="wait again")`` resumes and parks
+again, and ``deliver(id, message="finish")`` or a sweep's timer completes it. Two model calls per
+park, one per completion; no network, no randomness.
+
+Rule source: DESIGN.md §7 (benchmarks), BEHAVIOUR.md §3.5 (deliver), §11 (sweep).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from archmax import ModelRequest, ModelResponse, ToolCall, Usage
+
+WORKFLOW = Path(__file__).resolve().parent / "waiter"
+START = "start"
+PARK_MESSAGE = "please wait"
+AGAIN_MESSAGE = "wait again"
+FINISH_MESSAGE = "finish"
+_USAGE = Usage(input_tokens=1, output_tokens=1)
+
+
+class WaiterModel:
+    """A model that parks when told to wait and finishes otherwise (see the module docstring)."""
+
+    name = "bench-waiter"
+
+    def complete(self, request: ModelRequest) -> ModelResponse:
+        """Answer one call from the request alone (no state, so any thread may call it)."""
+        if request.handoff:
+            return ModelResponse(text="waiting", usage=_USAGE, stop_reason="end_turn", model_id=self.name)
+        last = request.messages[-1] if request.messages else None
+        if last is not None and last.role == "user" and "wait" in last.content:
+            call = ToolCall(
+                id=f"call_{len(request.messages)}", name="archmax_wait", args={"reason": "bench", "until": "1d"}
+            )
+            return ModelResponse(tool_calls=[call], usage=_USAGE, stop_reason="tool_use", model_id=self.name)
+        return ModelResponse(text="done", usage=_USAGE, stop_reason="end_turn", model_id=self.name)

@@ -286,7 +286,7 @@ def _model_resolver(model: Model | None, base_dir: Path | None = None) -> Callab
 def create_agent(
     workflow: str | os.PathLike[str] | Workflow,
     store: SessionStore | None = None,
-    model: Model | None = None,
+    model: Model | str | None = None,
     *,
     tools: Iterable[Any] | Mapping[str, Any] | None = None,
     session_path: str | None = None,
@@ -300,7 +300,9 @@ def create_agent(
     Args:
         workflow: A workflow folder / ``workflow.yaml`` path, or a loaded :class:`Workflow`.
         store: Where sessions live; ``None`` → ``FilesystemStore("./sessions")`` (the embedded default).
-        model: The model adapter; ``None`` → the model configured by ``ARCHMAX_MODEL`` (built at first use).
+        model: The model adapter, or a spec string (``scripted:<file>``, ``bedrock:<id>``, ``openai:<model>``);
+            ``None`` → the model configured by ``ARCHMAX_MODEL``, built before the first operation that
+            would call it touches a session (so a missing configuration refuses the firing, writing nothing).
         tools: Host tools (callables, ``HostTool``s, or a name → callable mapping).
         session_path: The assembly's session path (§4.2 level 3).
         variables: Assembly seeds, applied locked at every turn opening.
@@ -310,9 +312,16 @@ def create_agent(
 
     Raises:
         WorkflowSpecError, ReservedToolNameError, InvalidSessionPathError, InvalidVariableNameError,
-        UnsupportedFeatureError (hooks and sub-workflows are not run by this version).
+        UnsupportedFeatureError (hooks and sub-workflows are not run by this version),
+        ModelConfigurationError (a model spec string or a state's ``model:`` spec that cannot be built).
     """
     spec = workflow if isinstance(workflow, Workflow) else load_workflow(Path(workflow))
+    if isinstance(model, str):
+        from archmax.models import model_from_config
+
+        model = model_from_config(model, base_dir=spec.root)
+    elif model is not None and not isinstance(model, Model):
+        raise TypeError(f"model must be a Model (with .complete) or a spec string, not {type(model).__name__}")
     if spec.uses_hooks():
         raise UnsupportedFeatureError(
             f"workflow '{spec.slug}' declares before/after hooks, which this version of archmax does not run yet"
@@ -341,4 +350,7 @@ def create_agent(
         session_path=path,
         lease_ttl_s=900.0 if lease_ttl_s is None else float(lease_ttl_s),
     )
+    for state in spec.states.values():  # a state's own model spec fails at assembly, not mid-turn
+        if state.model:
+            runtime.model_for(state.model)
     return Agent(runtime)

@@ -41,7 +41,6 @@ from archmax.session.records import (
     Checkpoint,
     Message,
     SessionStatus,
-    Variable,
     is_finished,
 )
 from archmax.session.results import Outcome, Resolution, exit_of, variables_view
@@ -89,6 +88,13 @@ class Operations:
         if self.lease_live(rec):
             raise SessionNotResumableError(session_id, str(rec.status))
         return "turn", True  # running (or parked mid-handoff) with an expired lease: take it over
+
+    def preflight_model(self, state: str | None) -> None:
+        """Build the model a call in ``state`` would use before the session is claimed, so a missing
+        configuration (``ModelConfigurationError``) refuses the firing and writes nothing.
+        """
+        states = self.rt.workflow.states
+        self.rt.model_for(states[state].model if state in states else None)
 
     def load(self, session_id: str) -> Checkpoint | None:
         validate_session_id(session_id)
@@ -312,6 +318,7 @@ class Operations:
         work.start_messages = len(record.messages)
         answer_interrupted_calls(record)
         work.recovered = True
+        self.preflight_model(record.position)
         work.claim()
         rt.warn(
             record,
@@ -355,6 +362,7 @@ class Operations:
         # commit that claims the session, so a crash can never keep the id without the message.
         title_notes = self._open_record(record, message, trigger, variables)
         remember_delivery(record, delivery_id)
+        self.preflight_model(record.position)
         work.claim()  # raises SessionNotResumableError (CommitConflictError) when another writer won
         for text in warnings:  # e.g. the minted-id warning of §4.2: in `warnings` and as an event
             rt.warn(record, "session", text)
@@ -368,8 +376,8 @@ class Operations:
         def body() -> None:
             self._snapshot_spec(record)
             placed = place_files(rt.store, session_id, prepared)
-            for var, path in placed.items():
-                record.variables[var] = Variable(value=path, locked=True)
+            for text in seed_host_variables(record.variables, placed):  # file variables are host writes (§6)
+                self._title_warning(work, text)
             if wf.disabled and allow_disabled:
                 record.status = SessionStatus.REJECTED
                 record.rejected = f"Refusing to start: workflow '{wf.slug}' is disabled."
@@ -516,6 +524,7 @@ class Operations:
         record.pending_failure = None
         record.status = SessionStatus.RUNNING
         remember_delivery(record, delivery_id)
+        self.preflight_model(state)
         try:
             work.claim()  # atomic: of two racing deliveries exactly one commits this version
         except CommitConflictError:
@@ -529,8 +538,8 @@ class Operations:
                 rt.events.emit(record, "park_message", state=state, direction="inbound", text=message)
             rt.events.emit(record, "delivered", state=state, trigger=trigger, to=state)
             placed = place_files(rt.store, record.session_id, prepared)
-            for var, path in placed.items():
-                record.variables[var] = Variable(value=path, locked=True)
+            for text in seed_host_variables(record.variables, placed):  # file variables are host writes (§6)
+                self._title_warning(work, text)
             work.commit()
             TurnLoop(rt, work).run()
 
@@ -560,6 +569,7 @@ class Operations:
         record.reply_only = True
         record.messages.append(Message(role="user", content=message))
         remember_delivery(record, _delivery_id)
+        self.preflight_model(record.pending_decision.state)  # type: ignore[union-attr]
         self._claim_decision_park(work)
         state = record.pending_decision.state  # type: ignore[union-attr]
 
@@ -608,6 +618,7 @@ class Operations:
         record.pending_failure = None
         record.state_turns = 0
         record.status = SessionStatus.RUNNING
+        self.preflight_model(target)
         self._claim_decision_park(work)
 
         def body() -> None:

@@ -36,6 +36,7 @@ PUBLIC = [
     "Message",
     "MissingDeliveryTriggerError",
     "Model",
+    "ModelConfigurationError",
     "ModelError",
     "ModelRequest",
     "ModelResponse",

@@ -102,7 +102,39 @@ def validate_workflow(path: str | os.PathLike[str]) -> list[Diagnostic]:
     doc, problems = read_yaml_file(file)
     if problems:
         return problems
-    return _build(doc, root.name, root)[1]
+    workflow, diagnostics = _build(doc, root.name, root)
+    if workflow is not None:
+        diagnostics += unsupported_features(workflow)
+    return diagnostics
+
+
+def unsupported_features(workflow: Workflow) -> list[Diagnostic]:
+    """Warnings for valid declarations this version loads but does not run (hooks, sub-workflows).
+
+    ``create_agent`` refuses such a workflow with ``UnsupportedFeatureError``; ``archmax validate``
+    says so up front instead of reporting it clean.
+    """
+    found = []
+    for slug, state in workflow.states.items():
+        for kind in ("before", "after"):
+            if getattr(state, kind):
+                found.append(
+                    Diagnostic(
+                        f"states.{slug}.{kind}",
+                        "hooks are valid but not run by this version of archmax: create_agent refuses this workflow",
+                        "warning",
+                    )
+                )
+        for name in workflow.subworkflows_for(slug):
+            found.append(
+                Diagnostic(
+                    f"states.{slug}.tools",
+                    f"sub-workflow '{name}' is valid but not run by this version of archmax: "
+                    "create_agent refuses this workflow",
+                    "warning",
+                )
+            )
+    return found
 
 
 def _locate(path: str | os.PathLike[str]) -> tuple[Path, Path]:

@@ -107,7 +107,7 @@ def probe(code: str, env: dict[str, str]) -> dict[str, object]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=7, help="measured rounds (after one discarded warm-up round)")
+    parser.add_argument("--runs", type=int, default=5, help="measured rounds (after one discarded warm-up round)")
     args = parser.parse_args(argv)
     import tempfile
 

@@ -10,8 +10,8 @@ threads, as a server shares it. Rows:
   call, parks again and makes the handoff call (5 commits). All threads start together on a barrier;
   the clock runs from the barrier to the last join.
 * **one park, T threads racing**: ``--races`` sessions are parked; for each, T threads start on a
-  barrier and all deliver ``finish`` to it. Exactly one wins (the session completes); the others must
-  get ``SessionNotAwaitingInputError`` (§3.5). The row counts winning deliveries per second and
+  barrier and all deliver ``wait again`` to it (the same work as above, so rates compare). Exactly one
+  wins (the session resumes and parks again); the others must get ``SessionNotAwaitingInputError`` (§3.5). The row counts winning deliveries per second and
   checks the one-winner rule in every race (it prints a violation instead of a rate if not).
 
 The ratio column divides by the same store's single-thread row. Python threads share the GIL, so
@@ -31,7 +31,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from _workload import AGAIN_MESSAGE, FINISH_MESSAGE, PARK_MESSAGE, START, WORKFLOW, WaiterModel
+from _workload import AGAIN_MESSAGE, PARK_MESSAGE, START, WORKFLOW, WaiterModel
 
 from archmax import FakeClock, FilesystemStore, MemoryStore, SessionNotAwaitingInputError, create_agent
 
@@ -123,13 +123,13 @@ def racing(store: Any, threads: int, races: int) -> dict[str, Any]:
             _i: int, sid: str = sid, wins: list[int] = wins, refusals: list[int] = refusals, lock: threading.Lock = lock
         ) -> None:
             try:
-                outcome = agent.workflow.deliver(sid, trigger="event", message=FINISH_MESSAGE)
+                outcome = agent.workflow.deliver(sid, trigger="event", message=AGAIN_MESSAGE)
             except SessionNotAwaitingInputError:
                 with lock:
                     refusals[0] += 1
                 return
-            if outcome.kind != "completed":
-                raise RuntimeError(f"{sid}: the winner did not complete: {outcome.kind}")
+            if outcome.kind != "parked":
+                raise RuntimeError(f"{sid}: the winner did not park again: {outcome.kind}")
             with lock:
                 wins[0] += 1
 

@@ -9,13 +9,21 @@ Failure policy: a caller's mistake (:class:`~archmax.errors.CallerError`) is ans
 raised, because retrying the same event cannot help. Anything else (a store outage, a model
 failure) is raised out of a direct or asynchronous invocation, so Lambda retries it and failed
 records are never answered 200 (CONVENTIONS.md "Seen in weaker projects").
+
+Path parameters: Powertools matches routes against the request's raw path (``rawPath`` of an
+HTTP API event, ``path`` of a REST one), which keeps the client's percent-encoding, so a route
+argument such as ``{id}`` arrives encoded (``x%20y%40z``). :func:`http_app` decodes each one
+exactly once, with :func:`urllib.parse.unquote`, before any route sees it; the route then
+validates it (``..%2Fetc`` becomes ``../etc`` and is refused with InvalidSessionIdError, 400).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
+from re import Match
 from typing import Any
+from urllib.parse import unquote
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, APIGatewayRestResolver, Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
@@ -39,6 +47,26 @@ def error_body(exc: ArchmaxError) -> tuple[int, dict[str, Any]]:
     return error_response(exc)
 
 
+class _DecodedPathParameters:
+    """Mixin for a Powertools resolver: every route argument percent-decoded exactly once.
+
+    Powertools hands a route the groups of its pattern matched over the raw path, still encoded
+    (``/sessions/x%20y%40z`` gives ``x%20y%40z``); API Gateway's ``pathParameters`` are decoded.
+    This is the one place the handlers decode them, so ``%25`` becomes ``%`` and no more.
+    """
+
+    def _convert_matches_into_route_keys(self, match: Match) -> dict[str, str]:
+        return {name: unquote(value) for name, value in match.groupdict().items()}
+
+
+class _HttpResolver(_DecodedPathParameters, APIGatewayHttpResolver):
+    """HTTP API (payload v2) resolver with decoded path parameters."""
+
+
+class _RestResolver(_DecodedPathParameters, APIGatewayRestResolver):
+    """REST API (payload v1) resolver with decoded path parameters."""
+
+
 def is_http_event(event: Mapping[str, Any]) -> bool:
     """Whether ``event`` is an API Gateway proxy event (REST v1 or HTTP API v2)."""
     return (
@@ -58,11 +86,12 @@ def http_app(register: Callable[[Router], None]) -> Handler:
         ``(event, context) -> API Gateway proxy response``. Archmax errors become
         ``{error, message, session_id?}`` with the table's status; a request no route matches
         (unknown path, or a known path with another method) is 404 in the same JSON shape.
+        Route arguments reach the routes percent-decoded once (see the module docstring).
     """
     router = Router()
     register(router)
     apps: dict[str, Any] = {}
-    for version, cls in (("2.0", APIGatewayHttpResolver), ("1.0", APIGatewayRestResolver)):
+    for version, cls in (("2.0", _HttpResolver), ("1.0", _RestResolver)):
         app = cls()
         app.include_router(router)
 

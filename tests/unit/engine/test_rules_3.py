@@ -31,8 +31,9 @@ from archmax import (
     WorkflowDisabledError,
     create_agent,
 )
+from archmax.models.base import ModelResponse
 from archmax.models.scripted import ScriptedModel
-from archmax.session.records import SessionStatus
+from archmax.session.records import SessionStatus, ToolCall
 
 from ._support import CHAT, HUMAN, TWO, harness, snapshot, wait_then, wf
 
@@ -293,3 +294,40 @@ def test_a_running_session_with_no_lease_counts_as_expired_and_is_taken_over():
     out = h.agent.workflow.send("s1", "Still there?")
     assert (out.kind, out.disposition, out.recovered, out.reply) == ("completed", "turn", True, "Taken over.")
     assert [e["scope"] for e in h.events_of("warning")] == ["lease"]
+
+
+# ------------------------------------------------------------------------------ §3.1 park phase
+
+
+class _PeekDuringHandoff:
+    """A model that waits silently, then, during the owed handoff call, looks at the stored session."""
+
+    def __init__(self, holder: dict) -> None:
+        self.holder = holder
+        self.calls = 0
+
+    def complete(self, request):
+        self.calls += 1
+        if self.calls == 1:
+            return ModelResponse(tool_calls=[ToolCall(id="w1", name="archmax_wait", args={"reason": "the order"})])
+        h = self.holder["h"]
+        rec = h.load("s1")
+        self.holder["during"] = (rec.status, rec.park_phase, rec.pending_input is not None, rec.lease is not None)
+        try:
+            h.agent.workflow.deliver("s1", trigger="timer")
+        except SessionNotAwaitingInputError as exc:
+            self.holder["deliver"] = exc
+        return ModelResponse(text="We are waiting for your order number.")
+
+
+def test_while_a_handoff_is_owed_the_park_is_closing_under_the_lease_and_is_not_yet_parked():
+    holder: dict = {}
+    h = harness(CHAT, model=_PeekDuringHandoff(holder))
+    holder["h"] = h
+    out = h.agent.workflow.send("s1", "Hi")
+    assert holder["during"] == ("awaiting_input", "closing", True, True)
+    assert isinstance(holder["deliver"], SessionNotAwaitingInputError)
+    rec = h.load("s1")
+    assert (out.kind, out.reply) == ("parked", "We are waiting for your order number.")
+    assert (rec.park_phase, rec.lease) == ("suspend", None)
+    assert h.agent.workflow.resolve_session(session_id="s1").disposition == "resume"  # parked now

@@ -376,7 +376,9 @@ class Operations:
         def body() -> None:
             self._snapshot_spec(record)
             placed = place_files(rt.store, session_id, prepared)
-            for text in seed_host_variables(record.variables, placed):  # file variables are host writes (§6)
+            # §8 step 4 places files before the assembly seeds, so a seed of the same name wins.
+            file_vars = {k: v for k, v in placed.items() if k not in rt.assembly_variables}
+            for text in seed_host_variables(record.variables, file_vars):  # file variables are host writes (§6)
                 self._title_warning(work, text)
             if wf.disabled and allow_disabled:
                 record.status = SessionStatus.REJECTED
@@ -449,7 +451,7 @@ class Operations:
         ref = self.rt.workflow.triggers().get(trigger)
         if ref is None or not ref.decl.requires:
             return []
-        supplied = {**self.rt.assembly_variables, **dict(variables or {}), **placed}
+        supplied = {**placed, **self.rt.assembly_variables, **dict(variables or {})}
 
         def exists(path: str) -> bool:
             try:

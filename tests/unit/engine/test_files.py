@@ -135,3 +135,19 @@ def test_a_file_written_to_the_scratchpad_carries_forward_to_the_next_turn():
     send_file(h, "carry.txt", content="kept")
     h.agent.workflow.send("s1", "Next turn")
     assert h.store.get("s1", "scratchpad/attachments/carry.txt") == b"kept"
+
+
+def test_an_assembly_seed_named_like_a_file_variable_wins_as_files_are_placed_before_seeds():
+    from archmax import MemoryStore, create_agent
+    from archmax.clock import FakeClock
+    from archmax.models.scripted import ScriptedModel
+    from archmax.spec import workflow_from_dict
+
+    wf = workflow_from_dict({"states": {"chat": {"triggers": {"manual": None}}}}, "chat")
+    agent = create_agent(
+        wf, MemoryStore(), ScriptedModel([{"say": "ok"}]), clock=FakeClock(), variables={"doc": "from-seed"}
+    )
+    agent.workflow.send("s", "hi", files={"doc": {"name": "a.txt", "content": "x"}})
+    var = agent.store.load("s").variables["doc"]
+    assert (var.value, var.locked) == ("from-seed", True)
+    assert agent.store.get("s", "scratchpad/attachments/a.txt") == b"x"  # the file is still placed

@@ -10,11 +10,13 @@ threads, as a server shares it. Rows:
   call, parks again and makes the handoff call (5 commits). All threads start together on a barrier;
   the clock runs from the barrier to the last join.
 * **one park, T threads racing**: ``--races`` sessions are parked; for each, T threads start on a
-  barrier and all deliver ``wait again`` to it (the same work as above, so rates compare). Exactly one
-  wins (the session resumes and parks again); the others must get ``SessionNotAwaitingInputError`` (§3.5). The row counts winning deliveries per second and
+  barrier and all deliver ``finish`` to it. Exactly one wins (the session resumes and completes, so no
+  new park can be won by a late thread); the others must get ``SessionNotAwaitingInputError`` (§3.5).
+  Its ratio divides by the same row with 1 thread (no race), since a completing delivery is less work
+  than a re-parking one. The row counts winning deliveries per second and
   checks the one-winner rule in every race (it prints a violation instead of a rate if not).
 
-The ratio column divides by the same store's single-thread row. Python threads share the GIL, so
+The ratio column divides by the same store's single-thread row of the same kind. Python threads share the GIL, so
 these rows measure how much the stores' locks and I/O let threads overlap, not CPU scaling.
 
 Rule source: DESIGN.md §7 ("deliveries per second under concurrency"), BEHAVIOUR.md §3.5.
@@ -31,7 +33,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from _workload import AGAIN_MESSAGE, PARK_MESSAGE, START, WORKFLOW, WaiterModel
+from _workload import AGAIN_MESSAGE, FINISH_MESSAGE, PARK_MESSAGE, START, WORKFLOW, WaiterModel
 
 from archmax import FakeClock, FilesystemStore, MemoryStore, SessionNotAwaitingInputError, create_agent
 
@@ -123,13 +125,13 @@ def racing(store: Any, threads: int, races: int) -> dict[str, Any]:
             _i: int, sid: str = sid, wins: list[int] = wins, refusals: list[int] = refusals, lock: threading.Lock = lock
         ) -> None:
             try:
-                outcome = agent.workflow.deliver(sid, trigger="event", message=AGAIN_MESSAGE)
+                outcome = agent.workflow.deliver(sid, trigger="event", message=FINISH_MESSAGE)
             except SessionNotAwaitingInputError:
                 with lock:
                     refusals[0] += 1
                 return
-            if outcome.kind != "parked":
-                raise RuntimeError(f"{sid}: the winner did not park again: {outcome.kind}")
+            if outcome.kind != "completed":
+                raise RuntimeError(f"{sid}: the winner did not complete: {outcome.kind}")
             with lock:
                 wins[0] += 1
 
@@ -171,18 +173,22 @@ def main(argv: list[str] | None = None) -> int:
                     rows.setdefault((label, name), []).append(
                         own_sessions(make(f"own-{threads}-{n}"), threads, args.per_thread)
                     )
-                name = f"one park, {args.racers} threads racing"
-                rows.setdefault((label, name), []).append(racing(make(f"race-{n}"), args.racers, args.races))
+                for racers in (1, args.racers):
+                    name = "one park, 1 thread (no race)" if racers == 1 else f"one park, {racers} threads racing"
+                    rows.setdefault((label, name), []).append(racing(make(f"race-{racers}-{n}"), racers, args.races))
     print(
         f"{'store':<10}  {'row':<31}  {'deliveries':>10}  {'per s':>7}  {'x 1 thread':>10}  {'range per s':>13}  notes"
     )
-    base: dict[str, float] = {}
+    base: dict[tuple[str, str], float] = {}
     for (label, name), runs in rows.items():
         rates = [r["per_s"] for r in runs]
         rate = statistics.median(rates)
-        base.setdefault(label, rate)
+        kind = name.split(",")[0]
+        base.setdefault((label, kind), rate)
         if "p50_ms" in runs[0]:
             note = f"p50 latency {statistics.median(r['p50_ms'] for r in runs):.1f} ms"
+        elif runs[0]["attempts"] == runs[0]["deliveries"]:
+            note = "completing deliveries, one thread"
         elif all(r["one_winner"] for r in runs):
             note = (
                 f"1 winner in every race, {sum(r['refused'] for r in runs)} refused"
@@ -192,11 +198,11 @@ def main(argv: list[str] | None = None) -> int:
             note = "VIOLATION: " + "; ".join(f"winners per race {r['winners']}, {r['refused']} refused" for r in runs)
         span = f"{min(rates):.1f}-{max(rates):.1f}"
         print(
-            f"{label:<10}  {name:<31}  {runs[0]['deliveries']:>10}  {rate:>7.1f}  {rate / base[label]:>10.2f}  {span:>13}  {note}"
+            f"{label:<10}  {name:<31}  {runs[0]['deliveries']:>10}  {rate:>7.1f}  {rate / base[(label, kind)]:>10.2f}  {span:>13}  {note}"
         )
     print(
         "'per s' counts deliveries that resumed a session (median over rounds); 'x 1 thread' divides by the same"
-        " store's single-thread row; 'deliveries' is per round."
+        " store's single-thread row of the same kind; 'deliveries' is per round."
     )
     return 0
 

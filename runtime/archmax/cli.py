@@ -126,7 +126,7 @@ def build_parser() -> argparse.ArgumentParser:
     test = add("test", "Run a workflow's test cases.")
     test.add_argument("words", nargs="*", metavar="[<workflow>] [filter]")
 
-    sweep = add("sweep", "Wake every session whose resume_at is due (trigger 'timer').")
+    sweep = add("sweep", "Wake every session whose resume_at is due (trigger 'timer'); finish turns whose process died.")
     sweep.add_argument("--now", help="the instant to sweep at (default: the clock)")
     _workflow_flag(sweep)
     _record_flag(sweep)
@@ -344,7 +344,7 @@ class _Cli:
         return 0 if ok else 1
 
     def cmd_sweep(self) -> int:
-        from archmax.hosting.sweep import sweep, sweep_failed
+        from archmax.hosting.sweep import ERROR, RECOVERED, SKIPPED, recover_stale, sweep, sweep_failed
 
         a = self.args
         now = _instant(a.now) if a.now is not None else format_instant(SystemClock().now())
@@ -355,20 +355,38 @@ class _Cli:
             if not targets:
                 only_workflow(self.root)  # raises the usage error naming the missing workflows
         results: list[tuple[str, str]] = []
+        stale: list[tuple[str, str]] = []  # dead turns continued (DESIGN.md §3 "Inbox")
+
+        def on_error(sid: str, exc: Exception) -> None:
+            self.note(f"error: session '{sid}': {exc}")
+
         for workflow_dir in targets:
-            if not self.store.due(now, workflow=workflow_dir.name):
-                continue  # nothing due: no model needed
+            if not self.store.due(now, workflow=workflow_dir.name) and not self.store.stale(
+                now, workflow=workflow_dir.name
+            ):
+                continue  # nothing due, no dead turn: no model needed
             clock = FakeClock(now) if a.now is not None else None
             agent = self.agent(workflow_dir, clock=clock)
-            results += sweep(agent, now, on_error=lambda sid, exc: self.note(f"error: session '{sid}': {exc}"))
+            woken = sweep(agent, now, on_error=on_error)
+            results += woken
+            stale += recover_stale(agent, now, exclude={sid for sid, _ in woken}, on_error=on_error)
+        recovered = [(sid, kind if kind in (SKIPPED, ERROR) else RECOVERED, kind) for sid, kind in stale]
         if self.json:
-            self.say(to_json([{"session_id": sid, "result": kind} for sid, kind in results]))
+            self.say(to_json(
+                [{"session_id": sid, "result": kind} for sid, kind in results]
+                + [
+                    {"session_id": sid, "result": shown, **({"outcome": kind} if shown == RECOVERED else {})}
+                    for sid, shown, kind in recovered
+                ]
+            ))
         else:
-            if not results:
+            if not results and not recovered:
                 self.note(f"nothing due at {now}")
             for sid, kind in results:
                 self.say(f"{sid}  {kind}")
-        return 1 if sweep_failed(results) else 0
+            for sid, shown, _kind in recovered:
+                self.say(f"{sid}  {shown}")
+        return 1 if sweep_failed(results + stale) else 0
 
     def cmd_serve(self) -> int:
         from archmax.serve import main_loop, serve

@@ -9,7 +9,8 @@ What the Lambda handlers and ``archmax serve`` share:
   only when nothing new arrived (one conditional write);
 * :meth:`Host.deliver_now` — deliveries (deliver handler, timers) are never inboxed;
 * :meth:`Host.sweep` — due parks get ``timer``; sessions with waiting items are re-driven (a turn
-  whose process died is then taken over once its lease expired).
+  whose process died is then taken over once its lease expired); then every other turn whose
+  lease expired (a direct delivery or timer, never inboxed) is continued with ``recover``.
 
 Exactly-once: an item is marked done only after its send returned; a crash in between is
 recovered because the session refuses the redelivered id (``DuplicateDeliveryError``).
@@ -40,6 +41,8 @@ from archmax.errors import (
     WorkflowDisabledError,
 )
 from archmax.hosting.inbox_base import Inbox, InboxItem, ItemKind
+from archmax.hosting.sweep import ERROR as SWEEP_ERROR
+from archmax.hosting.sweep import SKIPPED, recover_stale
 from archmax.hosting.sweep import sweep as sweep_due
 from archmax.session.firing import Firing
 from archmax.session.ids import validate_delivery_id, validate_session_id
@@ -93,19 +96,24 @@ class SweepReport(BaseModel):
     Attributes:
         now: The instant swept at.
         due: ``(session_id, kind)`` of every due park woken with ``timer`` (see ``archmax.hosting.sweep``).
-        due_skipped: Why due parks were not swept (a store without ``list``), else ``None``.
+        due_skipped: Why due parks and stale turns were not swept (a store without ``list``), else ``None``.
         redriven: Every session with waiting inbox items, drained.
+        stale: ``(session_id, kind)`` of every other ``running`` session whose lease had expired (or
+            was missing), handed to ``recover`` (``archmax.hosting.sweep.recover_stale``): the
+            continued turn's Outcome kind, ``skipped`` (another process got there first) or ``error``.
     """
 
     now: str
     due: list[tuple[str, str]] = Field(default_factory=list)
     due_skipped: str | None = None
     redriven: list[Redrive] = Field(default_factory=list)
+    stale: list[tuple[str, str]] = Field(default_factory=list)
 
     @property
     def recovered(self) -> list[str]:
-        """Ids of sessions a re-drive took over after their lease expired."""
-        return [r.session_id for r in self.redriven if r.recovered]
+        """Ids of sessions this sweep took over after their lease expired: by a re-drive, then by ``recover``."""
+        redriven = [r.session_id for r in self.redriven if r.recovered]
+        return redriven + [sid for sid, kind in self.stale if kind not in (SKIPPED, SWEEP_ERROR)]
 
 
 DrainResult = Outcome | ArchmaxError
@@ -369,11 +377,16 @@ class Host:
     # ------------------------------------------------------------------ sweep
 
     def sweep(self, now: str | None = None) -> SweepReport:
-        """Wake due parks, then re-drive every session with waiting inbox items (DESIGN.md §4 timer).
+        """Wake due parks, re-drive waiting inbox items, then finish dead turns (DESIGN.md §3 "Inbox", §4 timer).
 
         1. Due parks: :func:`archmax.hosting.sweep.sweep` delivers ``timer`` with ``{"now": now}``.
         2. Re-drive: each session in ``inbox.sessions_with_pending()`` is drained; a session whose
            engine lease expired mid-turn is then taken over by the send (``recovered``).
+        3. Stale turns: every other ``running`` session of the workflow whose lease expired or is
+           missing (``store.stale(now)``; a turn a direct delivery or a timer started, so nothing
+           waits in the inbox to re-drive it) is continued by ``agent.workflow.recover``
+           (:func:`archmax.hosting.sweep.recover_stale`). Sessions steps 1 and 2 drove are left to
+           the next sweep; racing sweeps recover a session once, the others report ``skipped``.
 
         Args:
             now: Instant ``YYYY-MM-DDTHH:MM:SS.mmmZ``; ``None`` reads the host's clock.
@@ -402,6 +415,14 @@ class Host:
                 else:
                     entry.results.append(type(result).__name__)
             report.redriven.append(entry)
+        if report.due_skipped is None:
+            driven = {sid for sid, _kind in report.due} | {r.session_id for r in report.redriven}
+            report.stale = recover_stale(
+                self.agent,
+                instant,
+                exclude=driven,
+                on_error=lambda sid, exc: log.warning("recovering the dead turn of %r failed: %s", sid, exc),
+            )
         return report
 
 

@@ -1,18 +1,26 @@
-"""The timer sweep: wake every session whose ``resume_at`` is due.
+"""The timer sweep: wake every session whose ``resume_at`` is due, and finish turns whose process died.
 
 Rule source: BEHAVIOUR.md §11 (``sweep``), §3.5 (a delivery to a session that is not parked is
 refused) and the seed, "Waiting for a time, not a reply": the SDK schedules nothing; waking a
 session is the host's job, and a double-fired timer is safe because ``deliver`` refuses a session
-that is no longer parked. ``archmax sweep`` and the AWS timer handler both call :func:`sweep`.
+that is no longer parked. DESIGN.md §3 "Inbox": "A lease whose holder died expires; the sweep
+re-drives sessions with expired leases" (:func:`recover_stale`; safe to race for the same reason:
+one takeover wins, the others are refused). ``archmax sweep`` and the AWS timer handler (through
+``Host.sweep``) call both.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING
 
 from archmax.clock import format_instant
-from archmax.errors import ArchmaxError, SessionNotAwaitingInputError, SessionStoreCapabilityError
+from archmax.errors import (
+    ArchmaxError,
+    SessionNotAwaitingInputError,
+    SessionNotResumableError,
+    SessionStoreCapabilityError,
+)
 
 if TYPE_CHECKING:
     from archmax.agent import Agent
@@ -21,10 +29,13 @@ TIMER_TRIGGER = "timer"
 """The trigger id every sweep delivery carries."""
 
 SKIPPED = "skipped"
-"""The kind reported for a session another process resumed first."""
+"""The kind reported for a session another process resumed (or recovered) first."""
 
 ERROR = "error"
 """The kind reported for a delivery that raised an error other than :data:`SKIPPED`'s."""
+
+RECOVERED = "recovered"
+"""What ``archmax sweep`` prints for a dead turn :func:`recover_stale` continued (whatever its outcome)."""
 
 
 def sweep(
@@ -77,6 +88,63 @@ def sweep(
     return results
 
 
+def recover_stale(
+    agent: Agent,
+    now: str | None = None,
+    *,
+    exclude: Collection[str] = (),
+    on_error: Callable[[str, ArchmaxError], None] | None = None,
+) -> list[tuple[str, str]]:
+    """Continue every turn of the agent's workflow whose process died (DESIGN.md §3 "Inbox").
+
+    Selection: sessions of ``agent.spec.slug`` whose status is ``running`` and whose lease expired
+    (``expires_at <= now``) or is missing (``store.stale``), sorted by id, less ``exclude``. Each is
+    handed to ``agent.workflow.recover``, which takes the lease over (§3.12) and continues the turn
+    with nothing added. A session another process got to first (its lease live again, or a commit
+    lost: ``SessionNotResumableError``), or that is no longer mid-turn (``recover`` answers
+    ``None``), is reported ``skipped`` and is not a failure.
+
+    Args:
+        agent: An assembled agent; its store needs the ``list`` capability.
+        now: The instant to sweep at, ``YYYY-MM-DDTHH:MM:SS.mmmZ``; ``None`` reads the agent's clock.
+        exclude: Ids this sweep already drove (a due park, a re-drive): a turn that failed there is
+            left to the next sweep rather than retried at once.
+        on_error: Called with ``(session_id, error)`` for a recovery that raised any other
+            :class:`ArchmaxError` (say a provider still down); the sweep then goes on with the next.
+
+    Returns:
+        ``[(session_id, kind), ...]`` in id order, where ``kind`` is the continued turn's Outcome
+        kind (``completed``, ``parked``, ``failed``, ``rejected``), ``skipped`` or ``error``.
+
+    Raises:
+        SessionStoreCapabilityError: the store cannot list stale sessions.
+
+    Example:
+        >>> recover_stale(agent, "2025-01-02T00:20:00.000Z")  # doctest: +SKIP
+        [('bank-INV-1042', 'completed')]
+    """
+    store = agent.store
+    if not store.capabilities.list:
+        raise SessionStoreCapabilityError("list")
+    instant = now if now is not None else format_instant(agent.runtime.clock.now())
+    skip = set(exclude)
+    results: list[tuple[str, str]] = []
+    for session_id in store.stale(instant, workflow=agent.spec.slug):
+        if session_id in skip:
+            continue
+        try:
+            outcome = agent.workflow.recover(session_id)
+        except SessionNotResumableError:  # CommitConflictError included: another sweep took it over
+            results.append((session_id, SKIPPED))
+        except ArchmaxError as exc:
+            if on_error is not None:
+                on_error(session_id, exc)
+            results.append((session_id, ERROR))
+        else:
+            results.append((session_id, SKIPPED if outcome is None else outcome.kind))
+    return results
+
+
 def sweep_failed(results: list[tuple[str, str]]) -> bool:
-    """Whether a sweep should exit 1: any delivery ended ``failed``/``rejected`` or raised (§11)."""
+    """Whether a sweep should exit 1: any delivery or recovered turn ended ``failed``/``rejected`` or raised (§11)."""
     return any(kind in ("failed", "rejected", ERROR) for _sid, kind in results)

@@ -100,7 +100,7 @@ def test_stale_ids_are_sorted(store):
     requires(store, "list")
     run = uuid.uuid4().hex[:8]
     ids = [f"{run}-c", f"{run}-a", f"{run}-b"]
-    for sid, expires in zip(ids, ["2025-01-01T00:01:00.000Z", EXPIRES, "2025-01-01T00:10:00.000Z"]):
+    for sid, expires in zip(ids, ["2025-01-01T00:01:00.000Z", EXPIRES, "2025-01-01T00:10:00.000Z"], strict=True):
         _running(store, sid, expires_at=expires)
     assert store.stale(LATER) == sorted(ids)
 

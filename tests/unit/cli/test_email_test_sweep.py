@@ -136,3 +136,31 @@ def test_sweep_workflow_flag_limits_it_to_one_workflow(cli, examples):
     _park_bank(cli, examples)
     run = cli(*examples, "sweep", "--now", "2999-01-01", "--workflow", "support-inbox", "--model", BANK_SCRIPT)
     assert (run.code, run.out) == (0, "")
+
+
+def test_sweep_finishes_a_turn_whose_process_died_and_prints_recovered(cli, tmp_path, script):
+    waiting = {**CHORES["states"]["work"], "budget": {}}
+    root = make_workspace(tmp_path / "ws", chores={"title": "Chores", "states": {"work": waiting}})
+    flags = ["--root", str(root), "--store", str(tmp_path / "store")]
+    wait = {"say": "Tomorrow.", "call": {"archmax_wait": {"reason": "the weekend", "until": "1d"}}}
+    cli(*flags, "run", "Sweep", "--session", "w-1", "--model", script([wait]))
+    died = cli(*flags, "sweep", "--now", "2999-01-01", "--model", script([wait]))  # the timer turn dies
+    assert (died.code, died.out) == (1, "w-1  error\n")
+    assert cli(*flags, "sessions", "w-1", "--json").json()["status"] == "running"
+
+    run = cli(*flags, "sweep", "--now", "2999-01-01T00:01:00Z", "--model", script([wait, {"say": "Done."}]))
+    assert (run.code, run.out) == (0, "w-1  recovered\n")
+    assert cli(*flags, "sessions", "w-1", "--json").json()["status"] == "completed"
+    again = cli(*flags, "sweep", "--now", "2999-01-01T00:02:00Z", "--model", script([wait]), "--json")
+    assert (again.code, again.json()) == (0, [])
+
+
+def test_sweep_json_reports_a_recovered_turn_with_its_outcome(cli, tmp_path, script):
+    waiting = {**CHORES["states"]["work"], "budget": {}}
+    root = make_workspace(tmp_path / "ws", chores={"title": "Chores", "states": {"work": waiting}})
+    flags = ["--root", str(root), "--store", str(tmp_path / "store")]
+    wait = {"say": "Tomorrow.", "call": {"archmax_wait": {"reason": "the weekend", "until": "1d"}}}
+    cli(*flags, "run", "Sweep", "--session", "w-1", "--model", script([wait]))
+    cli(*flags, "sweep", "--now", "2999-01-01", "--model", script([wait]))
+    run = cli(*flags, "sweep", "--now", "2999-01-01T00:01:00Z", "--model", script([wait, {"say": "Done."}]), "--json")
+    assert run.json() == [{"session_id": "w-1", "result": "recovered", "outcome": "completed"}]

@@ -294,6 +294,7 @@ def create_agent(
     on_event: EventHandler | None = None,
     clock: Clock | None = None,
     lease_ttl_s: float | None = None,
+    model_overrides: bool | None = None,
 ) -> Agent:
     """Assemble an agent for one workflow (§3).
 
@@ -309,6 +310,9 @@ def create_agent(
         on_event: Subscriber for lifecycle events (§3.11).
         clock: Injected clock (default: the wall clock).
         lease_ttl_s: Lease time-to-live in seconds (default 900).
+        model_overrides: Whether a state's ``model:`` picks its own model (``None``/``True``, the default).
+            ``False`` sends every call to ``model`` — what a scripted test case needs to stay offline and
+            deterministic (§10.4).
 
     Raises:
         WorkflowSpecError, ReservedToolNameError, InvalidSessionPathError, InvalidVariableNameError,
@@ -338,11 +342,12 @@ def create_agent(
 
         store = FilesystemStore(Path("sessions"))
     clock = clock or SystemClock()
+    resolver = _model_resolver(model, spec.root)
     runtime = Runtime(
         workflow=spec,
         store=store,
         model=model,
-        model_for=_model_resolver(model, spec.root),
+        model_for=resolver if model_overrides is not False else (lambda _override: resolver(None)),
         host_tools=host_tools,
         clock=clock,
         events=EventEmitter(on_event, clock),
@@ -351,6 +356,6 @@ def create_agent(
         lease_ttl_s=900.0 if lease_ttl_s is None else float(lease_ttl_s),
     )
     for state in spec.states.values():  # a state's own model spec fails at assembly, not mid-turn
-        if state.model:
+        if state.model and model_overrides is not False:
             runtime.model_for(state.model)
     return Agent(runtime)

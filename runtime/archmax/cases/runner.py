@@ -263,6 +263,8 @@ class _CaseRun:
                 self.model if self.model is not None else self.agent_model,
                 tools=mocked_tools(case.mocks, self.tools),
                 clock=self.clock,
+                # a case's script replaces every model call, states' own `model:` included (§10.4)
+                model_overrides=case.model_entries is None,
             )
             if case.workspace:
                 self.agent.sessions.seed(self.session_id, case.workspace)

@@ -118,7 +118,9 @@ class TurnLoop:
                 continue  # timed out: pending_failure is set
             rec.state_turns += 1
             calls = list(response.tool_calls)
-            rec.messages.append(Message(role="assistant", content=response.text or "", tool_calls=calls))
+            rec.messages.append(
+                Message(role="assistant", content=response.text or "", tool_calls=calls, usage=response.usage)
+            )
             if (response.text or "").strip():
                 self.rt.events.emit(rec, "agent_text", text=response.text)
             self.work.commit()
@@ -199,7 +201,9 @@ class TurnLoop:
         text = response.text or ""
         calls = list(response.tool_calls)
         if text.strip() or calls:
-            rec.messages.append(Message(role="assistant", content=text, tool_calls=calls, handoff=True))
+            rec.messages.append(
+                Message(role="assistant", content=text, tool_calls=calls, handoff=True, usage=response.usage)
+            )
         if text.strip() and announce:
             self.rt.events.emit(rec, "agent_text", text=text)
         for call in calls:

@@ -38,6 +38,34 @@ class _Record(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
 
+class Usage(_Record):
+    """Token usage and estimated cost."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_creation_tokens: int = 0
+    cost_usd: float | None = None
+
+    def is_zero(self) -> bool:
+        return not (self.input_tokens or self.output_tokens or self.cache_read_tokens or self.cache_creation_tokens)
+
+    def plus(self, other: Usage | None) -> Usage:
+        """The sum of two usages (cost summed when either has one)."""
+        if other is None:
+            return self.model_copy()
+        cost = None
+        if self.cost_usd is not None or other.cost_usd is not None:
+            cost = (self.cost_usd or 0.0) + (other.cost_usd or 0.0)
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            cache_read_tokens=self.cache_read_tokens + other.cache_read_tokens,
+            cache_creation_tokens=self.cache_creation_tokens + other.cache_creation_tokens,
+            cost_usd=cost,
+        )
+
+
 class ToolCall(_Record):
     """One tool call inside an assistant message."""
 
@@ -74,6 +102,9 @@ class Message(_Record):
     """Provider extras; adapters keep the note marker in ``additional_kwargs["archmax"]``."""
     handoff: bool = False
     """True on the assistant answer of a handoff call (a park message)."""
+    usage: Usage | None = None
+    """On an assistant message a model wrote: that one call's token usage (the session's total is
+    ``Checkpoint.usage``)."""
 
 
 class Variable(_Record):
@@ -139,34 +170,6 @@ class Lease(_Record):
 
     owner: str
     expires_at: str
-
-
-class Usage(_Record):
-    """Token usage and estimated cost."""
-
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_read_tokens: int = 0
-    cache_creation_tokens: int = 0
-    cost_usd: float | None = None
-
-    def is_zero(self) -> bool:
-        return not (self.input_tokens or self.output_tokens or self.cache_read_tokens or self.cache_creation_tokens)
-
-    def plus(self, other: Usage | None) -> Usage:
-        """The sum of two usages (cost summed when either has one)."""
-        if other is None:
-            return self.model_copy()
-        cost = None
-        if self.cost_usd is not None or other.cost_usd is not None:
-            cost = (self.cost_usd or 0.0) + (other.cost_usd or 0.0)
-        return Usage(
-            input_tokens=self.input_tokens + other.input_tokens,
-            output_tokens=self.output_tokens + other.output_tokens,
-            cache_read_tokens=self.cache_read_tokens + other.cache_read_tokens,
-            cache_creation_tokens=self.cache_creation_tokens + other.cache_creation_tokens,
-            cost_usd=cost,
-        )
 
 
 class Raised(_Record):

@@ -113,3 +113,13 @@ def test_recover_finishes_a_dead_turn_once_its_lease_expired_and_refuses_while_i
     assert outcome.recovered is True and outcome.kind == "parked" and outcome.state == "clarify"
     assert user_texts(agent) == ["Hello"]
     assert agent.workflow.recover("c-1") is None  # parked now: not mid-turn
+
+
+def test_each_model_call_keeps_its_own_usage_beside_the_session_total():
+    agent = create_agent(SUPPORT_INBOX, MemoryStore(), ScriptedModel(SCRIPT), clock=FakeClock())
+    agent.workflow.send("c-1", "Hello", trigger="email_received", variables=VARS)
+    record = agent.store.load("c-1")
+    calls = [m.usage for m in record.messages if m.role == "assistant" and not is_runtime_note(m)]
+    assert len(calls) == 2 and all(u is not None and u.output_tokens > 0 for u in calls)
+    assert record.usage.input_tokens == sum(u.input_tokens for u in calls)
+    assert record.usage.output_tokens == sum(u.output_tokens for u in calls)

@@ -1,4 +1,4 @@
-"""deliver: resume a session parked awaiting input, or a typed refusal (DESIGN.md §4).
+"""deliver: resolve a park now (a delivery, or a decision at a human state), or a typed refusal (DESIGN.md §4).
 
 Thin by design: collaborators come from the environment (archmax.hosting.wiring), the logic is
 archmax.handlers.deliver, shared with `archmax serve`.

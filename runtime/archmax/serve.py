@@ -36,6 +36,7 @@ ROUTES = [
     ("POST", re.compile(r"^/sessions/(?P<id>[^/]+)/messages$"), "/sessions/{id}/messages", "send"),
     ("POST", re.compile(r"^/triggers/(?P<trigger>[^/]+)$"), "/triggers/{trigger}", "send"),
     ("POST", re.compile(r"^/sessions/(?P<id>[^/]+)/deliveries$"), "/sessions/{id}/deliveries", "deliver"),
+    ("POST", re.compile(r"^/sessions/(?P<id>[^/]+)/decisions$"), "/sessions/{id}/decisions", "deliver"),
     ("GET", re.compile(r"^/sessions/(?P<id>[^/]+)$"), "/sessions/{id}", "resolve"),
     ("POST", re.compile(r"^/resolve$"), "/resolve", "resolve"),
 ]

@@ -95,11 +95,11 @@ def _fs_snapshot(root: Path) -> dict[str, bytes]:
 
 @pytest.fixture
 def filesystem(tmp_path: Path, clock: FakeClock) -> Callable[[list[dict[str, Any]]], Deployment]:
-    """``make(script)`` -> the handlers over a filesystem store and inbox in ``tmp_path``."""
+    """``make(script, workflow=SUPPORT_INBOX)`` -> the handlers over a filesystem store and inbox in ``tmp_path``."""
 
-    def make(script: list[dict[str, Any]]) -> Deployment:
+    def make(script: list[dict[str, Any]], workflow: Path = SUPPORT_INBOX) -> Deployment:
         root = tmp_path / "sessions"
-        agent = create_agent(SUPPORT_INBOX, FilesystemStore(root), ScriptedModel(script), clock=clock)
+        agent = create_agent(workflow, FilesystemStore(root), ScriptedModel(script), clock=clock)
         host = Host(agent, FilesystemInbox(root), clock=clock)
         return Deployment(Collaborators(agent=agent, host=host), snapshot=lambda: _fs_snapshot(root))
 
@@ -115,7 +115,7 @@ def handlers_moto_server() -> Iterator[Any]:
 
 @pytest.fixture
 def aws(handlers_moto_server: Any, clock: FakeClock) -> Callable[[list[dict[str, Any]]], Deployment]:
-    """``make(script)`` -> the handlers over AwsStore + DynamoInbox + S3 mail reads on a fresh moto."""
+    """``make(script, workflow=SUPPORT_INBOX)`` -> the handlers over AwsStore + DynamoInbox + S3 mail reads on a fresh moto."""
     env = moto_env().fresh_env()
     props = moto_env().template_resource("InboxTable")
     env.dynamodb.create_table(
@@ -137,8 +137,8 @@ def aws(handlers_moto_server: Any, clock: FakeClock) -> Callable[[list[dict[str,
     def put_mail(key: str, raw: bytes) -> None:
         env.s3.put_object(Bucket=env.bucket, Key=key, Body=raw)
 
-    def make(script: list[dict[str, Any]]) -> Deployment:
-        agent = create_agent(SUPPORT_INBOX, env.store(), ScriptedModel(script), clock=clock)
+    def make(script: list[dict[str, Any]], workflow: Path = SUPPORT_INBOX) -> Deployment:
+        agent = create_agent(workflow, env.store(), ScriptedModel(script), clock=clock)
         host = Host(agent, DynamoInbox(INBOX_TABLE, client=env.dynamodb), clock=clock)
         collaborators = Collaborators(agent=agent, host=host, bucket=env.bucket, fetch_mail=s3_reader(env.s3))
         return Deployment(collaborators, snapshot=snapshot, put_mail=put_mail)

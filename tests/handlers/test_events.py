@@ -31,6 +31,7 @@ def test_every_event_file_is_covered_by_a_test_below() -> None:
         "apigw_send_message.json", "apigw_trigger_webhook.json", "apigw_deliver.json", "apigw_get_session.json",
         "apigw_resolve.json", "deliver_direct.json", "resolve_direct.json", "send_drain.json",
         "scheduled_sweep.json", "scheduler_sweep.json", "ses_inbound.json", "ses_inbound_spam.json",
+        "apigw_decision.json",  # test_decisions.py
     }  # fmt: skip
     assert {p.name for p in EVENTS.glob("*.json")} == covered
 

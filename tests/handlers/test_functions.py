@@ -13,7 +13,9 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from cfnlint.decode.decode import decode_str
 
+from archmax.serve import ROUTES
 from archmax.testing import FakeLambdaContext
 
 from .conftest import EVENTS, REPO, SUPPORT_INBOX
@@ -71,3 +73,36 @@ def test_the_timer_function_sweeps_on_a_schedule(settings: Path) -> None:
         json.loads((EVENTS / "scheduled_sweep.json").read_text()), FakeLambdaContext()
     )
     assert answer["ok"] is True and answer["report"]["due"] == []
+
+
+def _template_functions() -> dict[str, dict[str, Any]]:
+    doc, errors = decode_str((REPO / "template.yaml").read_text(encoding="utf-8"))
+    assert not errors, errors
+    resources = json.loads(json.dumps(doc))["Resources"]
+    return {k: v["Properties"] for k, v in resources.items() if v["Type"] == "AWS::Serverless::Function"}
+
+
+def test_archmax_serve_routes_exactly_the_http_api_routes_of_the_template_to_the_same_function() -> None:
+    in_template = {
+        (e["Properties"]["Method"], e["Properties"]["Path"], props["CodeUri"].strip("/").split("/")[-1])
+        for props in _template_functions().values()
+        for e in (props.get("Events") or {}).values()
+        if e["Type"] == "HttpApi"
+    }
+    assert in_template == {(method, key, name) for method, _pattern, key, name in ROUTES}
+    assert ("POST", "/sessions/{id}/decisions", "deliver") in in_template
+
+
+@pytest.mark.parametrize("function", ["SendFunction", "DeliverFunction", "TimerFunction"])
+def test_a_function_whose_host_wakes_sessions_may_read_the_inbox_and_invoke_itself(function: str) -> None:
+    """The waker self-invokes the running function (AWS_LAMBDA_FUNCTION_NAME) with {"drain": id}."""
+    props = _template_functions()[function]
+    policies = props["Policies"]
+    assert {"DynamoDBCrudPolicy": {"TableName": {"Ref": "InboxTable"}}} in policies
+    assert {"LambdaInvokePolicy": {"FunctionName": props["FunctionName"]}} in policies
+
+
+@pytest.mark.parametrize("name", ["send", "deliver", "timer"])
+def test_each_waking_function_answers_the_drain_self_invocation(settings: Path, name: str) -> None:
+    answer = load_function(name).lambda_handler({"drain": "AAQk-1"}, FakeLambdaContext())
+    assert answer == {"ok": True, "drained": []}

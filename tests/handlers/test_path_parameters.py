@@ -73,7 +73,8 @@ def test_a_traversal_attempt_in_the_path_is_a_400_and_writes_nothing(deploy: Any
     got = d.call("resolve", at("apigw_get_session.json", f"/sessions/{encoded}", id="(ignored)"))
     posted = d.call("send", at("apigw_send_message.json", f"/sessions/{encoded}/messages", id="(ignored)"))
     delivered = d.call("deliver", at("apigw_deliver.json", f"/sessions/{encoded}/deliveries", id="(ignored)"))
-    for answer in (got, posted, delivered):
+    decided = d.call("deliver", at("apigw_decision.json", f"/sessions/{encoded}/decisions", id="(ignored)"))
+    for answer in (got, posted, delivered, decided):
         assert answer["statusCode"] == 400 and body(answer)["error"] == "InvalidSessionIdError"
     assert d.snapshot() == before
 

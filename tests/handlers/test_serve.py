@@ -59,3 +59,49 @@ def test_a_request_becomes_a_v2_event_with_decoded_path_parameters() -> None:
     assert evt["pathParameters"] == {"id": "a/b"}
     assert evt["rawQueryString"] == "x=1" and evt["headers"] == {"content-type": "application/json"}
     assert evt["isBase64Encoded"] is True and evt["body"] == "/w=="
+
+
+def test_an_id_with_a_space_and_an_at_sign_is_one_session_over_http_and_a_traversal_is_a_400(
+    tmp_path: Path, clock: Any
+) -> None:
+    root = tmp_path / "sessions"
+    server = serve(SUPPORT_INBOX, root=root, port=0, sweep_interval_s=None,
+                   model=ScriptedModel(PARK), clock=clock, env={})  # fmt: skip
+    try:
+        status, accepted = request(f"{server.url}/sessions/x%20y%40z/messages", "POST",
+                                   {"message": "Where is my parcel?"}, {"Content-Type": "application/json"})  # fmt: skip
+        assert status == 202 and accepted["session_id"] == "x y@z"
+        status, summary = request(f"{server.url}/sessions/x%20y%40z")
+        assert status == 200 and summary["session_id"] == "x y@z" and summary["status"] == "awaiting_input"
+        before = sorted(p.relative_to(root) for p in root.rglob("*"))
+        status, refused = request(f"{server.url}/sessions/..%2Fetc")
+        assert status == 400 and refused["error"] == "InvalidSessionIdError"
+        status, refused = request(f"{server.url}/sessions/..%2Fetc/messages", "POST", {"message": "hi"},
+                                  {"Content-Type": "application/json"})  # fmt: skip
+        assert status == 400 and refused["error"] == "InvalidSessionIdError"
+        assert sorted(p.relative_to(root) for p in root.rglob("*")) == before
+    finally:
+        server.stop()
+
+
+def test_a_decision_is_posted_over_http_to_the_deliver_handler(tmp_path: Path, clock: Any) -> None:
+    from .test_decisions import APPROVED, REFUND, TO_REVIEW
+
+    folder = tmp_path / "refund"
+    folder.mkdir()
+    (folder / "workflow.yaml").write_text(json.dumps(REFUND))  # JSON is YAML
+    server = serve(folder, root=tmp_path / "sessions", port=0, sweep_interval_s=None,
+                   model=ScriptedModel(TO_REVIEW + APPROVED), clock=clock, env={})  # fmt: skip
+    try:
+        server.collaborators.agent.workflow.send("refund-7", "Please refund ORD-7.")
+        status, refused = request(f"{server.url}/sessions/refund-7/decisions", "POST", {"to": "paid"},
+                                  {"Content-Type": "application/json"})  # fmt: skip
+        assert status == 400 and refused["error"] == "InvalidDecisionTargetError"
+        status, out = request(f"{server.url}/sessions/refund-7/decisions", "POST",
+                              {"to": "approved", "comment": "ok"}, {"Content-Type": "application/json"})  # fmt: skip
+        assert status == 200 and out["kind"] == "completed" and out["reply"] == APPROVED[0]["say"]
+        status, again = request(f"{server.url}/sessions/refund-7/decisions", "POST", {"to": "approved"},
+                                {"Content-Type": "application/json"})  # fmt: skip
+        assert status == 409 and again["error"] == "SessionNotParkedError"
+    finally:
+        server.stop()

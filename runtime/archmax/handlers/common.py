@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from re import Match
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, APIGatewayRestResolver, Response
@@ -30,6 +30,10 @@ from aws_lambda_powertools.event_handler.api_gateway import Router
 
 from archmax.errors import ArchmaxError, CallerError, InvalidEventError
 from archmax.hosting.http import error_response
+from archmax.session.ids import validate_session_id
+
+if TYPE_CHECKING:
+    from archmax.hosting.wiring import Collaborators
 
 Handler = Callable[[Mapping[str, Any], Any], dict[str, Any]]
 """A Lambda handler: ``(event, context) -> response``."""
@@ -144,3 +148,42 @@ def refuse(exc: ArchmaxError) -> Callable[[], Any]:
         raise exc
 
     return call
+
+
+def is_drain_event(event: Any) -> bool:
+    """Whether ``event`` is the waker's asynchronous self-invocation ``{"drain": "<session id>"}``."""
+    return isinstance(event, Mapping) and set(event) == {"drain"}
+
+
+def drain(c: Collaborators, session_id: Any) -> dict[str, Any]:
+    """Apply what waits in a session's inbox (the waker's ``{"drain": id}``; DESIGN.md §3 "Inbox").
+
+    Every function whose host can wake a session takes this event: the waker invokes the running
+    function itself (``AWS_LAMBDA_FUNCTION_NAME``), so send, deliver and timer all answer it.
+
+    Returns:
+        ``{"drained": [{kind, disposition, status} | {error, message}, ...]}`` in arrival order.
+
+    Raises:
+        InvalidSessionIdError: ``session_id`` fails BEHAVIOUR.md §4.1 (before any key is built).
+    """
+    results = c.host.drain(validate_session_id(session_id))
+    return {
+        "drained": [
+            {"error": type(r).__name__, "message": str(r)}
+            if isinstance(r, ArchmaxError)
+            else {"kind": r.kind, "disposition": r.disposition, "status": str(r.status)}
+            for r in results
+        ]
+    }
+
+
+def wake_if_pending(c: Collaborators, session_id: str) -> None:
+    """Wake a session whose inbox holds items once a park was resolved outside the inbox.
+
+    ``Host.deliver_now`` does this for deliveries; a decision (``POST /sessions/{id}/decisions``)
+    resolves a park the same way, so messages that arrived during its turn are applied now rather
+    than at the next sweep.
+    """
+    if c.host.inbox.pending(session_id):
+        c.host._wake(session_id)  # the host's waker: async self-invoke in Lambda, inline in serve

@@ -1,11 +1,20 @@
-"""The deliver handler: resume a session parked awaiting input, now, or refuse with a typed error.
+"""The deliver handler: resolve a park now (a delivery or a person's decision), or refuse with a typed error.
 
 Rule source: DESIGN.md §4 (deliver: ``POST /sessions/{id}/deliveries`` and direct invoke; typed
-refusals as 409/400 JSON naming the error class) and BEHAVIOUR.md §3.5. Deliveries are never
-inboxed: a delivery that finds the session not parked is refused, which is what makes a double
-fire safe.
+refusals as 409/400 JSON naming the error class), BEHAVIOUR.md §3.5 (deliver) and §3.7 (decide).
+Deliveries and decisions are never inboxed: one that finds the session not parked is refused,
+which is what makes a double fire safe.
 
-Direct invoke: ``{"session_id", "trigger", "variables"?, "message"?, "delivery_id"?}``.
+* ``POST /sessions/{id}/deliveries`` ``{"trigger", "variables"?, "message"?}`` -> ``deliver``;
+* ``POST /sessions/{id}/decisions`` ``{"to", "comment"?}`` -> ``decide`` (a session parked at a
+  human state; a message to such a park already replies through ``POST /sessions/{id}/messages``);
+* direct invoke ``{"session_id", "trigger", "variables"?, "message"?, "delivery_id"?}``;
+* ``{"drain": "<session id>"}``: the waker's asynchronous self-invocation (see
+  :func:`archmax.handlers.common.drain`).
+
+Both routes answer ``200`` with the Outcome (without transcript and trail); refusals use hosting's
+table: ``SessionNotAwaitingInputError`` / ``SessionNotParkedError`` 409, ``InvalidDecisionTargetError``
+and ``InvalidSessionIdError`` 400.
 """
 
 from __future__ import annotations
@@ -16,8 +25,17 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from archmax.errors import InvalidEventError
-from archmax.handlers.common import Handler, direct, http_app, is_http_event, json_response
-from archmax.inbound.apigw import delivery_firing
+from archmax.handlers.common import (
+    Handler,
+    direct,
+    drain,
+    http_app,
+    is_drain_event,
+    is_http_event,
+    json_response,
+    wake_if_pending,
+)
+from archmax.inbound.apigw import delivery_firing, json_object
 from archmax.session.results import Outcome
 
 if TYPE_CHECKING:
@@ -34,6 +52,32 @@ class DirectDelivery(BaseModel):
     variables: dict[str, Any] = Field(default_factory=dict)
     message: str | None = None
     delivery_id: str | None = None
+
+
+class DecisionBody(BaseModel):
+    """The JSON body of ``POST /sessions/{id}/decisions`` (``agent.workflow.decide``, BEHAVIOUR.md §3.7)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    to: str | None = None
+    """The transition's target state; a missing one is refused by ``decide`` with the valid targets listed."""
+    comment: str | None = None
+    """The person's note, recorded in the trail and the ``[decision]`` note; blank counts as none."""
+
+
+def decision_body(data: dict[str, Any]) -> DecisionBody:
+    """Validate a decision body.
+
+    Raises:
+        InvalidEventError: unknown keys or wrong types (400), naming each problem.
+    """
+    try:
+        return DecisionBody.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or 'body'}: {err['msg']}" for err in exc.errors()
+        )
+        raise InvalidEventError(f"the decision body is not usable: {problems}") from exc
 
 
 def outcome_view(outcome: Outcome) -> dict[str, Any]:
@@ -76,11 +120,20 @@ def build(c: Collaborators) -> Handler:
             )
             return json_response(200, outcome_view(outcome))
 
+        @router.post("/sessions/<session_id>/decisions")
+        def post_decision(session_id: str) -> Any:
+            body = decision_body(json_object(router.current_event))
+            outcome = c.agent.workflow.decide(session_id, to=body.to, comment=body.comment)
+            wake_if_pending(c, session_id)
+            return json_response(200, outcome_view(outcome))
+
     http = http_app(routes)
 
     def handle(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
         if is_http_event(event):
             return http(event, context)
+        if is_drain_event(event):
+            return direct(lambda: drain(c, event["drain"]))
         return direct(lambda: _direct(c, event))
 
     return handle

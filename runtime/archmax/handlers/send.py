@@ -14,11 +14,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from archmax.errors import ArchmaxError, CallerError
+from archmax.errors import CallerError
 from archmax.handlers.common import (
     Handler,
     direct,
+    drain,
     http_app,
+    is_drain_event,
     is_http_event,
     json_response,
     refuse,
@@ -89,20 +91,9 @@ def build(c: Collaborators) -> Handler:
             return http(event, context)
         if is_ses_event(event):
             return direct(lambda: _ses(c, event))
-        if isinstance(event, Mapping) and set(event) == {"drain"}:
-            return direct(lambda: {"drained": _drain(c, event["drain"])})
+        if is_drain_event(event):
+            return direct(lambda: drain(c, event["drain"]))
         return direct(refuse(unrecognised(event, "API Gateway, SES or {'drain': id} events")))
 
     return handle
 
-
-def _drain(c: Collaborators, session_id: Any) -> list[dict[str, Any]]:
-    from archmax.session.ids import validate_session_id
-
-    results = c.host.drain(validate_session_id(session_id))
-    return [
-        {"error": type(r).__name__, "message": str(r)}
-        if isinstance(r, ArchmaxError)
-        else {"kind": r.kind, "disposition": r.disposition, "status": str(r.status)}
-        for r in results
-    ]

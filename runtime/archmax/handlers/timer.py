@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from archmax.handlers.common import Handler, direct
+from archmax.handlers.common import Handler, direct, drain, is_drain_event
 from archmax.inbound.eventbridge import parse_schedule
 
 if TYPE_CHECKING:
@@ -28,7 +28,9 @@ def build(c: Collaborators) -> Handler:
 
     Returns:
         ``{"ok": true, "event_id", "report": <SweepReport>}``, or ``{"ok": false, "status": 400, ...}``
-        for an event that is not a schedule (nothing swept).
+        for an event that is not a schedule (nothing swept). The waker's ``{"drain": id}`` (a timer
+        delivery that found items waiting wakes its session through this same function) answers
+        ``{"ok": true, "drained": [...]}``.
     """
 
     def sweep(event: Mapping[str, Any]) -> dict[str, Any]:
@@ -36,6 +38,8 @@ def build(c: Collaborators) -> Handler:
         return {"event_id": schedule.event_id, "report": _jsonable(c.host.sweep())}
 
     def handle(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
+        if is_drain_event(event):
+            return direct(lambda: drain(c, event["drain"]))
         return direct(lambda: sweep(event))
 
     return handle

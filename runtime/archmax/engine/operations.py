@@ -479,6 +479,11 @@ class Operations:
         delivery_id: str | None = None,
     ) -> Outcome:
         """Resume an ``input`` park with a trigger id, variables and an optional message (§3.5)."""
+        if delivery_id is None:
+            # A double-fired timer is refused from the cheap head alone, without reading the checkpoint.
+            head = self.rt.store.head(validate_session_id(session_id))
+            if head is None or head.status not in (SessionStatus.AWAITING_INPUT, SessionStatus.RUNNING):
+                raise SessionNotAwaitingInputError(session_id, str(head.status) if head else None)
         rec = self.load(session_id)
         if self._died_applying(rec, delivery_id):
             return self._continue_dead_turn(rec)  # type: ignore[arg-type]

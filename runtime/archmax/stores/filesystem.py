@@ -428,10 +428,15 @@ def _write_file(path: Path, data: bytes, *, fsync: bool = False) -> None:
             os.fsync(fh.fileno())
 
 
+LOCK_POLL_S = 0.002
+"""Seconds between attempts to take a session's file lock (a commit holds it for about a millisecond)."""
+
+
 @contextlib.contextmanager
 def _acquired(lock: FileLock, session_id: str) -> Iterator[None]:
     try:
-        lock.acquire()
+        # filelock polls every 50 ms by default: far longer than a commit holds the lock here
+        lock.acquire(poll_interval=LOCK_POLL_S)
     except Timeout as exc:
         raise StoreError(
             f"session '{session_id}' stayed locked by another writer", session_id=session_id

@@ -238,3 +238,26 @@ def test_delivery_keeps_the_park_counts_of_the_turn():
     out = h.agent.workflow.deliver("s1", trigger="timer")
     assert out.kind == "rejected"
     assert "exhausted its park budget (maxParks: 1)" in out.rejected
+
+
+def test_a_delivery_to_a_finished_session_is_refused_from_the_head_without_reading_the_checkpoint():
+    from archmax import MemoryStore, SessionNotAwaitingInputError, create_agent
+    from archmax.clock import FakeClock
+    from archmax.models.scripted import ScriptedModel
+    from archmax.spec import workflow_from_dict
+
+    class CountingStore(MemoryStore):
+        loads = 0
+
+        def load(self, session_id):
+            CountingStore.loads += 1
+            return super().load(session_id)
+
+    store = CountingStore()
+    wf = workflow_from_dict({"states": {"chat": {"triggers": {"manual": None}}}}, "chat")
+    agent = create_agent(wf, store, ScriptedModel([{"say": "done"}]), clock=FakeClock())
+    agent.workflow.send("s", "hi")
+    CountingStore.loads = 0
+    with pytest.raises(SessionNotAwaitingInputError, match="completed"):
+        agent.workflow.deliver("s", trigger="timer")
+    assert CountingStore.loads == 0

@@ -650,20 +650,26 @@ class Operations:
     # ------------------------------------------------------------------ shared tail
 
     def _guarded(self, work: Work, body, disposition: str) -> Outcome:
-        """Run ``body`` under the lease; on an unexpected error let the lease go (so the session can be
-        taken over at once) and re-raise; always write artifacts; build the Outcome.
+        """Run ``body`` under the lease, write the artifacts and build the Outcome.
+
+        On an unexpected error the lease is let go (so the session can be taken over at once) and the
+        error re-raised. Artifacts are written only while this writer's record is still the session's:
+        after losing the session to another writer (§3.12: it stops without writing) they are not.
         """
         try:
             body()
         except BaseException as exc:
             if isinstance(exc, CommitConflictError):
                 raise  # another writer owns the session now: a stale record must not overwrite its artifacts
+            still_ours = not work.holds_lease
             if work.holds_lease:
                 try:
                     work.release()
-                except Exception:
-                    pass
-            write_artifacts(self.rt, work.record)
+                    still_ours = True
+                except Exception:  # noqa: BLE001 - taken over meanwhile, or the store is down: re-raise the cause
+                    still_ours = False
+            if still_ours:
+                write_artifacts(self.rt, work.record)
             raise
         write_artifacts(self.rt, work.record)
         return build_outcome(work, disposition)

@@ -82,15 +82,16 @@ def encode_chunk(record: Checkpoint, previous_counts: tuple[int, int] | None) ->
         raise StoreError(
             f"a committed checkpoint has version >= 1, got {version}", session_id=record.session_id
         )
-    dumped = record.model_dump(mode="json")
-    messages = dumped.pop("messages")
-    trail = dumped.pop("trail")
+    # Dump only what this chunk carries: the fields, and the messages/trail appended since the
+    # previous version — dumping the whole transcript would make every commit O(transcript).
+    dumped = record.model_dump(mode="json", exclude={"messages", "trail"})
+    n_messages, n_trail = len(record.messages), len(record.trail)
     base = scheduled_base(version)
     full = (
         previous_counts is None
         or base == version
-        or previous_counts[0] > len(messages)
-        or previous_counts[1] > len(trail)
+        or previous_counts[0] > n_messages
+        or previous_counts[1] > n_trail
     )
     if full:
         # A forced full chunk is its own base; the chunks after it still name the scheduled base,
@@ -99,18 +100,20 @@ def encode_chunk(record: Checkpoint, previous_counts: tuple[int, int] | None) ->
         messages_from, trail_from = 0, 0
     else:
         messages_from, trail_from = previous_counts  # type: ignore[misc]
+    messages = [m.model_dump(mode="json") for m in record.messages[messages_from:]]
+    trail = [t.model_dump(mode="json") for t in record.trail[trail_from:]]
     return {
         "format": FORMAT,
         "version": version,
         "base": base,
         "full": full,
         "messages_from": messages_from,
-        "messages": messages[messages_from:],
+        "messages": messages,
         "trail_from": trail_from,
-        "trail": trail[trail_from:],
+        "trail": trail,
         "record": dumped,
-        "message_count": len(messages),
-        "trail_count": len(trail),
+        "message_count": n_messages,
+        "trail_count": n_trail,
     }
 
 

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from archmax.cli_render import print_outcome, session_lines, to_json
+from archmax.cli_render import print_outcome, session_lines, sweep_lines, to_json
 from archmax.cli_workspace import (
     UsageError,
     build_model,
@@ -241,9 +241,14 @@ class _Cli:
         if words and find_workflow(self.root, words[0]) is not None:
             workflow_dir = resolve_workflow(self.root, words.pop(0))
         else:
-            workflow_dir = only_workflow(self.root)
+            workflow_dir = only_workflow(self.root, named=words[0] if words else None)
         variables = parse_variables(a.variables)
         files = parse_files(a.files)
+        from archmax.session.variables import check_host_variables
+
+        # What needs no session is checked before resolve_session's warnings are printed, so a bad
+        # name is one error line, not a "minted a fresh id" warning for a session never created.
+        check_host_variables(variables, files, source="passed to run", session_id=a.session)
         agent = self.agent(workflow_dir)
         resolved = agent.workflow.resolve_session(
             trigger=a.trigger, variables=variables, session_id=a.session, session_path=a.session_path
@@ -356,6 +361,10 @@ class _Cli:
                 only_workflow(self.root)  # raises the usage error naming the missing workflows
         results: list[tuple[str, str]] = []
         stale: list[tuple[str, str]] = []  # dead turns continued (DESIGN.md §3 "Inbox")
+        outcomes: dict[str, Any] = {}  # session id -> the Outcome its wake or recovery returned
+
+        def on_outcome(sid: str, outcome: Any) -> None:
+            outcomes[sid] = outcome
 
         def on_error(sid: str, exc: Exception) -> None:
             self.note(f"error: session '{sid}': {exc}")
@@ -367,9 +376,11 @@ class _Cli:
                 continue  # nothing due, no dead turn: no model needed
             clock = FakeClock(now) if a.now is not None else None
             agent = self.agent(workflow_dir, clock=clock)
-            woken = sweep(agent, now, on_error=on_error)
+            woken = sweep(agent, now, on_error=on_error, on_outcome=on_outcome)
             results += woken
-            stale += recover_stale(agent, now, exclude={sid for sid, _ in woken}, on_error=on_error)
+            stale += recover_stale(
+                agent, now, exclude={sid for sid, _ in woken}, on_error=on_error, on_outcome=on_outcome
+            )
         recovered = [(sid, kind if kind in (SKIPPED, ERROR) else RECOVERED, kind) for sid, kind in stale]
         if self.json:
             self.say(to_json(
@@ -382,10 +393,9 @@ class _Cli:
         else:
             if not results and not recovered:
                 self.note(f"nothing due at {now}")
-            for sid, kind in results:
-                self.say(f"{sid}  {kind}")
-            for sid, shown, _kind in recovered:
-                self.say(f"{sid}  {shown}")
+            for sid, shown in results + [(sid, shown) for sid, shown, _kind in recovered]:
+                for line in sweep_lines(sid, shown, outcomes.get(sid)):
+                    self.say(line)
         return 1 if sweep_failed(results + stale) else 0
 
     def cmd_serve(self) -> int:

@@ -47,9 +47,13 @@ def workflows_in(root: Path) -> dict[str, Path]:
     return {p.parent.name: p.parent for p in sorted(base.glob(f"*/{WORKFLOW_FILE}"))}
 
 
+_SLUG = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+"""What a workflow argument must look like to be read as a slug under ``<root>/workflows/``."""
+
+
 def find_workflow(root: Path, name: str) -> Path | None:
     """The folder a workflow argument names: a slug under ``<root>/workflows/``, or a path, else None."""
-    if re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", name) and (root / "workflows" / name / WORKFLOW_FILE).is_file():
+    if _SLUG.fullmatch(name) and (root / "workflows" / name / WORKFLOW_FILE).is_file():
         return root / "workflows" / name
     given = Path(name)
     if given.is_dir() and (given / WORKFLOW_FILE).is_file():
@@ -75,8 +79,14 @@ def resolve_workflow(root: Path, name: str | None) -> Path:
     return only_workflow(root)
 
 
-def only_workflow(root: Path) -> Path:
+def only_workflow(root: Path, named: str | None = None) -> Path:
     """The workspace's one workflow.
+
+    Args:
+        root: The workspace (``--root``).
+        named: A word that may have named a workflow (``run``'s first word), for the error when
+            the workspace holds none: ``archmax run support-inbox ...`` in a folder without
+            ``workflows/`` says that workflow was not found, not "name a workflow".
 
     Raises:
         UsageError: there are zero or several.
@@ -85,6 +95,11 @@ def only_workflow(root: Path) -> Path:
     if len(found) == 1:
         return next(iter(found.values()))
     if not found:
+        if named is not None and _SLUG.fullmatch(named):
+            raise UsageError(
+                f"workflow '{named}' was not found under '{os.path.join(root, 'workflows')}' (no workflows/*/{WORKFLOW_FILE} "
+                f"there); run from the workspace folder or pass --root"
+            )
         raise UsageError(f"no workflows/*/{WORKFLOW_FILE} under '{root}'; name a workflow or pass --root")
     raise UsageError(f"'{root}' holds several workflows ({', '.join(found)}); name one")
 

@@ -161,3 +161,36 @@ def test_outputs_carry_no_colour_codes_when_not_a_terminal(cli, examples, monkey
 def test_json_output_is_valid_json_even_with_unicode(cli, chores, script):
     run = cli(*chores, "run", "Café", "--model", script([{"say": "Café ☕"}]), "--json")
     assert json.loads(run.out)["reply"] == "Café ☕"
+
+
+def test_a_bad_variable_name_is_one_error_line_with_no_minted_session_warning_before_it(cli, examples):
+    run = cli(*examples, "run", "support-inbox", "hi", "--trigger", "email_received",
+              "--variables", '{"Bad": 1}', "--model", INBOX_SCRIPT)  # fmt: skip
+    assert run.code == 2 and run.out == ""
+    assert run.err == "error: variable name 'Bad' passed to run is not usable: names must match ^[a-z][a-z0-9_]*$\n"
+    assert cli(*examples, "sessions", "--json").json() == []
+
+
+def test_a_variable_given_both_as_a_variable_and_a_file_is_refused_before_any_warning(cli, examples, tmp_path):
+    (tmp_path / "note.txt").write_text("hello", encoding="utf-8")
+    run = cli(*examples, "run", "support-inbox", "hi", "--trigger", "email_received",
+              "--variables", '{"note": 1}', "--file", f"note={tmp_path / 'note.txt'}", "--model", INBOX_SCRIPT)  # fmt: skip
+    assert run.code == 2 and not run.err.startswith("warning")
+    assert "supplied both as a variable and as a file" in run.err
+
+
+def test_naming_a_workflow_in_a_folder_without_workflows_says_that_workflow_was_not_found(cli, tmp_path):
+    empty = tmp_path / "elsewhere"
+    empty.mkdir()
+    run = cli("--root", str(empty), "run", "support-inbox", "Where", "is", "my", "order?", "--model", INBOX_SCRIPT)
+    assert run.code == 2 and run.out == ""
+    assert run.err == (
+        f"error: workflow 'support-inbox' was not found under '{empty}/workflows' "
+        "(no workflows/*/workflow.yaml there); run from the workspace folder or pass --root\n"
+    )
+
+
+def test_a_whole_sentence_as_the_first_word_in_a_folder_without_workflows_is_not_called_a_workflow(cli, tmp_path):
+    run = cli("--root", str(tmp_path), "run", "Where is my order?", "--model", INBOX_SCRIPT)
+    assert run.code == 2
+    assert run.err == f"error: no workflows/*/workflow.yaml under '{tmp_path}'; name a workflow or pass --root\n"

@@ -98,6 +98,32 @@ def print_outcome(outcome: Outcome, out: IO[str], err: IO[str], context: Sequenc
     return 0
 
 
+def sweep_lines(session_id: str, shown: str, outcome: Outcome | None) -> list[str]:
+    """The ``sweep`` lines of one woken or recovered session (§11).
+
+    ``<id>  <result>``; then, when the wake ended ``parked`` with a message for a person (the
+    handoff message) or ``completed`` with a reply, that text with every line indented four
+    spaces, so what the session said is read without a ``sessions`` call. ``--json`` keeps the
+    bare results.
+
+    Args:
+        session_id: The session.
+        shown: What the sweep reports: the Outcome kind, ``skipped``, ``error`` or ``recovered``.
+        outcome: The Outcome of the wake or recovery, ``None`` when there was none (skipped, error).
+
+    Returns:
+        The lines, without line ends.
+
+    Example:
+        >>> sweep_lines("E-1", "parked", None)
+        ['E-1  parked']
+    """
+    lines = [f"{session_id}  {shown}"]
+    if outcome is not None and outcome.kind in ("parked", "completed") and outcome.reply.strip():
+        lines += [f"    {line}".rstrip() for line in outcome.reply.strip("\n").splitlines()]
+    return lines
+
+
 def session_lines(summary: SessionSummary, record: Checkpoint | None, workflow: Workflow | None, *, one: bool) -> list[str]:
     """The ``sessions`` lines of one session (§11).
 

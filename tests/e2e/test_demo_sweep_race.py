@@ -41,8 +41,10 @@ def test_two_processes_sweeping_the_same_instant_wake_the_session_exactly_once(t
 
     assert [code for code, _out, _err in results] == [0, 0], results
     outs = sorted(out for _code, out, _err in results)
-    # exactly one process woke it; the other found it already resumed (skipped) or no longer due
-    assert outs in (["", "b-1  parked\n"], ["b-1  parked\n", "b-1  skipped\n"])
+    # exactly one process woke it (and prints the message it parked with); the other found it
+    # already resumed (skipped) or no longer due
+    woke = "b-1  parked\n    Payment INV-1042 has not posted yet (check 2). I will look again tomorrow.\n"
+    assert outs in (["", woke], [woke, "b-1  skipped\n"])
     record = FilesystemStore(store).load("b-1")
     assert [s.reason for s in record.trail if s.kind == "trigger"] == ["payment_expected", "timer"]
     assert record.park_counts["check-bank"] == 2

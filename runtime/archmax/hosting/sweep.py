@@ -24,6 +24,7 @@ from archmax.errors import (
 
 if TYPE_CHECKING:
     from archmax.agent import Agent
+    from archmax.session.results import Outcome
 
 TIMER_TRIGGER = "timer"
 """The trigger id every sweep delivery carries."""
@@ -43,6 +44,7 @@ def sweep(
     now: str | None = None,
     *,
     on_error: Callable[[str, ArchmaxError], None] | None = None,
+    on_outcome: Callable[[str, Outcome], None] | None = None,
 ) -> list[tuple[str, str]]:
     """Deliver ``trigger="timer"`` to every due input park of the agent's workflow.
 
@@ -57,6 +59,8 @@ def sweep(
         now: The instant to sweep at, ``YYYY-MM-DDTHH:MM:SS.mmmZ``; ``None`` reads the agent's clock.
         on_error: Called with ``(session_id, error)`` for a delivery that raised any other
             :class:`ArchmaxError`; the sweep then goes on with the next session.
+        on_outcome: Called with ``(session_id, outcome)`` for each delivery that returned (what
+            ``archmax sweep`` prints the reply or handoff message from).
 
     Returns:
         ``[(session_id, kind), ...]`` in delivery order, where ``kind`` is the Outcome's kind
@@ -84,6 +88,8 @@ def sweep(
                 on_error(session_id, exc)
             results.append((session_id, ERROR))
         else:
+            if on_outcome is not None:
+                on_outcome(session_id, outcome)
             results.append((session_id, outcome.kind))
     return results
 
@@ -94,6 +100,7 @@ def recover_stale(
     *,
     exclude: Collection[str] = (),
     on_error: Callable[[str, ArchmaxError], None] | None = None,
+    on_outcome: Callable[[str, Outcome], None] | None = None,
 ) -> list[tuple[str, str]]:
     """Continue every turn of the agent's workflow whose process died (DESIGN.md §3 "Inbox").
 
@@ -111,6 +118,7 @@ def recover_stale(
             left to the next sweep rather than retried at once.
         on_error: Called with ``(session_id, error)`` for a recovery that raised any other
             :class:`ArchmaxError` (say a provider still down); the sweep then goes on with the next.
+        on_outcome: Called with ``(session_id, outcome)`` for each continued turn.
 
     Returns:
         ``[(session_id, kind), ...]`` in id order, where ``kind`` is the continued turn's Outcome
@@ -141,6 +149,8 @@ def recover_stale(
                 on_error(session_id, exc)
             results.append((session_id, ERROR))
         else:
+            if outcome is not None and on_outcome is not None:
+                on_outcome(session_id, outcome)
             results.append((session_id, SKIPPED if outcome is None else outcome.kind))
     return results
 

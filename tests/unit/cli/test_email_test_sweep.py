@@ -76,7 +76,10 @@ def _park_bank(cli, flags, sid="b-1"):
 def test_sweep_wakes_a_due_session_with_the_timer_trigger(cli, examples):
     due = _park_bank(cli, examples)
     run = cli(*examples, "sweep", "--now", due, "--model", BANK_SCRIPT)
-    assert (run.code, run.out) == (0, "b-1  parked\n")
+    # the wake parked again with a message for a person: printed, indented, under its line
+    assert (run.code, run.out) == (
+        0, "b-1  parked\n    Payment INV-1042 has not posted yet (check 2). I will look again tomorrow.\n"
+    )
     shown = cli(*examples, "sessions", "b-1", "--json").json()
     assert shown["variables"]["trigger"]["value"] == "timer"
     assert shown["variables"]["now"]["value"] == due
@@ -149,7 +152,7 @@ def test_sweep_finishes_a_turn_whose_process_died_and_prints_recovered(cli, tmp_
     assert cli(*flags, "sessions", "w-1", "--json").json()["status"] == "running"
 
     run = cli(*flags, "sweep", "--now", "2999-01-01T00:01:00Z", "--model", script([wait, {"say": "Done."}]))
-    assert (run.code, run.out) == (0, "w-1  recovered\n")
+    assert (run.code, run.out) == (0, "w-1  recovered\n    Done.\n")
     assert cli(*flags, "sessions", "w-1", "--json").json()["status"] == "completed"
     again = cli(*flags, "sweep", "--now", "2999-01-01T00:02:00Z", "--model", script([wait]), "--json")
     assert (again.code, again.json()) == (0, [])
@@ -164,3 +167,35 @@ def test_sweep_json_reports_a_recovered_turn_with_its_outcome(cli, tmp_path, scr
     cli(*flags, "sweep", "--now", "2999-01-01", "--model", script([wait]))
     run = cli(*flags, "sweep", "--now", "2999-01-01T00:01:00Z", "--model", script([wait, {"say": "Done."}]), "--json")
     assert run.json() == [{"session_id": "w-1", "result": "recovered", "outcome": "completed"}]
+
+
+def test_sweep_prints_a_multi_line_reply_indented_under_its_line(cli, tmp_path, script):
+    waiting = {**CHORES["states"]["work"], "budget": {}}
+    root = make_workspace(tmp_path / "ws", chores={"title": "Chores", "states": {"work": waiting}})
+    flags = ["--root", str(root), "--store", str(tmp_path / "store")]
+    wait = {"say": "Tomorrow.", "call": {"archmax_wait": {"reason": "the weekend", "until": "1d"}}}
+    done = {"say": "Swept the kitchen.\n\nThe hall is next."}
+    cli(*flags, "run", "Sweep", "--session", "w-1", "--model", script([wait]))
+    run = cli(*flags, "sweep", "--now", "2999-01-01", "--model", script([wait, done]))
+    assert (run.code, run.out) == (0, "w-1  completed\n    Swept the kitchen.\n\n    The hall is next.\n")
+
+
+def test_sweep_json_carries_no_reply_text(cli, tmp_path, script):
+    waiting = {**CHORES["states"]["work"], "budget": {}}
+    root = make_workspace(tmp_path / "ws", chores={"title": "Chores", "states": {"work": waiting}})
+    flags = ["--root", str(root), "--store", str(tmp_path / "store")]
+    wait = {"say": "Tomorrow.", "call": {"archmax_wait": {"reason": "the weekend", "until": "1d"}}}
+    cli(*flags, "run", "Sweep", "--session", "w-1", "--model", script([wait]))
+    run = cli(*flags, "sweep", "--now", "2999-01-01", "--model", script([wait, {"say": "All done."}]), "--json")
+    assert (run.code, run.json()) == (0, [{"session_id": "w-1", "result": "completed"}])
+
+
+def test_sweep_prints_no_text_under_a_wake_that_ended_failed(cli, tmp_path, script):
+    waiting = {**CHORES["states"]["work"], "budget": {}}
+    root = make_workspace(tmp_path / "ws", chores={"title": "Chores", "states": {"work": waiting}})
+    flags = ["--root", str(root), "--store", str(tmp_path / "store")]
+    wait = {"say": "Tomorrow.", "call": {"archmax_wait": {"reason": "the weekend", "until": "1d"}}}
+    gave_up = {"say": "I cannot do this.", "call": {"archmax_raise": {"code": "gave-up", "reason": "Too tired."}}}
+    cli(*flags, "run", "Sweep", "--session", "w-1", "--model", script([wait]))
+    run = cli(*flags, "sweep", "--now", "2999-01-01", "--model", script([wait, gave_up]))
+    assert (run.code, run.out) == (1, "w-1  failed\n")

@@ -184,3 +184,17 @@ def test_the_timer_function_answers_the_wakers_drain_too(filesystem: Any) -> Non
     assert answer["ok"] is True and answer["drained"] == [
         {"kind": "parked", "disposition": "turn", "status": "awaiting_input"}
     ]
+
+
+def test_a_message_to_a_session_parked_at_a_human_state_replies_there_and_a_decision_still_follows(
+    deploy: Any, refund: Path
+) -> None:
+    """No /replies route is needed: /messages to a decision park is a reply (BEHAVIOUR.md §3.6)."""
+    d = parked_for_review(deploy, refund, [{"say": "A person is reviewing it today."}] + APPROVED)
+    message = event("apigw_send_message.json")
+    message.update(rawPath="/sessions/refund-7/messages", body='{"message": "Any news?"}')
+    posted = d.call("send", message)
+    assert posted["statusCode"] == 202 and body(posted)["disposition"] == "reply"
+    assert d.collaborators.agent.sessions.get("refund-7").status == "awaiting_decision"
+    decided = d.call("deliver", event("apigw_decision.json"))
+    assert decided["statusCode"] == 200 and body(decided)["kind"] == "completed"

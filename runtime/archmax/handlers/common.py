@@ -176,14 +176,3 @@ def drain(c: Collaborators, session_id: Any) -> dict[str, Any]:
             for r in results
         ]
     }
-
-
-def wake_if_pending(c: Collaborators, session_id: str) -> None:
-    """Wake a session whose inbox holds items once a park was resolved outside the inbox.
-
-    ``Host.deliver_now`` does this for deliveries; a decision (``POST /sessions/{id}/decisions``)
-    resolves a park the same way, so messages that arrived during its turn are applied now rather
-    than at the next sweep.
-    """
-    if c.host.inbox.pending(session_id):
-        c.host._wake(session_id)  # the host's waker: async self-invoke in Lambda, inline in serve

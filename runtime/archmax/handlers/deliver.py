@@ -33,7 +33,6 @@ from archmax.handlers.common import (
     is_drain_event,
     is_http_event,
     json_response,
-    wake_if_pending,
 )
 from archmax.inbound.apigw import delivery_firing, json_object
 from archmax.session.results import Outcome
@@ -85,7 +84,9 @@ def outcome_view(outcome: Outcome) -> dict[str, Any]:
     return outcome.model_dump(mode="json", exclude={"messages", "trail"}, exclude_none=True)
 
 
-def _direct(c: Collaborators, event: Mapping[str, Any]) -> dict[str, Any]:
+def _direct(c: Collaborators, event: Any) -> dict[str, Any]:
+    if not isinstance(event, Mapping):  # a direct invoke's payload may be any JSON value
+        raise InvalidEventError(f"a direct delivery must be a JSON object, not {type(event).__name__}")
     try:
         call = DirectDelivery.model_validate(dict(event))
     except ValidationError as exc:
@@ -123,8 +124,7 @@ def build(c: Collaborators) -> Handler:
         @router.post("/sessions/<session_id>/decisions")
         def post_decision(session_id: str) -> Any:
             body = decision_body(json_object(router.current_event))
-            outcome = c.agent.workflow.decide(session_id, to=body.to, comment=body.comment)
-            wake_if_pending(c, session_id)
+            outcome = c.host.decide_now(session_id, to=body.to, comment=body.comment)
             return json_response(200, outcome_view(outcome))
 
     http = http_app(routes)

@@ -374,6 +374,20 @@ class Host:
             self._wake(session_id)
         return outcome
 
+    def decide_now(self, session_id: str, *, to: str | None, comment: str | None = None) -> Outcome:
+        """A person's decision at a human park, never through the inbox (the decisions route).
+
+        Like :meth:`deliver_now`, it wakes the session afterwards when items wait in its inbox, so
+        messages that arrived during the decision's turn are applied now rather than at the next sweep.
+
+        Raises:
+            SessionNotParkedError (also every loser of a race), InvalidDecisionTargetError — unchanged.
+        """
+        outcome = self.agent.workflow.decide(session_id, to=to, comment=comment)
+        if self.inbox.pending(session_id):
+            self._wake(session_id)
+        return outcome
+
     # ------------------------------------------------------------------ sweep
 
     def sweep(self, now: str | None = None) -> SweepReport:

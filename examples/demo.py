@@ -69,16 +69,6 @@ def summary(store: Path, session_id: str) -> dict:
     return json.loads(done.stdout)
 
 
-def last_words(store: Path, session_id: str) -> str:
-    """The session's latest agent message, read straight from the store (the CLI's sweep prints only kinds)."""
-    from archmax import FilesystemStore, is_runtime_note
-
-    record = FilesystemStore(store).load(session_id)
-    texts = [m.content for m in (record.messages if record else []) if m.role == "assistant" and m.content.strip()
-             and not is_runtime_note(m)]
-    return texts[-1] if texts else ""
-
-
 def support_inbox(store: Path) -> None:
     step("1. A customer's first email starts support-inbox (email_received)")
     first = archmax(store, "email", str(EMAILS / "01-first.eml"), "--workflow", "support-inbox", model="support-inbox")
@@ -118,7 +108,6 @@ def bank_check(store: Path) -> None:
         step(f"{5 + day}. Day {day}: the host's timer runs `archmax sweep --now {due}`")
         swept = archmax(store, "sweep", "--now", due, model="bank-check")
         expect(swept.returncode == 0 and session_id in swept.stdout, f"day {day}: the sweep should wake {session_id}")
-        print(f"-> the agent said: {last_words(store, session_id)}")
         again = archmax(store, "sweep", "--now", due, model="bank-check")
         expect(session_id not in again.stdout, f"day {day}: a second sweep at the same instant should wake nothing")
         if day < 5:

@@ -19,7 +19,7 @@ test: $(STAMP)
 	$(PY) -m pytest -n 2 --dist loadfile
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check runtime tests
+	$(VENV)/bin/ruff check runtime tests bench functions
 
 bench: $(STAMP)
 	$(PY) bench/run_all.py

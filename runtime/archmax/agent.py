@@ -181,14 +181,20 @@ class Sessions:
             raise SessionNotResumableError(session_id, str(rec.status))
 
     def seed(self, session_id: str, files: Mapping[str, Any]) -> None:
-        """Write fixture files at the paths given; seeds no variable and creates no checkpoint (§3.10).
+        r"""Write fixture files at the paths given; seeds no variable and creates no checkpoint (§3.10).
 
         Args:
+            session_id: The session whose folder receives the files (§4.1); it need not have a checkpoint.
             files: path → ``str`` (verbatim) | ``bytes`` (raw; needs ``upload_files``) | JSON value
-                (``json.dumps(v, indent=2) + "\\n"``). Paths are root-level files or under ``scratchpad/``.
+                (``json.dumps(v, indent=2) + "\n"``). Paths are root-level files or under ``scratchpad/``;
+                existing files are overwritten.
 
         Raises:
-            InvalidFilePathError, SessionStoreCapabilityError, SessionNotResumableError, InvalidSessionIdError.
+            InvalidSessionIdError: ``session_id`` is malformed.
+            SessionNotResumableError: a live lease is held on the session.
+            InvalidFilePathError: a path is neither a root-level file nor under ``scratchpad/`` (internal
+                folders, ``..``, absolute paths); nothing is written.
+            SessionStoreCapabilityError: a ``bytes`` value on a store without ``upload_files`` (names the path).
         """
         validate_session_id(session_id)
         self._refuse_live(session_id)
@@ -232,10 +238,12 @@ class Agent:
 
     @property
     def spec(self) -> Workflow:
+        """The validated workflow this agent was assembled with (§2, §3 "Assembly")."""
         return self.runtime.workflow
 
     @property
     def store(self) -> SessionStore:
+        """The session store: the one given to ``create_agent``, else ``FilesystemStore("./sessions")`` (§3, §9.1)."""
         return self.runtime.store
 
     def invoke(

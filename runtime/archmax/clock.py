@@ -13,13 +13,19 @@ from typing import Protocol
 class Clock(Protocol):
     """Anything that says what time it is, as an aware UTC ``datetime``."""
 
-    def now(self) -> datetime: ...
+    def now(self) -> datetime:
+        """The current instant, an aware UTC ``datetime``.
+
+        Every "now" of the runtime reads it (BEHAVIOUR.md conventions: the clock can be injected).
+        """
+        ...
 
 
 class SystemClock:
     """The wall clock."""
 
     def now(self) -> datetime:
+        """The wall clock's current instant, an aware UTC ``datetime``."""
         return datetime.now(UTC)
 
 
@@ -36,6 +42,7 @@ class FakeClock:
         self._now = parse_instant(start) if isinstance(start, str) else start.astimezone(UTC)
 
     def now(self) -> datetime:
+        """The instant last set or advanced to (an aware UTC ``datetime``); reading it never moves the clock."""
         return self._now
 
     def advance(self, delta: timedelta | None = None, **kwargs: float) -> datetime:

@@ -266,8 +266,15 @@ class InvalidEventError(CallerError):
 
 
 class InvalidDeliveryIdError(CallerError):
-    """A firing's ``delivery_id`` cannot be an inbox key: blank, too long, control characters, or a
-    leading ``~`` (reserved for the inbox's own records) — DESIGN.md §3 "Inbox".
+    """A firing's ``delivery_id`` cannot be recorded or used as an inbox key; nothing was written.
+
+    It is refused when it is not a non-blank string, is not valid Unicode text, encodes in more than
+    512 UTF-8 bytes, or holds a control character (:func:`archmax.session.ids.validate_delivery_id`;
+    DESIGN.md §3 "Inbox").
+
+    Attributes:
+        delivery_id: The refused value, as given (untrusted; may not be a string).
+        reason: Which rule it broke.
     """
 
     def __init__(self, delivery_id: Any, reason: str, *, session_id: str | None = None) -> None:

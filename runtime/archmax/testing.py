@@ -1,5 +1,7 @@
-"""What users need to test their own workflows: a scripted model, a fake clock, the memory store,
-real-shaped events and a fake Lambda context (CONVENTIONS.md "archmax.testing").
+"""What users need to test their own workflows, offline and deterministic.
+
+A scripted model (BEHAVIOUR.md §10.4), a fake clock, the memory store, real-shaped events and a
+fake Lambda context (CONVENTIONS.md "archmax.testing").
 """
 
 from __future__ import annotations
@@ -35,4 +37,5 @@ class FakeLambdaContext:
     log_stream_name: str = "test"
 
     def get_remaining_time_in_millis(self) -> int:
+        """Milliseconds left before the Lambda timeout: always 300000 (5 minutes), so no test meets a deadline."""
         return 300_000

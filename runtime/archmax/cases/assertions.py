@@ -40,6 +40,10 @@ class View:
 
     @property
     def parked(self) -> bool:
+        """Whether the record is parked: status ``awaiting_*`` with a park record (§3.1, §10.2 ``parked``).
+
+        The lease is not consulted: a case reads the record after its action returned, so no turn is live.
+        """
         rec = self.record
         return (
             rec.status in (SessionStatus.AWAITING_INPUT, SessionStatus.AWAITING_DECISION)
@@ -48,6 +52,7 @@ class View:
 
     @property
     def park_state(self) -> str | None:
+        """The state slug the park record names (``pending_input`` or ``pending_decision``), or ``None`` unparked."""
         park = self.record.pending_input or self.record.pending_decision
         return park.state if park else None
 
@@ -62,6 +67,7 @@ class View:
         return [(c, status.get(c.id)) for m in messages if m.role == "assistant" for c in m.tool_calls]
 
     def assistant_text(self) -> str:
+        """All assistant text so far, runtime notes excluded, one message per line (§10.2 ``reply``)."""
         return "\n".join(m.content for m in self.messages() if m.role == "assistant" and m.content)
 
 

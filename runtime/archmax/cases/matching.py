@@ -18,10 +18,10 @@ class BadPatternError(ValueError):
 
 
 def compile_token(token: str) -> re.Pattern[str] | None:
-    """The compiled regex of a ``/pattern/flags`` token, or ``None`` for a plain substring token.
+    r"""The compiled regex of a ``/pattern/flags`` token, or ``None`` for a plain substring token.
 
     Args:
-        token: ``"ORD-1001"`` (substring) or ``"/ord-\\d+/i"`` (regex; flags from ``imsxu``).
+        token: ``"ORD-1001"`` (substring) or ``"/ord-\d+/i"`` (regex; flags from ``imsxu``).
 
     Returns:
         A compiled pattern, or ``None`` when the token is not in regex form.
@@ -65,7 +65,7 @@ def json_equal(a: Any, b: Any) -> bool:
     if isinstance(a, dict) and isinstance(b, dict):
         return a.keys() == b.keys() and all(json_equal(a[k], b[k]) for k in a)
     if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b))
+        return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b, strict=True))
     return type(a) is type(b) and a == b
 
 
@@ -84,7 +84,7 @@ def partial_match(expected: Any, actual: Any) -> bool:
         return (
             isinstance(actual, list)
             and len(expected) == len(actual)
-            and all(partial_match(e, a) for e, a in zip(expected, actual))
+            and all(partial_match(e, a) for e, a in zip(expected, actual, strict=True))
         )
     if isinstance(expected, str):
         pattern = compile_token(expected)

@@ -14,6 +14,7 @@ Example:
 from __future__ import annotations
 
 import concurrent.futures
+import functools
 import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -313,16 +314,19 @@ class _CaseRun:
         case = self.case
         sid = self.session_id
         body = step.body
+        call: Callable[[], Outcome]
         if step.key == "send":
-            call: Callable[[], Outcome] = lambda: agent.workflow.send(
-                sid, body, trigger=case.trigger, variables=case.variables or None
+            call = functools.partial(
+                agent.workflow.send, sid, body, trigger=case.trigger, variables=case.variables or None
             )
         elif step.key == "deliver":
             assert isinstance(body, DeliverBody)
-            call = lambda: agent.workflow.deliver(sid, trigger=body.trigger, variables=body.variables or None)
+            call = functools.partial(
+                agent.workflow.deliver, sid, trigger=body.trigger, variables=body.variables or None
+            )
         else:
             assert isinstance(body, DecideBody)
-            call = lambda: agent.workflow.decide(sid, to=body.to, comment=body.comment)
+            call = functools.partial(agent.workflow.decide, sid, to=body.to, comment=body.comment)
         outcome: Outcome = self._within(call)
         record = self.store.load(sid)
         if record is None:  # cannot happen after a successful operation; guard the view anyway

@@ -277,10 +277,12 @@ class Step:
 
     @property
     def is_action(self) -> bool:
+        """Whether the step is an action (``send``, ``decide``, ``deliver``) rather than an assertion (§10.2)."""
         return self.key in ACTIONS
 
     @property
     def is_structural(self) -> bool:
+        """Whether the step is a structural assertion, whose failure halts the case (§10.2, §10.3)."""
         return self.key in STRUCTURAL
 
 

@@ -32,7 +32,7 @@ def graph_of(workflow: Any) -> dict[str, Any]:
 
 
 def _json_text(doc: Any) -> str:
-    """Pretty JSON; with ``\\uXXXX`` escapes when a string holds a lone surrogate (no UTF-8 form)."""
+    r"""Pretty JSON; with ``\uXXXX`` escapes when a string holds a lone surrogate (no UTF-8 form)."""
     text = json.dumps(doc, indent=2, ensure_ascii=False, default=str)
     try:
         text.encode("utf-8")

@@ -48,14 +48,17 @@ class _Result:
 
 
 def ok(text: str) -> _Result:
+    """A ``success`` tool result carrying ``text`` (§5.9 result statuses)."""
     return _Result("success", text)
 
 
 def error(text: str) -> _Result:
+    """An ``error`` tool result: a control-tool argument refusal, a host tool error, a failed sub-workflow (§5.9)."""
     return _Result("error", text)
 
 
 def blocked(text: str) -> _Result:
+    """A ``blocked`` tool result: governance refused the call and nothing happened (§2.3, §5.9)."""
     return _Result("blocked", text)
 
 
@@ -83,6 +86,7 @@ class TurnLoop:
 
     @property
     def rec(self) -> Checkpoint:
+        """The record being built for this session (``work.record``); the loop mutates it in place."""
         return self.work.record
 
     # ------------------------------------------------------------------ the loop

@@ -90,13 +90,28 @@ class Operations:
         return "turn", True  # running (or parked mid-handoff) with an expired lease: take it over
 
     def preflight_model(self, state: str | None) -> None:
-        """Build the model a call in ``state`` would use before the session is claimed, so a missing
-        configuration (``ModelConfigurationError``) refuses the firing and writes nothing.
+        """Build the model a call in ``state`` would use, before the session is claimed.
+
+        A missing configuration then refuses the firing and writes nothing (BEHAVIOUR.md conventions:
+        a raising call leaves every stored record as it was; DESIGN.md §5 model configuration).
+
+        Args:
+            state: The slug the turn will run in; ``None``, an undeclared slug or a state without
+                ``model:`` uses the agent's default model.
+
+        Raises:
+            ModelConfigurationError: the state's ``model`` (or the default) is not configured.
+            ModelScriptError: a ``scripted:`` model names a file holding an invalid script.
         """
         states = self.rt.workflow.states
         self.rt.model_for(states[state].model if state in states else None)
 
     def load(self, session_id: str) -> Checkpoint | None:
+        """The latest committed checkpoint of a session, or ``None`` when it has none (§9.1).
+
+        Raises:
+            InvalidSessionIdError: ``session_id`` breaks §4.1; checked before the store is read (§3.3).
+        """
         validate_session_id(session_id)
         return self.rt.store.load(session_id)
 
@@ -277,8 +292,10 @@ class Operations:
     # ------------------------------------------------------------------ a redriven event whose turn died
 
     def _died_applying(self, rec: Checkpoint | None, delivery_id: str | None) -> bool:
-        """True when ``delivery_id`` is the last event the session applied and the turn it started died
-        (still ``running``, lease expired): redriving that event must finish its turn, not be dropped.
+        """Whether ``delivery_id`` is the last event the session applied and the turn it started died.
+
+        "Died" means still ``running`` with an expired lease (§3.12): redriving that event must finish its
+        turn, not be dropped as a duplicate.
         """
         return (
             rec is not None
@@ -695,8 +712,19 @@ def answer_interrupted_calls(rec: Checkpoint) -> None:
 
 
 def refuse_duplicate(rec: Checkpoint | None, delivery_id: str | None, session_id: str | None = None) -> None:
-    """Check ``delivery_id`` (:func:`check_delivery_id`), then raise ``DuplicateDeliveryError`` when the
-    session already applied it.
+    """Refuse a firing whose ``delivery_id`` is malformed or was already applied to the session.
+
+    Args:
+        rec: The session's latest checkpoint, or ``None`` when it has none (nothing was applied yet).
+        delivery_id: The host's idempotency key (SES message id, ``Idempotency-Key``, EventBridge event
+            id), or ``None`` for a firing without one.
+        session_id: The id named in errors when ``rec`` is ``None``.
+
+    Raises:
+        InvalidDeliveryIdError: ``delivery_id`` is blank, not text, over 512 UTF-8 bytes or holds a
+            control character (:func:`check_delivery_id`).
+        DuplicateDeliveryError: the session already applied ``delivery_id`` (DESIGN.md §3 "Inbox": a
+            duplicate is a no-op).
     """
     check_delivery_id(delivery_id, rec.session_id if rec is not None else session_id)
     if rec is not None and delivery_id is not None and delivery_id in rec.delivery_ids:

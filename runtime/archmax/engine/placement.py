@@ -47,10 +47,15 @@ def prepare_files(store: SessionStore, session_id: str, files: Mapping[str, Any]
     """Check every file of a firing before anything is stored.
 
     Args:
+        store: The session's store; its ``upload_files`` capability decides whether binary content is allowed.
+        session_id: The session the files are for, named in errors.
         files: variable name → ``FileIn`` | ``{name, content}`` | ``(name, content)``; content is ``str`` or ``bytes``.
 
+    Returns:
+        One :class:`PreparedFile` per entry, in order, with its checked name and whether it is text (§9.5).
+
     Raises:
-        InvalidFilePathError: a bad name (§9.5).
+        InvalidFilePathError: a bad name, or a value that is not a file (§9.5).
         UnicodeEncodeError: a ``str`` content holding a lone surrogate (it has no UTF-8 form).
         SessionStoreCapabilityError: binary content through a store without ``upload_files``; names the path.
     """

@@ -79,10 +79,17 @@ def state_block(
     """The per-call block: the active state, its instructions and edges, and the directive of a handoff.
 
     Args:
-        slug: The position. title / instructions: the state's. transitions: ``(to, description)`` pairs.
+        slug: The position (the active state's slug).
+        title: The state's title, shown after the slug; ``None`` or empty omits it.
+        instructions: The state's instructions; omitted when empty and on a ``reply`` handoff (§2.1:
+            a human state's instructions are not shown on reply-only calls).
+        transitions: ``(to, description)`` pairs in spec order; empty means a terminal state.
         reset_instruction: Whether to carry :data:`RESET_INSTRUCTION` (§8).
         handoff: One of ``introduce|routed|wait|reply`` on a handoff call (§5.5), else None.
         reason: The wait reason, for the ``wait`` directive.
+
+    Returns:
+        The block as newline-joined lines, starting ``Current state: '<slug>'``.
     """
     lines = [f"Current state: '{slug}'" + (f" — {title}" if title else "")]
     if instructions and handoff != "reply":

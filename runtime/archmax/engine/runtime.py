@@ -40,6 +40,7 @@ class Runtime:
     lease_ttl_s: float = 900.0
 
     def now(self) -> str:
+        """The injected clock's now as an instant string ``YYYY-MM-DDTHH:MM:SS.mmmZ`` (BEHAVIOUR.md conventions)."""
         return format_instant(self.clock.now())
 
     def trail(self, record: Checkpoint, kind: str, to: str, reason: str | None = None, **extra: Any) -> None:
@@ -47,6 +48,15 @@ class Runtime:
         record.trail.append(TrailStep(to=to, kind=kind, reason=reason, ts=epoch_ms(self.clock.now()), **extra))
 
     def warn(self, record: Checkpoint, scope: str, message: str) -> None:
+        """Emit a ``warning {scope, message}`` event for the session (§3.11 events).
+
+        Only the record's ``event_seq`` advances; the transcript and ``Outcome.warnings`` are untouched.
+
+        Args:
+            record: The session the warning is about.
+            scope: What it concerns, for example ``lease`` (§3.12), ``park`` (§3.9) or ``spec_snapshot`` (§9.4).
+            message: One human-readable line.
+        """
         self.events.emit(record, "warning", level="warning", scope=scope, message=message)
 
     def say(self, record: Checkpoint, text: str, *, handoff: bool = False) -> None:

@@ -96,6 +96,7 @@ class HostTool:
 
     @property
     def spec(self) -> ToolSpec:
+        """The definition the model is offered: name, description (the name when blank) and JSON Schema (§2.3)."""
         return ToolSpec(name=self.name, description=self.description or self.name, parameters=dict(self.parameters))
 
 

@@ -43,6 +43,7 @@ class Work:
     recovered: bool = False
 
     def now(self) -> str:
+        """The injected clock's now as an instant string ``YYYY-MM-DDTHH:MM:SS.mmmZ`` (BEHAVIOUR.md conventions)."""
         return format_instant(self.clock.now())
 
     def claim(self) -> None:

@@ -43,7 +43,7 @@ def parse_email(
     trigger: str | None = None,
     known_message_ids: Mapping[str, str] | Collection[str] | None = None,
 ) -> Firing:
-    """Turn one raw email into a firing for the session of its conversation.
+    r"""Turn one raw email into a firing for the session of its conversation.
 
     Conversation id: the thread root, i.e. the first usable id in ``References``, else in
     ``In-Reply-To``, else the message's own ``Message-ID`` (see
@@ -69,7 +69,7 @@ def parse_email(
         * ``variables``: ``conversation_id`` (str), ``message_id`` (str | None), ``from`` (the
           sender's address, str | None), ``to`` (list[str] of addresses), ``subject`` (decoded str,
           ``""`` if absent), ``body`` (the whole text/plain, or text extracted from the HTML when
-          there is no plain part; ``\\n`` line ends), ``reply_body`` (body without quoted history),
+          there is no plain part; ``\n`` line ends), ``reply_body`` (body without quoted history),
           ``in_reply_to`` (first usable id or None), ``references`` (list[str], header order);
         * ``files``: ``attachment_1``, ``attachment_2``, ... -> :class:`FileIn` with a safe basename
           (the runtime re-validates names, BEHAVIOUR.md §9.5) and the decoded bytes;
@@ -251,7 +251,7 @@ def _body_part(msg: EmailMessage) -> Message | None:
 
 
 def _body_text(part: Message, warnings: list[str]) -> str:
-    """Decoded text of the body part, ``\\n`` line ends; HTML reduced to text; flowed text unwrapped."""
+    r"""Decoded text of the body part, ``\n`` line ends; HTML reduced to text; flowed text unwrapped."""
     try:
         text = part.get_content()
     except Exception:  # noqa: BLE001 — unknown transfer encoding or charset: decode leniently
@@ -323,9 +323,9 @@ def _attachments(msg: EmailMessage, body_part: Message | None, warnings: list[st
 
 
 def safe_filename(name: str | None, *, fallback: str, content_type: str | None = None) -> str:
-    """Reduce an untrusted attachment name to a safe single file name.
+    r"""Reduce an untrusted attachment name to a safe single file name.
 
-    The name is cut to its last path component (``/`` and ``\\`` both separate), control characters
+    The name is cut to its last path component (``/`` and ``\`` both separate), control characters
     are dropped, surrounding whitespace removed, and the result cut to 255 UTF-8 bytes keeping the
     extension. An empty result, ``.`` or ``..`` becomes ``fallback`` plus an extension guessed from
     ``content_type``. The result always passes :func:`archmax.stores.base.check_relative_path` as a
@@ -337,7 +337,7 @@ def safe_filename(name: str | None, *, fallback: str, content_type: str | None =
         content_type: The part's MIME type, for the fallback's extension.
 
     Returns:
-        A non-empty name with no ``/``, ``\\`` or control character.
+        A non-empty name with no ``/``, ``\`` or control character.
     """
     base = re.split(r"[/\\]", name or "")[-1]
     base = _CONTROL.sub("", base).strip()

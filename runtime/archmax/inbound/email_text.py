@@ -125,13 +125,13 @@ class _TextExtractor(HTMLParser):
 
 
 def html_to_text(html: str) -> str:
-    """Visible text of an HTML body, one line per block, quotes marked with ``>``.
+    r"""Visible text of an HTML body, one line per block, quotes marked with ``>``.
 
     Args:
         html: An HTML document or fragment (untrusted; malformed markup is tolerated).
 
     Returns:
-        Plain text with ``\\n`` line ends; runs of blank lines collapse to one; ``<blockquote>``
+        Plain text with ``\n`` line ends; runs of blank lines collapse to one; ``<blockquote>``
         content is prefixed ``> `` so :func:`strip_quoted` removes it like a plain-text quote.
     """
     parser = _TextExtractor()
@@ -144,13 +144,13 @@ def html_to_text(html: str) -> str:
 
 
 def unflow(text: str, *, delsp: bool = False) -> str:
-    """Undo RFC 3676 ``format=flowed``: join soft-broken lines back into paragraphs.
+    r"""Undo RFC 3676 ``format=flowed``: join soft-broken lines back into paragraphs.
 
     A line ending in a space continues on the next line at the same quote depth; the signature
     separator ``-- `` never flows. With ``delsp=yes`` the trailing space is deleted when joining.
 
     Args:
-        text: The decoded text/plain body, ``\\n`` line ends.
+        text: The decoded text/plain body, ``\n`` line ends.
         delsp: The part's ``DelSp`` parameter.
 
     Returns:
@@ -210,7 +210,7 @@ _UNDERSCORES = re.compile(r"^\s*_{10,}\s*$")
 
 
 def strip_quoted(text: str) -> str:
-    """The new text of a reply: quoted history removed.
+    r"""The new text of a reply: quoted history removed.
 
     Removed: every line starting with ``>``; and everything from the first history marker onward,
     where a marker is an attribution line (``On <date>, <name> wrote:`` and its translations,
@@ -219,7 +219,7 @@ def strip_quoted(text: str) -> str:
     followed within four lines by ``Sent:``/``Date:``, optionally after a line of underscores).
 
     Args:
-        text: The decoded body, ``\\n`` line ends.
+        text: The decoded body, ``\n`` line ends.
 
     Returns:
         The remaining text with leading/trailing blank lines and trailing spaces removed; ``""``

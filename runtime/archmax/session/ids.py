@@ -70,9 +70,9 @@ def parent_session_id(session_id: str) -> str | None:
 
 
 def folder_name(session_id: str) -> str:
-    """The store folder (or key prefix) for a valid id (§9.2).
+    r"""The store folder (or key prefix) for a valid id (§9.2).
 
-    ``%``→``%25``, ``/``→``%2F``, ``\\``→``%5C``, a leading ``.``→``%2E``; a name over 200 UTF-8
+    ``%``→``%25``, ``/``→``%2F``, ``\``→``%5C``, a leading ``.``→``%2E``; a name over 200 UTF-8
     bytes becomes its longest prefix of at most 160 bytes (no split character or escape), then
     ``%%``, then the first 32 hex characters of sha256(id).
 

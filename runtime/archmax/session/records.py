@@ -48,6 +48,7 @@ class Usage(_Record):
     cost_usd: float | None = None
 
     def is_zero(self) -> bool:
+        """Whether no token was counted (cost is not looked at); ``SessionSummary.usage`` is then ``None`` (§3.11)."""
         return not (self.input_tokens or self.output_tokens or self.cache_read_tokens or self.cache_creation_tokens)
 
     def plus(self, other: Usage | None) -> Usage:
@@ -230,6 +231,7 @@ class Checkpoint(_Record):
 
     @property
     def resume_at(self) -> str | None:
+        """The input park's due instant (set only by ``archmax_wait`` with ``until``; §5.3), else ``None``."""
         return self.pending_input.resume_at if self.pending_input else None
 
     @property

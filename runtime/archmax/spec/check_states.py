@@ -1,5 +1,4 @@
-"""Validation of ``states:``: each state's keys, transitions, budget, ``on_error``, and the
-cross-state trigger rules.
+"""Validation of ``states:``: each state's keys, transitions, budget, ``on_error``; the cross-state trigger rules.
 
 Rule source: BEHAVIOUR.md §2.1 (state keys, transitions, human states), §2.2 (one id per state,
 a start state must exist), §2.3 (budget, ``on_error``, tool lists), §2.4 (hooks), §2.5 (fixed
@@ -226,7 +225,7 @@ def _requires(value: Any, path: str, out: Collector) -> list[str]:
 
 
 def _evidence(value: Any, path: str, out: Collector) -> list[str]:
-    """Workspace-relative paths: no leading ``/`` or ``\\``, no ``..`` segment."""
+    r"""Workspace-relative paths: no leading ``/`` or ``\``, no ``..`` segment."""
 
     def valid(item: str) -> str | None:
         if item.startswith(("/", "\\")) or ".." in item.replace("\\", "/").split("/"):

@@ -1,5 +1,7 @@
-"""Validation of tool-governance lists: ``tools.{allow,forbid}``, ``tools.{allow_always,forbid_always}``,
-``policy.forbid_tools``.
+"""Validation of tool-governance lists: state and root ``tools`` lists, and ``policy.forbid_tools``.
+
+The lists are ``tools.{allow,forbid}`` (per state), ``tools.{allow_always,forbid_always}`` (root) and
+``policy.forbid_tools`` (root).
 
 Rule source: BEHAVIOUR.md §2.3. An entry is a tool name or a strict mapping
 ``{tool, args?, paths?, connection?, source?}``; ``*`` is accepted only in forbid lists.

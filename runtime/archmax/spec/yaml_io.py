@@ -26,6 +26,22 @@ class SpecLoader(yaml.SafeLoader):
     """
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        """Build a mapping as ``SafeLoader`` does, after refusing a key written twice.
+
+        Keys compare by Python equality (``1``, ``1.0`` and ``true`` collide). Merge keys (``<<``) and
+        non-scalar keys are left to ``SafeLoader``.
+
+        Args:
+            node: The YAML mapping node.
+            deep: Whether to construct nested values now (PyYAML's flag).
+
+        Returns:
+            The constructed mapping.
+
+        Raises:
+            yaml.constructor.ConstructorError: a duplicate key, marked at its second occurrence;
+                :func:`parse_yaml` turns it into an error diagnostic (§2.5).
+        """
         seen: set[Any] = set()
         for key_node, _ in node.value:
             if key_node.tag == _MERGE or not isinstance(key_node, yaml.ScalarNode):

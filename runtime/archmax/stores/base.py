@@ -76,8 +76,17 @@ class SessionStore(Protocol):
         """Ids of all sessions that have a checkpoint, sorted (needs ``list``)."""
 
     def due(self, now: str, workflow: str | None = None) -> list[tuple[str, str]]:
-        """``(session_id, resume_at)`` of sessions parked on ``input`` with ``resume_at <= now``,
-        ordered by ``resume_at`` then id (needs ``list``).
+        """The due input parks: sessions parked on ``input`` with ``resume_at <= now`` (needs ``list``).
+
+        What ``sweep`` wakes (§11 ``sweep``; DESIGN.md §3 "Due parks": the AWS store answers from a
+        sparse index, never a table scan).
+
+        Args:
+            now: An instant string ``YYYY-MM-DDTHH:MM:SS.mmmZ``; string order is time order.
+            workflow: Only sessions of this workflow slug, when given.
+
+        Returns:
+            ``(session_id, resume_at)`` pairs ordered by ``resume_at``, then id.
         """
 
     def stale(self, now: str, workflow: str | None = None) -> list[str]:

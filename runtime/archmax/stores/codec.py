@@ -174,10 +174,10 @@ def head_of_chunk(chunk: dict[str, Any]) -> SessionHead:
 
 
 def chunk_bytes(chunk: dict[str, Any]) -> bytes:
-    """Compact UTF-8 JSON of a chunk (no spaces, non-ASCII kept as UTF-8).
+    r"""Compact UTF-8 JSON of a chunk (no spaces, non-ASCII kept as UTF-8).
 
-    A string holding a lone surrogate (a provider's JSON may carry ``"\\ud83d"``, half an emoji) has
-    no UTF-8 form; such a chunk is written with ``\\uXXXX`` escapes instead, which
+    A string holding a lone surrogate (a provider's JSON may carry ``"\ud83d"``, half an emoji) has
+    no UTF-8 form; such a chunk is written with ``\uXXXX`` escapes instead, which
     :func:`chunk_from_bytes` reads back to the very same string, so the commit never fails on it.
     """
     text = json.dumps(chunk, separators=(",", ":"), ensure_ascii=False)

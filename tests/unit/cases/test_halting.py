@@ -205,7 +205,7 @@ def test_tool_call_ids_count_from_one_in_every_case(run, desk):
 
     results = run(desk, store_factory=factory)["results"]
 
-    for case, store in zip(results, stores):
+    for case, store in zip(results, stores, strict=True):
         calls = [
             c.id for m in store.load(case.session_id).messages for c in m.tool_calls if c.name == "lookup"
         ]

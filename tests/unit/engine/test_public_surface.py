@@ -151,3 +151,10 @@ def test_hosts_get_the_scripted_model_fake_clock_and_memory_store_from_archmax_t
 
     assert testing.ScriptedModel([{"say": "hi"}]).remaining == 1
     assert testing.FakeClock is archmax.FakeClock and testing.MemoryStore is archmax.MemoryStore
+
+
+def test_the_store_protocol_is_importable_where_behaviour_9_1_names_it():
+    from archmax.stores import FilesystemStore, MemoryStore, SessionStore
+
+    assert isinstance(MemoryStore(), SessionStore)
+    assert FilesystemStore is archmax.FilesystemStore

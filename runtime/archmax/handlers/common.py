@@ -80,6 +80,61 @@ def is_http_event(event: Mapping[str, Any]) -> bool:
     )
 
 
+def envelope_problem(event: Mapping[str, Any]) -> str | None:
+    """What makes an API Gateway-shaped event unreadable, or ``None`` when its envelope is sound.
+
+    API Gateway always sends strings where these fields are present; a forged direct invoke may not,
+    and Powertools then fails deep inside routing (``KeyError``, ``TypeError``), sometimes after the
+    route already wrote (its response compression reads the headers last). Only the fields the
+    handlers and Powertools read are checked: the method and path, ``headers`` (string values, or
+    ``null``; a number is read as its text, as some fixtures send ``Content-Length: 15``),
+    ``multiValueHeaders`` (lists of strings, or ``null``), ``body`` (a string or ``null``),
+    ``isBase64Encoded`` (a boolean or ``null``).
+    """
+    v2 = event.get("version") == "2.0" or "routeKey" in event
+    context = event.get("requestContext")
+    if v2:
+        http = context.get("http") if isinstance(context, Mapping) else None
+        if not isinstance(http, Mapping) or not isinstance(http.get("method"), str):
+            return "requestContext.http.method must be a string"
+        if not isinstance(event.get("rawPath"), str):
+            return "rawPath must be a string"
+    else:
+        if not isinstance(event.get("httpMethod"), str) or not isinstance(event.get("path"), str):
+            return "httpMethod and path must be strings"
+    headers = event.get("headers")
+    if headers is not None and not (
+        isinstance(headers, Mapping)
+        and all(isinstance(k, str) and isinstance(v, str | int | float) for k, v in headers.items())
+    ):
+        return "headers must map names to strings"
+    multi = event.get("multiValueHeaders")
+    if multi is not None and not (
+        isinstance(multi, Mapping)
+        and all(
+            isinstance(k, str) and isinstance(v, list) and all(isinstance(x, str) for x in v) for k, v in multi.items()
+        )
+    ):
+        return "multiValueHeaders must map names to lists of strings"
+    if event.get("body") is not None and not isinstance(event.get("body"), str):
+        return "body must be a string"
+    if event.get("isBase64Encoded") is not None and not isinstance(event.get("isBase64Encoded"), bool):
+        return "isBase64Encoded must be a boolean"
+    return None
+
+
+def _envelope_refusal(event: Mapping[str, Any], problem: str) -> dict[str, Any]:
+    """The 400 proxy response (v2 or v1 shape) for an event whose envelope cannot be routed."""
+    exc = InvalidEventError(f"not a usable API Gateway request: {problem}")
+    status, payload = error_body(exc)
+    answer: dict[str, Any] = {"statusCode": status, "isBase64Encoded": False, "body": json.dumps(payload)}
+    if event.get("version") == "2.0" or "routeKey" in event:
+        answer["headers"] = {"Content-Type": JSON}
+    else:
+        answer["multiValueHeaders"] = {"Content-Type": [JSON]}
+    return answer
+
+
 def http_app(register: Callable[[Router], None]) -> Handler:
     """One HTTP entry point serving the same routes to v2 (HTTP API) and v1 (REST) events.
 
@@ -90,7 +145,8 @@ def http_app(register: Callable[[Router], None]) -> Handler:
         ``(event, context) -> API Gateway proxy response``. Archmax errors become
         ``{error, message, session_id?}`` with the table's status; a request no route matches
         (unknown path, or a known path with another method) is 404 in the same JSON shape.
-        Route arguments reach the routes percent-decoded once (see the module docstring).
+        Route arguments reach the routes percent-decoded once (see the module docstring). An
+        event whose envelope is malformed (:func:`envelope_problem`) is a 400 before any route runs.
     """
     router = Router()
     register(router)
@@ -115,8 +171,14 @@ def http_app(register: Callable[[Router], None]) -> Handler:
         apps[version] = app
 
     def handle(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
+        problem = envelope_problem(event)
+        if problem is not None:
+            return _envelope_refusal(event, problem)  # nothing routed, nothing written
         version = "2.0" if event.get("version") == "2.0" or "routeKey" in event else "1.0"
-        return apps[version].resolve(dict(event), context)
+        event = dict(event)
+        if event.get("headers"):
+            event["headers"] = {k: v if isinstance(v, str) else str(v) for k, v in event["headers"].items()}
+        return apps[version].resolve(event, context)
 
     return handle
 

@@ -36,7 +36,9 @@ class ResolveCall(BaseModel):
     session_path: str | None = None
 
 
-def _call(data: Mapping[str, Any]) -> ResolveCall:
+def _call(data: Any) -> ResolveCall:
+    if not isinstance(data, Mapping):  # a direct invoke's payload may be any JSON value
+        raise InvalidEventError(f"a resolve request must be a JSON object, not {type(data).__name__}")
     try:
         return ResolveCall.model_validate(dict(data))
     except ValidationError as exc:

@@ -22,12 +22,14 @@ from datetime import timedelta
 from typing import Any
 
 from archmax.clock import Clock, SystemClock
-from archmax.errors import StoreError
+from archmax.errors import InvalidEventError, StoreError
 from archmax.hosting.inbox_base import DRAIN_KEY, InboxItem, ItemStatus, lease_expiry
 from archmax.session.ids import validate_delivery_id, validate_session_id
 
 PENDING_INDEX = "pending-items"
 PENDING_SHARD = "p"
+MAX_ITEM_BYTES = 400 * 1024
+"""DynamoDB's item size limit (attribute names and values, UTF-8): a firing must fit in one item."""
 _NAMES = {"#o": "lease_owner", "#e": "lease_expires_at", "#a": "arrivals"}
 
 
@@ -114,9 +116,12 @@ class DynamoInbox:
 
         Raises:
             InvalidSessionIdError, InvalidDeliveryIdError, StoreError (also when 50 attempts lost the counter race).
+            InvalidEventError: 413 when the firing cannot fit in one DynamoDB item (checked before any
+                write: retrying the same firing could never succeed, so it is a caller's error, not a 503).
         """
         validate_session_id(item.session_id)
         validate_delivery_id(item.delivery_id, session_id=item.session_id)
+        _check_fits(item)
         for _ in range(self._max_put_retries):
             seen = int(self._drain_item(item.session_id).get("arrivals", {"N": "0"})["N"])
             stored = item.model_copy(update={"seq": seen + 1, "status": "pending", "error": None})
@@ -281,6 +286,23 @@ class DynamoInbox:
         except _ConditionFailed:
             return False
         return True
+
+
+def _check_fits(item: InboxItem) -> None:
+    """Refuse a firing whose stored item would exceed :data:`MAX_ITEM_BYTES` (with room for the counters)."""
+    body = item.model_copy(update={"seq": 10**12}).model_dump_json()
+    size = sum(
+        len(text.encode("utf-8"))
+        for text in (item.session_id, _item_sk(item.delivery_id), body, item.arrived_at, PENDING_SHARD)
+    )
+    size += 128  # attribute names, status, seq
+    if size > MAX_ITEM_BYTES:
+        raise InvalidEventError(
+            f"the firing takes {size} bytes as an inbox item, over the {MAX_ITEM_BYTES} one item holds: "
+            "send a smaller message, fewer variables or smaller files",
+            status=413,
+            session_id=item.session_id,
+        )
 
 
 def _item_sk(delivery_id: str) -> str:

@@ -121,8 +121,9 @@ def json_object(event: ProxyEvent) -> dict[str, Any]:
 
     Raises:
         InvalidEventError: 415 for a form (or another non-JSON ``Content-Type``); 400 for no body,
-            invalid base64, bytes that are not UTF-8, text that is not JSON, or JSON that is not an
-            object.
+            invalid base64, bytes that are not UTF-8, text that is not JSON, JSON nested deeper than
+            the decoder reads, a string or key holding an escaped lone surrogate (U+D800 to U+DFFF),
+            or JSON that is not an object.
     """
     content_type = (event.headers.get("content-type") or "").split(";")[0].strip().lower()
     if content_type in _FORM_TYPES:
@@ -148,8 +149,19 @@ def json_object(event: ProxyEvent) -> dict[str, Any]:
         raise InvalidEventError(
             f"the body is not JSON ({exc.msg} at line {exc.lineno}): send a JSON object"
         ) from exc
+    except RecursionError as exc:  # the decoder's own nesting limit (~1000 levels)
+        raise InvalidEventError("the body nests too deeply to be read: send a flatter JSON object") from exc
     if not isinstance(value, dict):
         raise InvalidEventError(f"the body is JSON {type(value).__name__}, not an object: send a JSON object")
+    try:
+        # "\ud800" is valid JSON but a lone surrogate, which has no UTF-8 form: nothing could store it
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidEventError(
+            "the body holds a \\u escape of a lone surrogate, which is not text: send valid Unicode"
+        ) from exc
+    except RecursionError as exc:  # read at the decoder's limit, too deep to write back
+        raise InvalidEventError("the body nests too deeply to be read: send a flatter JSON object") from exc
     return value
 
 

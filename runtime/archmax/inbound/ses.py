@@ -83,7 +83,9 @@ def ses_mails(event: Mapping[str, Any], *, bucket: str | None, prefix: str = INB
 
     Raises:
         InvalidEventError: no records, a record that is not from ``aws:ses``, a missing or unsafe
-            ``mail.messageId``, or an S3 action without bucket and key.
+            ``mail.messageId``, an S3 action without bucket and key, or an S3 action naming ``bucket``
+            with a key outside ``prefix`` (the sessions bucket also holds every session's files, which
+            a forged receipt must not read as mail).
     """
     if not is_ses_event(event):
         raise InvalidEventError("not an SES receipt event: expected Records[0].eventSource 'aws:ses'")
@@ -107,6 +109,12 @@ def ses_mails(event: Mapping[str, Any], *, bucket: str | None, prefix: str = INB
             if not isinstance(where_bucket, str) or not where_bucket or not isinstance(key, str) or not key:
                 raise InvalidEventError(
                     f"{where}.ses.receipt.action is an S3 action without bucketName/objectKey"
+                )
+            inside = key.startswith(prefix) and len(key) > len(prefix)
+            if where_bucket == bucket and (not inside or {".", ".."} & set(key.split("/"))):
+                # the sessions bucket holds every session's files: only the rule's mail folder is mail
+                raise InvalidEventError(
+                    f"{where}.ses.receipt.action.objectKey {key!r} is not under '{prefix}' of the sessions bucket"
                 )
         failed = [name for name in ("spamVerdict", "virusVerdict") if _status(receipt, name) == "FAIL"]
         recipients = receipt.get("recipients")

@@ -12,6 +12,7 @@ import copy
 import importlib.util
 import json
 import sys
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -79,14 +80,16 @@ class Deployment:
 
     env: Any
     clock: FakeClock
-    script: list[dict[str, Any]]
+    script: Any
+    """Model entries (a ``ScriptedModel`` is built) or a model object with ``complete``."""
     context: FakeLambdaContext = field(default_factory=FakeLambdaContext)
     refused: list[Any] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.store = self.env.store(STORE_PREFIX)
         self.inbox = DynamoInbox(INBOX_TABLE, client=self.env.dynamodb, clock=self.clock)
-        self.agent = create_agent(SUPPORT_INBOX, self.store, ScriptedModel(self.script), clock=self.clock)
+        model = self.script if hasattr(self.script, "complete") else ScriptedModel(self.script)
+        self.agent = create_agent(SUPPORT_INBOX, self.store, model, clock=self.clock)
         self.host = Host(self.agent, self.inbox, clock=self.clock)
         self.collaborators = Collaborators(
             agent=self.agent, host=self.host, bucket=self.env.bucket, fetch_mail=s3_reader(self.env.s3)
@@ -113,6 +116,51 @@ class Deployment:
             tables[table] = sorted(items, key=repr)
         objects = self.env.s3.list_objects_v2(Bucket=self.env.bucket).get("Contents", [])
         return tables, sorted((o["Key"], o["ETag"]) for o in objects)
+
+
+class GatedModel:
+    """A real :class:`ScriptedModel` whose first ``complete`` waits until :meth:`open`: a turn held mid-flight.
+
+    Nothing of ours is mocked: every answer comes from the script. ``entered`` is set when the held
+    call starts, so a test knows the turn is running (engine lease and drain lease held).
+    """
+
+    def __init__(self, entries: list[dict[str, Any]]) -> None:
+        self.script = ScriptedModel(entries)
+        self.entered = threading.Event()
+        self._gate = threading.Event()
+        self._first = True
+        self._lock = threading.Lock()
+        self.calls = 0
+
+    def open(self) -> None:
+        self._gate.set()
+
+    def complete(self, request: Any) -> Any:
+        with self._lock:
+            first, self._first = self._first, False
+            self.calls += 1
+        if first:
+            self.entered.set()
+            assert self._gate.wait(timeout=120), "the gate was never opened"
+        return self.script.complete(request)
+
+
+class Runner(threading.Thread):
+    """A thread running one call, keeping its result or what it raised."""
+
+    def __init__(self, fn: Any, *args: Any, **kwargs: Any) -> None:
+        super().__init__(daemon=True)
+        self._call = (fn, args, kwargs)
+        self.result: Any = None
+        self.raised: BaseException | None = None
+
+    def run(self) -> None:
+        fn, args, kwargs = self._call
+        try:
+            self.result = fn(*args, **kwargs)
+        except BaseException as exc:  # noqa: BLE001 - the test inspects it
+            self.raised = exc
 
 
 def body(answer: dict[str, Any]) -> dict[str, Any]:

@@ -15,6 +15,7 @@ Example:
 from __future__ import annotations
 
 import base64
+import json
 import os
 import re
 import threading
@@ -30,6 +31,9 @@ from archmax.handlers import deliver, resolve, send, timer
 from archmax.handlers.common import Handler
 from archmax.hosting.wiring import Collaborators, from_environment
 from archmax.models.base import Model
+
+MAX_BODY_BYTES = 10 * 1024 * 1024
+"""The largest request body read (bytes): an HTTP API's payload limit, so local and deployed refuse alike."""
 
 # (method, path pattern, route key, handler name): the HttpApi routes of template.yaml.
 ROUTES = [
@@ -138,8 +142,23 @@ class LocalServer:
         server = self
 
         class Handler(BaseHTTPRequestHandler):
+            def _refuse(self, status: int, message: str) -> None:
+                data = json.dumps({"error": "InvalidEventError", "message": f"invalid event: {message}"}).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.send_header("Connection", "close")
+                self.end_headers()
+                self.wfile.write(data)
+                self.close_connection = True
+
             def _serve(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
+                declared = (self.headers.get("Content-Length") or "0").strip()
+                if not declared.isdigit():  # "abc", "-1", "1e3": int() would crash, read(-1) would hang
+                    return self._refuse(400, f"Content-Length {declared!r} is not a byte count")
+                length = int(declared)
+                if length > MAX_BODY_BYTES:  # read nothing of it: API Gateway refuses it too
+                    return self._refuse(413, f"the body is {length} bytes, over the {MAX_BODY_BYTES} API Gateway takes")
                 body = self.rfile.read(length) if length else b""
                 event = http_event(self.command, self.path, dict(self.headers.items()), body)
                 name = handler_for(self.command, urlsplit(self.path).path)

@@ -153,7 +153,7 @@ class Sessions:
     def get(self, session_id: str) -> SessionSummary | None:
         """The summary of a session, or None when it has no checkpoint."""
         rec = self._ops.load(session_id)
-        return summary_of(rec, parent_session_id(session_id)) if rec else None
+        return summary_of(rec, parent_session_id(session_id), self._ops.rt.now()) if rec else None
 
     def list(self) -> list[SessionSummary]:
         """Every session with a checkpoint, sorted by id.
@@ -167,7 +167,7 @@ class Sessions:
         for sid in sorted(self._store.list()):
             rec = self._store.load(sid)
             if rec is not None:
-                out.append(summary_of(rec, parent_session_id(sid)))
+                out.append(summary_of(rec, parent_session_id(sid), self._ops.rt.now()))
         return out
 
     def messages(self, session_id: str) -> list[Message]:

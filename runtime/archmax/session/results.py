@@ -116,9 +116,17 @@ def exit_of(record: Checkpoint) -> SessionExit | None:
     return None
 
 
-def summary_of(record: Checkpoint, parent_session_id: str | None = None) -> SessionSummary:
-    """Build the :class:`SessionSummary` of a record (§3.11)."""
-    parked = record.status in (SessionStatus.AWAITING_INPUT, SessionStatus.AWAITING_DECISION)
+def summary_of(record: Checkpoint, parent_session_id: str | None = None, now: str | None = None) -> SessionSummary:
+    """Build the :class:`SessionSummary` of a record (§3.11).
+
+    Args:
+        record: The latest checkpoint.
+        parent_session_id: The parent's id for a child session (§4.1), else None.
+        now: The current instant. With it, a session whose handoff call is still owed under a live
+            lease is not yet parked (§3.1), so ``state``/``wait_reason``/``resume_at`` are left out.
+    """
+    live_lease = record.lease is not None and now is not None and record.lease.expires_at > now
+    parked = record.status in (SessionStatus.AWAITING_INPUT, SessionStatus.AWAITING_DECISION) and not live_lease
     park = record.pending_input or record.pending_decision
     variables = variables_view(record)
     return SessionSummary(

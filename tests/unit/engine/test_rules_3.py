@@ -313,6 +313,8 @@ class _PeekDuringHandoff:
         h = self.holder["h"]
         rec = h.load("s1")
         self.holder["during"] = (rec.status, rec.park_phase, rec.pending_input is not None, rec.lease is not None)
+        summary = h.agent.sessions.get("s1")
+        self.holder["summary_during"] = (summary.state, summary.wait_reason)
         try:
             h.agent.workflow.deliver("s1", trigger="timer")
         except SessionNotAwaitingInputError as exc:
@@ -327,6 +329,8 @@ def test_while_a_handoff_is_owed_the_park_is_closing_under_the_lease_and_is_not_
     out = h.agent.workflow.send("s1", "Hi")
     assert holder["during"] == ("awaiting_input", "closing", True, True)
     assert isinstance(holder["deliver"], SessionNotAwaitingInputError)
+    assert holder["summary_during"] == (None, None)  # §3.11: state/wait_reason only while parked
+    assert h.agent.sessions.get("s1").wait_reason == "the order"
     rec = h.load("s1")
     assert (out.kind, out.reply) == ("parked", "We are waiting for your order number.")
     assert (rec.park_phase, rec.lease) == ("suspend", None)

@@ -122,8 +122,10 @@ class Inbox(Protocol):
         """The session's arrivals counter: bumped by every successful ``put``."""
 
     def release(self, session_id: str, owner: str, seen_arrivals: int) -> bool:
-        """Let the drain lease go in one conditional step: only if ``owner`` holds it AND the
-        counter still equals ``seen_arrivals``. ``False`` → the caller must drain again.
+        """Let the drain lease go in one conditional step.
+
+        Only if ``owner`` holds it AND the counter still equals ``seen_arrivals``; ``False`` means an
+        item arrived (or the lease was lost) meanwhile, and the caller must drain again.
         """
 
 
@@ -140,6 +142,7 @@ class InboxState(BaseModel):
     expires_at: str | None = None
 
     def put(self, item: InboxItem) -> bool:
+        """Add ``item`` as pending with the next arrival number; ``False`` for a known delivery id."""
         if item.delivery_id in self.items:
             return False
         self.arrivals += 1
@@ -149,15 +152,22 @@ class InboxState(BaseModel):
         return True
 
     def pending(self) -> list[InboxItem]:
+        """Pending items in arrival order."""
         return sorted((i for i in self.items.values() if i.status == "pending"), key=InboxItem.order_key)
 
     def mark(self, delivery_id: str, status: ItemStatus, error: str | None) -> None:
+        """Record an item's outcome.
+
+        Raises:
+            KeyError: no item has this delivery id.
+        """
         item = self.items.get(delivery_id)
         if item is None:
             raise KeyError(f"no inbox item '{delivery_id}' for session '{self.session_id}'")
         self.items[delivery_id] = item.model_copy(update={"status": status, "error": error})
 
     def try_acquire(self, owner: str, now: str, ttl_s: float) -> bool:
+        """Take or extend the drain lease (see :meth:`Inbox.try_acquire`)."""
         free = self.owner is None or self.owner == owner or self.expires_at is None or self.expires_at <= now
         if not free:
             return False
@@ -166,6 +176,7 @@ class InboxState(BaseModel):
         return True
 
     def release(self, owner: str, seen_arrivals: int) -> bool:
+        """Let the drain lease go (see :meth:`Inbox.release`)."""
         if self.owner != owner or self.arrivals != seen_arrivals:
             return False
         self.owner = None

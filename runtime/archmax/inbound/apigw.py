@@ -47,14 +47,15 @@ class ProxyEvent(Protocol):
     """What this module reads of a Powertools API Gateway event data class (v1 or v2)."""
 
     @property
-    def body(self) -> str | None: ...
+    def body(self) -> str | None:
+        """The raw body as API Gateway passed it (maybe base64), or None."""
 
     @property
-    def is_base64_encoded(self) -> bool | None: ...
+    def is_base64_encoded(self) -> bool | None:
+        """Whether ``body`` is base64-encoded."""
 
-    def get_header_value(
-        self, name: str, default_value: str | None = None, case_sensitive: bool = False
-    ) -> Any: ...
+    def get_header_value(self, name: str, default_value: str | None = None, case_sensitive: bool = False) -> Any:
+        """One header's value (case-insensitive by default), or ``default_value``."""
 
 
 class _Strict(BaseModel):

@@ -129,7 +129,9 @@ def aws_call(
         method: A bound client method, e.g. ``s3.get_object``.
         operation: What the store is doing, for messages.
         missing_ok: Return ``None`` instead of raising when the code means "absent".
-        session_id / expected_version / path: Carried by the raised error.
+        session_id: The session, carried by the raised error.
+        expected_version: The version a commit expected, carried by a conflict.
+        path: The session file involved, carried by the raised error.
         **params: The request parameters.
 
     Returns:

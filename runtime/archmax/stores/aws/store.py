@@ -482,7 +482,7 @@ class AwsStore:
 
         if len(missing) > 1:
             with ThreadPoolExecutor(max_workers=min(8, len(missing))) as pool:
-                fetched = dict(zip(missing, pool.map(fetch, missing)))
+                fetched = dict(zip(missing, pool.map(fetch, missing), strict=True))
         else:
             fetched = {k: fetch(k) for k in missing}
         for key, data in fetched.items():

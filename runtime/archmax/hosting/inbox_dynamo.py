@@ -13,6 +13,16 @@ Table: ``pk`` = session id (HASH), ``sk`` = ``d#<delivery id>`` (RANGE). Per ses
 A put is one transaction: the create-only item AND the counter bump conditional on the value read,
 so ``seq`` equals the counter and a drainer that saw the old counter cannot let go without seeing
 the new item. boto3/botocore are imported only when no client is injected or when an error is mapped.
+
+Large firings (the claim check): an item whose serialised firing would take more than
+:data:`INLINE_MAX_BYTES` (an email with a 1 MB attachment: DynamoDB holds at most 400 KB per item)
+is written in two steps when the inbox has a bucket: first the firing to S3, create-only
+(:mod:`archmax.hosting.inbox_bodies`), then the same transaction as above with ``item`` holding
+the InboxItem *without* its firing plus ``body_key`` and ``body_sha256``. A failed S3 write raises
+before any DynamoDB write; :meth:`DynamoInbox.pending` and :meth:`DynamoInbox.get` read the body
+back, so ``InboxItem.firing`` is always whole, and a missing body is a :class:`StoreError` (the
+item stays pending, and the drain is retried). Without a bucket a firing over the item limit is
+refused with a 413, as before.
 """
 
 from __future__ import annotations
@@ -24,12 +34,16 @@ from typing import Any
 from archmax.clock import Clock, SystemClock
 from archmax.errors import InvalidEventError, StoreError
 from archmax.hosting.inbox_base import DRAIN_KEY, InboxItem, ItemStatus, lease_expiry
+from archmax.hosting.inbox_bodies import BodyStore
 from archmax.session.ids import validate_delivery_id, validate_session_id
 
 PENDING_INDEX = "pending-items"
 PENDING_SHARD = "p"
 MAX_ITEM_BYTES = 400 * 1024
-"""DynamoDB's item size limit (attribute names and values, UTF-8): a firing must fit in one item."""
+"""DynamoDB's item size limit (attribute names and values, UTF-8): an inline firing must fit in one item."""
+INLINE_MAX_BYTES = 256 * 1024
+"""With a bucket, an item larger than this keeps its firing in S3 (well under :data:`MAX_ITEM_BYTES`,
+so an inline item never meets the limit and stays cheap to read: a query reads 1 MB per page)."""
 _NAMES = {"#o": "lease_owner", "#e": "lease_expires_at", "#a": "arrivals"}
 
 
@@ -50,6 +64,12 @@ class DynamoInbox:
         clock: For the ``ttl`` of done items (default: the wall clock).
         done_ttl_days: Days a done or failed item is kept before TTL removes it; ``None`` keeps it.
         max_put_retries: Attempts of a put that lost the counter race to another put.
+        s3_client: A boto3 S3 client for large firings' bodies (built with ``boto3.client("s3")``
+            when ``None`` and a bucket is given).
+        bucket: Where firings over ``inline_max_bytes`` are kept (``SESSIONS_BUCKET``); ``None``
+            keeps every firing inline and refuses one over DynamoDB's item limit (413).
+        prefix: The key root of those bodies (``SESSIONS_PREFIX``); they go under ``<prefix>/.inbox/``.
+        inline_max_bytes: The largest item (bytes, as DynamoDB counts them) kept inline when a bucket is set.
 
     Raises:
         StoreError: any AWS failure other than a condition (every method).
@@ -63,6 +83,10 @@ class DynamoInbox:
         clock: Clock | None = None,
         done_ttl_days: int | None = 7,
         max_put_retries: int = 50,
+        s3_client: Any = None,
+        bucket: str | None = None,
+        prefix: str = "sessions",
+        inline_max_bytes: int = INLINE_MAX_BYTES,
     ) -> None:
         if client is None:
             import boto3  # only when the host injected nothing
@@ -73,6 +97,14 @@ class DynamoInbox:
         self._clock = clock or SystemClock()
         self.done_ttl_days = done_ttl_days
         self._max_put_retries = max_put_retries
+        self.inline_max_bytes = min(inline_max_bytes, MAX_ITEM_BYTES)
+        self._bodies: BodyStore | None = None
+        if bucket:
+            if s3_client is None:
+                import boto3  # only when the host injected nothing
+
+                s3_client = boto3.client("s3")
+            self._bodies = BodyStore(s3_client, bucket, prefix)
 
     # ------------------------------------------------------------------ plumbing
 
@@ -116,12 +148,26 @@ class DynamoInbox:
 
         Raises:
             InvalidSessionIdError, InvalidDeliveryIdError, StoreError (also when 50 attempts lost the counter race).
-            InvalidEventError: 413 when the firing cannot fit in one DynamoDB item (checked before any
-                write: retrying the same firing could never succeed, so it is a caller's error, not a 503).
+            InvalidEventError: 413 when the inbox has no bucket and the firing cannot fit in one DynamoDB
+                item (checked before any write: retrying the same firing could never succeed, so it is a
+                caller's error, not a 503).
+
+        With a bucket, a firing whose item would exceed ``inline_max_bytes`` is first written to S3
+        (create-only; a StoreError there means no item is written) and the item points at it. A
+        duplicate put of such a firing finds the same bytes under the same key, writes nothing
+        new, and returns ``False`` like any duplicate.
         """
         validate_session_id(item.session_id)
         validate_delivery_id(item.delivery_id, session_id=item.session_id)
-        _check_fits(item)
+        size = _item_bytes(item)
+        body: dict[str, Any] = {}
+        if self._bodies is not None and size > self.inline_max_bytes:
+            firing = item.model_dump(mode="json", include={"firing"})["firing"]
+            data = json.dumps(firing, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+            key, digest = self._bodies.put(item.session_id, item.delivery_id, data)
+            body = {"body_key": {"S": key}, "body_sha256": {"S": digest}}
+        elif size > MAX_ITEM_BYTES:
+            _refuse_oversize(item, size)
         for _ in range(self._max_put_retries):
             seen = int(self._drain_item(item.session_id).get("arrivals", {"N": "0"})["N"])
             stored = item.model_copy(update={"seq": seen + 1, "status": "pending", "error": None})
@@ -140,7 +186,8 @@ class DynamoInbox:
                 "TableName": self.table_name,
                 "Item": {
                     **_key(item.session_id, _item_sk(item.delivery_id)),
-                    "item": {"S": stored.model_dump_json()},
+                    "item": {"S": stored.model_dump_json(exclude={"firing"} if body else None)},
+                    **body,
                     "status": {"S": "pending"},
                     "seq": {"N": str(stored.seq)},
                     "arrived_at": {"S": stored.arrived_at},
@@ -174,7 +221,7 @@ class DynamoInbox:
         }
         while True:
             answer = self._call("query", **params)
-            items.extend(_item_of(raw) for raw in answer.get("Items", []))
+            items.extend(self._item_of(raw) for raw in answer.get("Items", []))
             if "LastEvaluatedKey" not in answer:
                 break
             params["ExclusiveStartKey"] = answer["LastEvaluatedKey"]
@@ -185,7 +232,28 @@ class DynamoInbox:
         validate_session_id(session_id)
         answer = self._call("get_item", Key=_key(session_id, _item_sk(delivery_id)), ConsistentRead=True)
         raw = answer.get("Item")
-        return _item_of(raw) if raw and "item" in raw else None
+        return self._item_of(raw) if raw and "item" in raw else None
+
+    def _item_of(self, raw: dict[str, Any]) -> InboxItem:
+        """An :class:`InboxItem` from a raw item, its firing read back from S3 when the item points there.
+
+        Raises:
+            StoreError: the item points at a body this inbox cannot read (missing, unreadable, altered,
+                or no bucket configured).
+        """
+        data = json.loads(raw["item"]["S"])
+        if "body_key" in raw:
+            session_id = raw["pk"]["S"]
+            if self._bodies is None:
+                raise StoreError(
+                    f"inbox item {raw['sk']['S']!r} keeps its firing in S3 but this inbox has no bucket",
+                    session_id=session_id,
+                )
+            blob = self._bodies.get(raw["body_key"]["S"], raw["body_sha256"]["S"], session_id=session_id)
+            data["firing"] = json.loads(blob)
+        item = InboxItem.model_validate(data)
+        error = raw.get("error", {}).get("S")
+        return item.model_copy(update={"status": raw.get("status", {}).get("S", item.status), "error": error})
 
     def mark(self, session_id: str, delivery_id: str, status: ItemStatus, error: str | None = None) -> None:
         """See :meth:`Inbox.mark`; a done/failed item leaves the GSI and gets a ``ttl``.
@@ -288,21 +356,28 @@ class DynamoInbox:
         return True
 
 
-def _check_fits(item: InboxItem) -> None:
-    """Refuse a firing whose stored item would exceed :data:`MAX_ITEM_BYTES` (with room for the counters)."""
+def _item_bytes(item: InboxItem) -> int:
+    """The size DynamoDB would count for ``item`` stored inline (with room for the counters)."""
     body = item.model_copy(update={"seq": 10**12}).model_dump_json()
     size = sum(
         len(text.encode("utf-8"))
         for text in (item.session_id, _item_sk(item.delivery_id), body, item.arrived_at, PENDING_SHARD)
     )
-    size += 128  # attribute names, status, seq
-    if size > MAX_ITEM_BYTES:
-        raise InvalidEventError(
-            f"the firing takes {size} bytes as an inbox item, over the {MAX_ITEM_BYTES} one item holds: "
-            "send a smaller message, fewer variables or smaller files",
-            status=413,
-            session_id=item.session_id,
-        )
+    return size + 128  # attribute names, status, seq
+
+
+def _refuse_oversize(item: InboxItem, size: int) -> None:
+    """Refuse a firing whose stored item would exceed :data:`MAX_ITEM_BYTES` (an inbox without a bucket).
+
+    Raises:
+        InvalidEventError: always (413).
+    """
+    raise InvalidEventError(
+        f"the firing takes {size} bytes as an inbox item, over the {MAX_ITEM_BYTES} one item holds: "
+        "send a smaller message, fewer variables or smaller files",
+        status=413,
+        session_id=item.session_id,
+    )
 
 
 def _item_sk(delivery_id: str) -> str:
@@ -312,9 +387,3 @@ def _item_sk(delivery_id: str) -> str:
 
 def _key(session_id: str, sk: str) -> dict[str, Any]:
     return {"pk": {"S": session_id}, "sk": {"S": sk}}
-
-
-def _item_of(raw: dict[str, Any]) -> InboxItem:
-    item = InboxItem.model_validate(json.loads(raw["item"]["S"]))
-    error = raw.get("error", {}).get("S")
-    return item.model_copy(update={"status": raw.get("status", {}).get("S", item.status), "error": error})

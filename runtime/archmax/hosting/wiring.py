@@ -12,7 +12,10 @@ Settings (environment variables):
 ``ARCHMAX_MODEL``    the model (``scripted:<file>``, ``bedrock:<id>``, ``openai:<model>``); read
                      by ``create_agent`` at first use
 ``SESSIONS_TABLE``   with ``SESSIONS_BUCKET``: the AWS store (else the filesystem store)
-``SESSIONS_BUCKET``  also where the SES rule's S3 action writes raw mail (``inbound/<id>``)
+``SESSIONS_BUCKET``  also where the SES rule's S3 action writes raw mail (``inbound/<id>``), and
+                     where the DynamoDB inbox keeps firings too large for an item
+                     (``<SESSIONS_PREFIX>/.inbox/``)
+``SESSIONS_PREFIX``  the key root of session folders and inbox bodies (default ``sessions``)
 ``INBOX_TABLE``      the DynamoDB inbox (else the filesystem inbox beside the store)
 ``ARCHMAX_ROOT``     the filesystem store's folder (default ``./sessions``)
 ``ARCHMAX_DRAIN``    ``async`` (default inside Lambda: self-invoke ``{"drain": id}``) or ``inline``
@@ -155,7 +158,15 @@ def from_environment(
     if inbox_table:
         from archmax.hosting.inbox_dynamo import DynamoInbox
 
-        inbox: Any = DynamoInbox(inbox_table, client=client("dynamodb"))
+        # With a bucket, firings too large for one DynamoDB item (a mail with a 1 MB attachment)
+        # keep their body under `<SESSIONS_PREFIX>/.inbox/` and the item points at it.
+        inbox: Any = DynamoInbox(
+            inbox_table,
+            client=client("dynamodb"),
+            s3_client=client("s3") if bucket else None,
+            bucket=bucket or None,
+            prefix=env.get("SESSIONS_PREFIX", "sessions"),
+        )
     else:
         from archmax.hosting.inbox_fs import FilesystemInbox
 

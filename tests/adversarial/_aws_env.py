@@ -11,7 +11,6 @@ from __future__ import annotations
 import copy
 import importlib.util
 import json
-import sys
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +25,7 @@ from archmax.hosting.inbox import DynamoInbox
 from archmax.hosting.wiring import Collaborators, s3_reader
 from archmax.models.scripted import ScriptedModel
 from archmax.testing import FakeLambdaContext
+from hosting._models import Runner  # noqa: F401 - re-exported for the adversarial tests
 
 REPO = Path(__file__).resolve().parents[2]
 EVENTS = REPO / "events"
@@ -44,15 +44,8 @@ ANSWER = [
 
 
 def moto_env() -> ModuleType:
-    """``tests/stores/aws/moto_env.py`` under the shared module name (one server per process)."""
-    name = "stores.aws.moto_env"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, REPO / "tests" / "stores" / "aws" / "moto_env.py")
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
+    """``tests/stores/aws/moto_env.py``, the one moto server of this process (tests/ is on sys.path)."""
+    return importlib.import_module("stores.aws.moto_env")
 
 
 def fresh_aws() -> Any:
@@ -144,23 +137,6 @@ class GatedModel:
             self.entered.set()
             assert self._gate.wait(timeout=120), "the gate was never opened"
         return self.script.complete(request)
-
-
-class Runner(threading.Thread):
-    """A thread running one call, keeping its result or what it raised."""
-
-    def __init__(self, fn: Any, *args: Any, **kwargs: Any) -> None:
-        super().__init__(daemon=True)
-        self._call = (fn, args, kwargs)
-        self.result: Any = None
-        self.raised: BaseException | None = None
-
-    def run(self) -> None:
-        fn, args, kwargs = self._call
-        try:
-            self.result = fn(*args, **kwargs)
-        except BaseException as exc:  # noqa: BLE001 - the test inspects it
-            self.raised = exc
 
 
 def body(answer: dict[str, Any]) -> dict[str, Any]:

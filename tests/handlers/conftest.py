@@ -9,7 +9,6 @@ built from template.yaml). The waker is the host's default: the inbox is drained
 from __future__ import annotations
 
 import importlib.util
-import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -51,15 +50,8 @@ def event(name: str) -> dict[str, Any]:
 
 
 def moto_env() -> ModuleType:
-    """``tests/stores/aws/moto_env.py`` under the name the store tests give it (one server per process)."""
-    name = "stores.aws.moto_env"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, REPO / "tests" / "stores" / "aws" / "moto_env.py")
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
+    """``tests/stores/aws/moto_env.py``, the one moto server of this process (tests/ is on sys.path)."""
+    return importlib.import_module("stores.aws.moto_env")
 
 
 @dataclass

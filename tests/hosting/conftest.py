@@ -8,7 +8,6 @@ template.yaml's own properties, so drift between template and ``DynamoInbox`` fa
 from __future__ import annotations
 
 import importlib.util
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
@@ -30,15 +29,8 @@ INBOX_TABLE = "archmax-inbox-test"
 
 
 def moto_env() -> ModuleType:
-    """``tests/stores/aws/moto_env.py``, shared with the store tests (so one server per process)."""
-    name = "stores.aws.moto_env"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, REPO / "tests" / "stores" / "aws" / "moto_env.py")
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
+    """``tests/stores/aws/moto_env.py``, the one moto server of this process (tests/ is on sys.path)."""
+    return importlib.import_module("stores.aws.moto_env")
 
 
 def inbox_table_definition() -> dict[str, Any]:

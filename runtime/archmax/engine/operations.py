@@ -332,7 +332,6 @@ class Operations:
         rt = self.rt
         record = rec.model_copy(deep=True)
         work = Work(rt.store, rt.clock, rt.lease_ttl_s, record, rec.version)
-        work.start_messages = len(record.messages)
         answer_interrupted_calls(record)
         work.recovered = True
         self.preflight_model(record.position)
@@ -370,7 +369,6 @@ class Operations:
             record = rec.model_copy(deep=True)
             version = rec.version
         work = Work(rt.store, rt.clock, rt.lease_ttl_s, record, version, warnings=list(warnings))
-        work.start_messages = len(record.messages)
         abandoned_input = record.pending_input is not None and record.status == SessionStatus.AWAITING_INPUT
         if recovered:
             answer_interrupted_calls(record)
@@ -531,7 +529,6 @@ class Operations:
         rt = self.rt
         record = rec.model_copy(deep=True)
         work = Work(rt.store, rt.clock, rt.lease_ttl_s, record, rec.version, warnings=list(warnings))
-        work.start_messages = len(record.messages)
         state = record.pending_input.state
         values = dict(variables or {})
         title_notes = seed_host_variables(record.variables, values)
@@ -589,7 +586,6 @@ class Operations:
         rt = self.rt
         record = rec.model_copy(deep=True)  # type: ignore[union-attr]
         work = Work(rt.store, rt.clock, rt.lease_ttl_s, record, rec.version, warnings=list(_warnings or []))  # type: ignore[union-attr]
-        work.start_messages = len(record.messages)
         record.reply_only = True
         record.messages.append(Message(role="user", content=message))
         remember_delivery(record, _delivery_id)
@@ -629,7 +625,6 @@ class Operations:
         rt = self.rt
         record = rec.model_copy(deep=True)  # type: ignore[union-attr]
         work = Work(rt.store, rt.clock, rt.lease_ttl_s, record, rec.version)  # type: ignore[union-attr]
-        work.start_messages = len(record.messages)
         edge_type = next((t.type for t in pending.transitions if t.to == target), None)
         rt.trail(record, "human", target, note_comment)
         record.messages.extend(

@@ -25,7 +25,8 @@ class Work:
         record: The working copy (mutated in place, committed by :meth:`commit`).
         version: The last committed version (0 before the session's first commit).
         owner: This operation's lease owner id.
-        start_messages: Transcript length when the operation started (for ``Outcome.reply``).
+        start_messages: Transcript length when the operation started (for ``Outcome.reply``); taken
+            from ``record`` at construction, so build a ``Work`` before adding the firing's messages.
         usage: What this operation spent.
         warnings: Warnings for ``Outcome.warnings``.
     """
@@ -37,10 +38,13 @@ class Work:
     version: int
     owner: str = field(default_factory=lambda: f"lease-{uuid.uuid4().hex}")
     holds_lease: bool = False
-    start_messages: int = 0
+    start_messages: int = field(init=False)
     usage: Usage | None = None
     warnings: list[str] = field(default_factory=list)
     recovered: bool = False
+
+    def __post_init__(self) -> None:
+        self.start_messages = len(self.record.messages)
 
     def now(self) -> str:
         """The injected clock's now as an instant string ``YYYY-MM-DDTHH:MM:SS.mmmZ`` (BEHAVIOUR.md conventions)."""

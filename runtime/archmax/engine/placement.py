@@ -15,7 +15,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from archmax.errors import InvalidFilePathError, PathExistsError, SessionStoreCapabilityError
-from archmax.session.files import ATTACHMENTS_DIR, candidate_names, check_attachment_name, is_text
+from archmax.session.files import (
+    ATTACHMENTS_DIR,
+    attachment_path,
+    candidate_names,
+    check_attachment_name,
+    is_text,
+)
 from archmax.session.firing import FileIn
 from archmax.stores.base import SessionStore
 
@@ -67,7 +73,7 @@ def prepare_files(store: SessionStore, session_id: str, files: Mapping[str, Any]
             file.content.encode("utf-8")  # UnicodeEncodeError now, not after the session is claimed
         text = is_text(file.content)
         if not text and not store.capabilities.upload_files:
-            raise SessionStoreCapabilityError("upload_files", f"{ATTACHMENTS_DIR}/{name}", session_id=session_id)
+            raise SessionStoreCapabilityError("upload_files", attachment_path(name), session_id=session_id)
         prepared.append(PreparedFile(variable, name, file.content, text))
     return prepared
 
@@ -85,7 +91,7 @@ def place_files(store: SessionStore, session_id: str, prepared: list[PreparedFil
             for candidate in candidate_names(item.name):
                 if candidate in taken:
                     continue
-                path = f"{ATTACHMENTS_DIR}/{candidate}"
+                path = attachment_path(candidate)
                 try:
                     if item.text:
                         content = item.content if isinstance(item.content, str) else item.content.decode("utf-8")

@@ -94,10 +94,6 @@ class ScriptEntry(BaseModel):
             out.append((tool, dict(args)))
         return out
 
-    def to_yaml_dict(self) -> dict[str, Any]:
-        """The entry as it would be written in a script file (keys in canonical order, nulls omitted)."""
-        return {k: getattr(self, k) for k in ENTRY_KEYS if getattr(self, k) is not None}
-
 
 def parse_entries(entries: Any) -> list[ScriptEntry]:
     """Validate raw script entries.

@@ -281,10 +281,6 @@ class Workflow(_Value):
             forbid=list(self.forbid_always) + list(node.forbid_rules),
         )
 
-    def removed_everywhere(self) -> set[str]:
-        """Names the root lists remove outright; they bind hooks too (§2.4)."""
-        return {r.tool for r in self.forbid_always if not r.guarded}
-
     # ------------------------------------------------------------------ features
 
     def uses_hooks(self) -> bool:

@@ -80,6 +80,11 @@ def is_http_event(event: Mapping[str, Any]) -> bool:
     )
 
 
+def _is_v2(event: Mapping[str, Any]) -> bool:
+    """Whether an API Gateway event uses the HTTP API payload v2 (``version: "2.0"`` or a ``routeKey``)."""
+    return event.get("version") == "2.0" or "routeKey" in event
+
+
 def envelope_problem(event: Mapping[str, Any]) -> str | None:
     """What makes an API Gateway-shaped event unreadable, or ``None`` when its envelope is sound.
 
@@ -91,7 +96,7 @@ def envelope_problem(event: Mapping[str, Any]) -> str | None:
     ``multiValueHeaders`` (lists of strings, or ``null``), ``body`` (a string or ``null``),
     ``isBase64Encoded`` (a boolean or ``null``).
     """
-    v2 = event.get("version") == "2.0" or "routeKey" in event
+    v2 = _is_v2(event)
     context = event.get("requestContext")
     if v2:
         http = context.get("http") if isinstance(context, Mapping) else None
@@ -128,7 +133,7 @@ def _envelope_refusal(event: Mapping[str, Any], problem: str) -> dict[str, Any]:
     exc = InvalidEventError(f"not a usable API Gateway request: {problem}")
     status, payload = error_body(exc)
     answer: dict[str, Any] = {"statusCode": status, "isBase64Encoded": False, "body": json.dumps(payload)}
-    if event.get("version") == "2.0" or "routeKey" in event:
+    if _is_v2(event):
         answer["headers"] = {"Content-Type": JSON}
     else:
         answer["multiValueHeaders"] = {"Content-Type": [JSON]}
@@ -174,7 +179,7 @@ def http_app(register: Callable[[Router], None]) -> Handler:
         problem = envelope_problem(event)
         if problem is not None:
             return _envelope_refusal(event, problem)  # nothing routed, nothing written
-        version = "2.0" if event.get("version") == "2.0" or "routeKey" in event else "1.0"
+        version = "2.0" if _is_v2(event) else "1.0"
         event = dict(event)
         if event.get("headers"):
             event["headers"] = {k: v if isinstance(v, str) else str(v) for k, v in event["headers"].items()}

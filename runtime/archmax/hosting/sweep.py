@@ -73,25 +73,15 @@ def sweep(
         >>> sweep(agent, "2025-01-02T00:00:00.000Z")  # doctest: +SKIP
         [('bank-INV-1042', 'parked')]
     """
-    store = agent.store
-    if not store.capabilities.list:
-        raise SessionStoreCapabilityError("list")
-    instant = now if now is not None else format_instant(agent.runtime.clock.now())
-    results: list[tuple[str, str]] = []
-    for session_id, _resume_at in store.due(instant, workflow=agent.spec.slug):
-        try:
-            outcome = agent.workflow.deliver(session_id, trigger=TIMER_TRIGGER, variables={"now": instant})
-        except SessionNotAwaitingInputError:
-            results.append((session_id, SKIPPED))
-        except ArchmaxError as exc:
-            if on_error is not None:
-                on_error(session_id, exc)
-            results.append((session_id, ERROR))
-        else:
-            if on_outcome is not None:
-                on_outcome(session_id, outcome)
-            results.append((session_id, outcome.kind))
-    return results
+    instant = _listing_instant(agent, now)
+    due = [session_id for session_id, _resume_at in agent.store.due(instant, workflow=agent.spec.slug)]
+    return _drive(
+        due,
+        lambda session_id: agent.workflow.deliver(session_id, trigger=TIMER_TRIGGER, variables={"now": instant}),
+        SessionNotAwaitingInputError,
+        on_error,
+        on_outcome,
+    )
 
 
 def recover_stale(
@@ -131,18 +121,37 @@ def recover_stale(
         >>> recover_stale(agent, "2025-01-02T00:20:00.000Z")  # doctest: +SKIP
         [('bank-INV-1042', 'completed')]
     """
-    store = agent.store
-    if not store.capabilities.list:
-        raise SessionStoreCapabilityError("list")
-    instant = now if now is not None else format_instant(agent.runtime.clock.now())
+    instant = _listing_instant(agent, now)
     skip = set(exclude)
+    stale = [session_id for session_id in agent.store.stale(instant, workflow=agent.spec.slug) if session_id not in skip]
+    # SessionNotResumableError covers CommitConflictError: another sweep took the session over first.
+    return _drive(stale, agent.workflow.recover, SessionNotResumableError, on_error, on_outcome)
+
+
+def _listing_instant(agent: Agent, now: str | None) -> str:
+    """``now``, or the agent's clock; refuses a store that cannot list sessions.
+
+    Raises:
+        SessionStoreCapabilityError: the store lacks the ``list`` capability.
+    """
+    if not agent.store.capabilities.list:
+        raise SessionStoreCapabilityError("list")
+    return now if now is not None else format_instant(agent.runtime.clock.now())
+
+
+def _drive(
+    session_ids: list[str],
+    call: Callable[[str], Outcome | None],
+    lost_race: type[ArchmaxError],
+    on_error: Callable[[str, ArchmaxError], None] | None,
+    on_outcome: Callable[[str, Outcome], None] | None,
+) -> list[tuple[str, str]]:
+    """Run ``call`` on each id in order; ``[(id, kind)]`` with ``skipped`` for ``lost_race`` or ``None``."""
     results: list[tuple[str, str]] = []
-    for session_id in store.stale(instant, workflow=agent.spec.slug):
-        if session_id in skip:
-            continue
+    for session_id in session_ids:
         try:
-            outcome = agent.workflow.recover(session_id)
-        except SessionNotResumableError:  # CommitConflictError included: another sweep took it over
+            outcome = call(session_id)
+        except lost_race:
             results.append((session_id, SKIPPED))
         except ArchmaxError as exc:
             if on_error is not None:

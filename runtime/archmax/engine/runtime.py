@@ -16,7 +16,7 @@ from archmax.engine.events import EventEmitter
 from archmax.engine.tools import HostTool
 from archmax.models.base import Model
 from archmax.session.paths import SessionPath
-from archmax.session.records import Checkpoint, Message, TrailStep
+from archmax.session.records import Checkpoint, TrailStep
 from archmax.spec import Workflow
 from archmax.stores.base import SessionStore
 
@@ -58,8 +58,3 @@ class Runtime:
             message: One human-readable line.
         """
         self.events.emit(record, "warning", level="warning", scope=scope, message=message)
-
-    def say(self, record: Checkpoint, text: str, *, handoff: bool = False) -> None:
-        """Record assistant text the model wrote (an ``agent_text`` event + a transcript entry)."""
-        record.messages.append(Message(role="assistant", content=text, handoff=handoff))
-        self.events.emit(record, "agent_text", text=text)

@@ -99,7 +99,7 @@ class TurnLoop:
                 if not self._route_failure():
                     return
                 continue
-            if rec.status in (SessionStatus.AWAITING_INPUT, SessionStatus.AWAITING_DECISION):
+            if self._is_parked():
                 if rec.park_phase == "closing":
                     self._handoff_call(self.handoff_directive or "wait")
                 rec.park_phase = "suspend"

@@ -26,6 +26,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+from collections.abc import Mapping
 from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -54,8 +55,9 @@ class ProxyEvent(Protocol):
     def is_base64_encoded(self) -> bool | None:
         """Whether ``body`` is base64-encoded."""
 
-    def get_header_value(self, name: str, default_value: str | None = None, case_sensitive: bool = False) -> Any:
-        """One header's value (case-insensitive by default), or ``default_value``."""
+    @property
+    def headers(self) -> Mapping[str, str]:
+        """The request headers; Powertools looks names up case-insensitively (``content-type``)."""
 
 
 class _Strict(BaseModel):

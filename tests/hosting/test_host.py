@@ -20,15 +20,18 @@ from archmax.errors import (
     InvalidVariableNameError,
     ModelThrottledError,
     SessionNotAwaitingInputError,
+    StoreError,
     UnknownSessionTriggerError,
 )
-from archmax.hosting.host import Accepted
+from archmax.hosting.host import Accepted, Host
+from archmax.hosting.inbox import MemoryInbox
 from archmax.models.scripted import ScriptedModel
 from archmax.session.firing import FileIn, Firing
 from archmax.session.notes import is_runtime_note
 from archmax.session.records import SessionStatus
 
 from ._models import GatedModel, ProcessDied, Runner
+from .conftest import SUPPORT_INBOX
 
 SID = "AAQk-1"
 TO_CLARIFY = {
@@ -299,3 +302,22 @@ def test_a_provider_outage_mid_turn_leaves_the_event_pending_and_the_sweep_finis
     assert host.inbox.pending(SID) == []
     assert user_texts(host) == ["First email"]  # the turn was continued, the event not applied twice
     assert host.agent.sessions.get(SID).status == SessionStatus.AWAITING_INPUT
+
+
+class BrokenInbox(MemoryInbox):
+    """An inbox whose reads fail (a DynamoDB outage) — writes still work."""
+
+    def pending(self, session_id: str) -> list[Any]:
+        raise StoreError("inbox unavailable")
+
+
+def test_an_inbox_failure_after_a_direct_delivery_does_not_report_the_applied_delivery_as_failed(clock):
+    from archmax import MemoryStore, create_agent
+
+    store = MemoryStore()
+    agent = create_agent(SUPPORT_INBOX, store, ScriptedModel(FIRST_TURN + [{"say": "Thanks!"}]), clock=clock)
+    agent.workflow.send(SID, "Hello", trigger="email_received", variables={"conversation_id": SID})
+    host = Host(agent, BrokenInbox(), clock=clock)
+    outcome = host.deliver_now(SID, trigger="email_reply", variables={"reply_body": "ORD-1"})
+    assert outcome.kind == "completed"
+    assert store.load(SID).status == SessionStatus.COMPLETED

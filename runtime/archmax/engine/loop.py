@@ -15,6 +15,7 @@ from archmax.engine.prompt import shows_reset_instruction, state_block, static_p
 from archmax.engine.runtime import Runtime
 from archmax.engine.tools import CONTROL_TOOL_SPECS
 from archmax.engine.work import Work
+from archmax.errors import InvalidFilePathError
 from archmax.models.base import ModelRequest, ModelResponse, ToolSpec
 from archmax.session.notes import NOTE_TOOL, error_note_text, is_runtime_note, make_note
 from archmax.session.paths import UNRESOLVED, parse_session_path, resolve_path
@@ -271,9 +272,10 @@ class TurnLoop:
         return missing
 
     def _file_exists(self, path: str) -> bool:
+        """Whether ``path`` names a file of the session; an unsafe path names none (a store outage raises)."""
         try:
             return self.rt.store.get(self.rec.session_id, path) is not None
-        except Exception:
+        except InvalidFilePathError:
             return False
 
     def _route_failure(self) -> bool:

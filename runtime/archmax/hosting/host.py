@@ -370,8 +370,7 @@ class Host:
             files=files,
             delivery_id=delivery_id,
         )
-        if self.inbox.pending(session_id):
-            self._wake(session_id)
+        self._wake_if_pending(session_id)
         return outcome
 
     def decide_now(self, session_id: str, *, to: str | None, comment: str | None = None) -> Outcome:
@@ -384,9 +383,21 @@ class Host:
             SessionNotParkedError (also every loser of a race), InvalidDecisionTargetError — unchanged.
         """
         outcome = self.agent.workflow.decide(session_id, to=to, comment=comment)
-        if self.inbox.pending(session_id):
-            self._wake(session_id)
+        self._wake_if_pending(session_id)
         return outcome
+
+    def _wake_if_pending(self, session_id: str) -> None:
+        """Wake the session when items wait in its inbox: best effort, after the work was applied.
+
+        An inbox failure here must not report the applied delivery as failed; the sweep re-drives.
+        """
+        try:
+            waiting = bool(self.inbox.pending(session_id))
+        except ArchmaxError:
+            log.warning("could not check the inbox of session %r after a direct firing", session_id, exc_info=True)
+            return
+        if waiting:
+            self._wake(session_id)
 
     # ------------------------------------------------------------------ sweep
 

@@ -123,3 +123,27 @@ def test_each_model_call_keeps_its_own_usage_beside_the_session_total():
     assert len(calls) == 2 and all(u is not None and u.output_tokens > 0 for u in calls)
     assert record.usage.input_tokens == sum(u.input_tokens for u in calls)
     assert record.usage.output_tokens == sum(u.output_tokens for u in calls)
+
+
+def test_a_store_outage_while_checking_a_file_return_is_an_error_not_a_silent_rejection():
+    from archmax.errors import StoreError
+    from archmax.spec import workflow_from_dict
+
+    class FlakyFiles(MemoryStore):
+        def get(self, session_id, path):
+            raise StoreError("S3 unavailable")
+
+    doc = {
+        "states": {
+            "chat": {"triggers": {"manual": {"returns": [{"name": "report", "type": "file"}]}}},
+        }
+    }
+    wf = workflow_from_dict(doc, "chat")
+    script = ScriptedModel(
+        [{"call": {"archmax_set_variables": {"variables": {"report": "scratchpad/r.txt"}}}}, {"say": "Done."}]
+    )
+    store = FlakyFiles()
+    agent = create_agent(wf, store, script, clock=FakeClock())
+    with pytest.raises(StoreError):
+        agent.workflow.send("s", "Write the report")
+    assert store.load("s").status == SessionStatus.RUNNING  # retryable: not recorded as the agent's failure

@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from archmax.clock import parse_instant
 from archmax.engine.artifacts import write_artifacts
 from archmax.engine.loop import TurnLoop
 from archmax.engine.placement import place_files, prepare_files
@@ -60,7 +59,7 @@ class Operations:
 
     def lease_live(self, rec: Checkpoint) -> bool:
         """A lease is live while ``expires_at > now`` (§3.12)."""
-        return rec.lease is not None and parse_instant(rec.lease.expires_at) > self.rt.clock.now()
+        return rec.lease is not None and rec.lease.live_at(self.rt.now())
 
     def parked_channel(self, rec: Checkpoint | None) -> str | None:
         """The channel a session is parked on, or None: status ``awaiting_*``, a record, no live lease (§3.1)."""

@@ -172,6 +172,10 @@ class Lease(_Record):
     owner: str
     expires_at: str
 
+    def live_at(self, now: str) -> bool:
+        """True while ``expires_at > now`` (§3.12); instants compare as strings."""
+        return self.expires_at > now
+
 
 class Raised(_Record):
     """What ``archmax_raise`` recorded (§5.6)."""

@@ -125,7 +125,7 @@ def summary_of(record: Checkpoint, parent_session_id: str | None = None, now: st
         now: The current instant. With it, a session whose handoff call is still owed under a live
             lease is not yet parked (§3.1), so ``state``/``wait_reason``/``resume_at`` are left out.
     """
-    live_lease = record.lease is not None and now is not None and record.lease.expires_at > now
+    live_lease = record.lease is not None and now is not None and record.lease.live_at(now)
     parked = record.status in (SessionStatus.AWAITING_INPUT, SessionStatus.AWAITING_DECISION) and not live_lease
     park = record.pending_input or record.pending_decision
     variables = variables_view(record)

@@ -329,7 +329,7 @@ class Operations:
     def _continue_dead_turn(self, rec: Checkpoint) -> Outcome:
         """Take the session over (§3.12) and continue the turn from its last checkpoint, adding nothing."""
         rt = self.rt
-        record = rec.model_copy(deep=True)
+        record = rec  # a load is the caller's own object (SessionStore.load): no copy
         work = Work(rt.store, rt.clock, rt.lease_ttl_s, record, rec.version)
         answer_interrupted_calls(record)
         work.recovered = True
@@ -365,7 +365,7 @@ class Operations:
             record = Checkpoint(session_id=session_id, workflow=wf.slug, created_at=now, updated_at=now)
             version = 0
         else:
-            record = rec.model_copy(deep=True)
+            record = rec  # a load is the caller's own object (SessionStore.load): no copy
             version = rec.version
         work = Work(rt.store, rt.clock, rt.lease_ttl_s, record, version, warnings=list(warnings))
         abandoned_input = record.pending_input is not None and record.status == SessionStatus.AWAITING_INPUT
@@ -526,7 +526,7 @@ class Operations:
     ) -> Outcome:
         assert rec is not None and rec.pending_input is not None
         rt = self.rt
-        record = rec.model_copy(deep=True)
+        record = rec  # a load is the caller's own object (SessionStore.load): no copy
         work = Work(rt.store, rt.clock, rt.lease_ttl_s, record, rec.version, warnings=list(warnings))
         state = record.pending_input.state
         values = dict(variables or {})
@@ -583,7 +583,7 @@ class Operations:
         if not isinstance(message, str) or not message.strip():
             raise EmptyMessageError(session_id)
         rt = self.rt
-        record = rec.model_copy(deep=True)  # type: ignore[union-attr]
+        record = rec  # type: ignore[assignment]  # a load is the caller's own object (SessionStore.load)
         work = Work(rt.store, rt.clock, rt.lease_ttl_s, record, rec.version, warnings=list(_warnings or []))  # type: ignore[union-attr]
         record.reply_only = True
         record.messages.append(Message(role="user", content=message))
@@ -622,7 +622,7 @@ class Operations:
             raise InvalidDecisionTargetError(target or None, valid, session_id=session_id)
         note_comment = comment.strip() if isinstance(comment, str) and comment.strip() else None
         rt = self.rt
-        record = rec.model_copy(deep=True)  # type: ignore[union-attr]
+        record = rec  # type: ignore[assignment]  # a load is the caller's own object (SessionStore.load)
         work = Work(rt.store, rt.clock, rt.lease_ttl_s, record, rec.version)  # type: ignore[union-attr]
         edge_type = next((t.type for t in pending.transitions if t.to == target), None)
         rt.trail(record, "human", target, note_comment)

@@ -54,7 +54,11 @@ class SessionStore(Protocol):
     capabilities: StoreCapabilities
 
     def load(self, session_id: str) -> Checkpoint | None:
-        """The latest committed checkpoint, or ``None``. A reader never sees a partial record."""
+        """The latest committed checkpoint, or ``None``. A reader never sees a partial record.
+
+        Every call returns a new object that the caller owns and may change: the engine builds the
+        next version on it directly, so a store must never hand out (or keep) a shared instance.
+        """
 
     def head(self, session_id: str) -> SessionHead | None:
         """The latest committed version's head (status, version, lease, resume_at), or ``None``."""

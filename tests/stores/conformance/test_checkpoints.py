@@ -142,3 +142,16 @@ def test_checkpoint_stores_the_raw_id_for_ids_that_need_escaping(store, odd_id):
     store.commit(odd_id, record, 0)
     assert store.load(odd_id).session_id == odd_id
     assert store.head(odd_id).session_id == odd_id
+
+
+def test_each_load_is_the_caller_s_own_object_and_commit_keeps_no_reference(store, session_id):
+    # The engine builds the next version on the loaded object itself, so neither may be shared.
+    record = make_record(session_id, 1, messages=2)
+    store.commit(session_id, record, 0)
+    record.messages.append(Message(role="user", content="changed after the commit"))
+    first = store.load(session_id)
+    first.messages.append(Message(role="user", content="changed by a reader"))
+    first.status = SessionStatus.FAILED
+    again = store.load(session_id)
+    assert again is not first
+    assert len(again.messages) == 2 and again.status == make_record(session_id, 1).status

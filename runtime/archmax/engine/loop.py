@@ -11,11 +11,11 @@ import concurrent.futures
 import json
 from typing import Any
 
+from archmax.engine.placement import session_file_exists
 from archmax.engine.prompt import shows_reset_instruction, state_block, static_prompt
 from archmax.engine.runtime import Runtime
 from archmax.engine.tools import CONTROL_TOOL_SPECS
 from archmax.engine.work import Work
-from archmax.errors import InvalidFilePathError
 from archmax.models.base import ModelRequest, ModelResponse, ToolSpec
 from archmax.session.notes import NOTE_TOOL, error_note_text, is_runtime_note, make_note
 from archmax.session.paths import UNRESOLVED, parse_session_path, resolve_path
@@ -261,22 +261,18 @@ class TurnLoop:
         self.work.release()
 
     def _unmet_returns(self) -> list[str]:
-        ref = self.wf.triggers().get(self.rec.trigger or "")
-        if ref is None or not ref.decl.returns:
+        decl = self.wf.trigger_decl(self.rec.trigger or "")
+        if decl is None or not decl.returns:
             return []
         missing = []
-        for spec in ref.decl.returns:
+        for spec in decl.returns:
             var = self.rec.variables.get(spec.name)
             if var is None or not check_value_type(var.value, spec.type, file_exists=self._file_exists):
                 missing.append(spec.name)
         return missing
 
     def _file_exists(self, path: str) -> bool:
-        """Whether ``path`` names a file of the session; an unsafe path names none (a store outage raises)."""
-        try:
-            return self.rt.store.get(self.rec.session_id, path) is not None
-        except InvalidFilePathError:
-            return False
+        return session_file_exists(self.rt.store, self.rec.session_id, path)
 
     def _route_failure(self) -> bool:
         """Route the pending failure by ``on_error``, or reject the turn (§5.7). Returns True when routed."""
@@ -491,10 +487,8 @@ class TurnLoop:
         nothing = " Nothing was written."
         if not isinstance(values, dict) or not values:
             return error("archmax_set_variables rejected: 'variables' must be a non-empty mapping." + nothing)
-        returns = {}
-        ref = self.wf.triggers().get(rec.trigger or "")
-        if ref is not None:
-            returns = {r.name: r for r in ref.decl.returns or []}
+        decl = self.wf.trigger_decl(rec.trigger or "")
+        returns = {r.name: r for r in (decl.returns if decl else None) or []}
         for name, value in values.items():
             if not isinstance(name, str) or not VARIABLE_NAME.fullmatch(name):
                 hint = " Sub-paths cannot be written: set the whole variable." if isinstance(name, str) and "." in name else ""

@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from archmax.engine.artifacts import write_artifacts
 from archmax.engine.loop import TurnLoop
-from archmax.engine.placement import place_files, prepare_files
+from archmax.engine.placement import place_files, prepare_files, session_file_exists
 from archmax.engine.runtime import Runtime
 from archmax.engine.work import Work
 from archmax.errors import (
@@ -23,7 +23,6 @@ from archmax.errors import (
     DuplicateDeliveryError,
     EmptyMessageError,
     InvalidDecisionTargetError,
-    InvalidFilePathError,
     MissingDeliveryTriggerError,
     SessionNotAwaitingInputError,
     SessionNotParkedError,
@@ -44,6 +43,7 @@ from archmax.session.records import (
 )
 from archmax.session.results import Outcome, Resolution, exit_of, variables_view
 from archmax.session.variables import check_host_variables, seed_host_variables, set_trigger_variable
+from archmax.spec import check_value_type
 
 Disposition = Literal["turn", "resume", "reply"]
 INTERRUPTED = "interrupted: the process running this turn stopped before this call returned"
@@ -460,22 +460,17 @@ class Operations:
     def _unmet_requires(
         self, rec: Checkpoint, trigger: str, variables: Mapping[str, Any] | None, placed: dict
     ) -> list[str]:
-        from archmax.spec import check_value_type
-
-        ref = self.rt.workflow.triggers().get(trigger)
-        if ref is None or not ref.decl.requires:
+        decl = self.rt.workflow.trigger_decl(trigger)
+        if decl is None or not decl.requires:
             return []
         supplied = {**placed, **self.rt.assembly_variables, **dict(variables or {})}
 
         def exists(path: str) -> bool:
-            try:
-                return self.rt.store.get(rec.session_id, path) is not None
-            except InvalidFilePathError:  # an unsafe path names no file of the session: unmet, not a crash
-                return False
+            return session_file_exists(self.rt.store, rec.session_id, path)
 
         return [
             spec.name
-            for spec in ref.decl.requires
+            for spec in decl.requires
             if spec.name not in supplied
             or not check_value_type(supplied[spec.name], spec.type, file_exists=exists)
         ]

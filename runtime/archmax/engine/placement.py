@@ -105,3 +105,14 @@ def place_files(store: SessionStore, session_id: str, prepared: list[PreparedFil
                 placed[item.variable] = path
                 break
     return placed
+
+
+def session_file_exists(store: SessionStore, session_id: str, path: str) -> bool:
+    """Whether ``path`` names a file of the session (a ``file``-typed value, evidence; §2.2, §5.1).
+
+    An unsafe path names no file (False); a store outage raises, so it is never mistaken for absence.
+    """
+    try:
+        return store.get(session_id, path) is not None
+    except InvalidFilePathError:
+        return False

@@ -290,20 +290,25 @@ class Host:
         owner = f"drain-{uuid.uuid4().hex}"
         results: list[DrainResult] = []
         while self.inbox.try_acquire(session_id, owner, self._now(), self.lease_ttl_s):
-            blocked = False
-            while True:
+            just_acquired, blocked = True, False
+            while not blocked:
                 seen = self.inbox.arrivals(session_id)
                 items = self.inbox.pending(session_id)
-                if blocked or not items:
+                if not items:
                     break
                 for item in items:
-                    # renew before every item: a drain longer than one ttl keeps its lease
-                    if not self.inbox.try_acquire(session_id, owner, self._now(), self.lease_ttl_s):
+                    # renew before every item but the first after acquiring: a drain longer than one
+                    # ttl keeps its lease
+                    if not just_acquired and not self.inbox.try_acquire(
+                        session_id, owner, self._now(), self.lease_ttl_s
+                    ):
                         return results  # the lease expired and another drainer took it over
+                    just_acquired = False
                     result = self._apply(item)
                     results.append(result)
                     if isinstance(result, RETRYABLE):
                         blocked = True
+                        seen = self.inbox.arrivals(session_id)  # stop here: what waits is the sweep's
                         break
             if self.inbox.release(session_id, owner, seen):
                 return results

@@ -354,7 +354,6 @@ def create_agent(
     runtime = Runtime(
         workflow=spec,
         store=store,
-        model=model,
         model_for=resolver if model_overrides is not False else (lambda _override: resolver(None)),
         host_tools=host_tools,
         clock=clock,

@@ -29,7 +29,6 @@ class Runtime:
 
     workflow: Workflow
     store: SessionStore
-    model: Model | None
     model_for: Callable[[str | None], Model]
     """Returns the model for a state's ``model:`` override (None = the default)."""
     host_tools: dict[str, HostTool]

@@ -26,7 +26,7 @@ from archmax.cases.schema import (
 )
 from archmax.session.notes import runtime_note_kind
 from archmax.session.paths import UNRESOLVED, resolve_relative
-from archmax.session.records import Checkpoint, Message, SessionStatus, ToolCall
+from archmax.session.records import PARKED_STATUSES, Checkpoint, Message, ToolCall
 
 Grader = Callable[[str, list[Message]], tuple[float, str]]
 """``(closedQA, messages) -> (score, detail)``; ``None`` in its place means no ``tests.judge``."""
@@ -46,7 +46,7 @@ class View:
         """
         rec = self.record
         return (
-            rec.status in (SessionStatus.AWAITING_INPUT, SessionStatus.AWAITING_DECISION)
+            rec.status in PARKED_STATUSES
             and rec.channel is not None
         )
 

@@ -20,6 +20,7 @@ from archmax.models.base import ModelRequest, ModelResponse, ToolSpec
 from archmax.session.notes import NOTE_TOOL, error_note_text, is_runtime_note, make_note
 from archmax.session.paths import UNRESOLVED, parse_session_path, resolve_path
 from archmax.session.records import (
+    PARKED_STATUSES,
     Checkpoint,
     Message,
     PendingDecision,
@@ -318,7 +319,7 @@ class TurnLoop:
             self._append_result(call, self._dispatch(slug, call))
 
     def _is_parked(self) -> bool:
-        return self.rec.status in (SessionStatus.AWAITING_INPUT, SessionStatus.AWAITING_DECISION)
+        return self.rec.status in PARKED_STATUSES
 
     def _dispatch(self, slug: str, call: ToolCall) -> _Result:
         name = call.name

@@ -36,6 +36,7 @@ from archmax.session.notes import decision_note_text, event_note_text, make_note
 from archmax.session.paths import SessionPath, parse_session_path, resolve_session_id
 from archmax.session.records import (
     DELIVERY_IDS_KEPT,
+    PARKED_STATUSES,
     Checkpoint,
     Message,
     SessionStatus,
@@ -729,7 +730,7 @@ def remember_delivery(record: Checkpoint, delivery_id: str | None) -> None:
 def build_outcome(work: Work, disposition: str) -> Outcome:
     """The :class:`Outcome` of an operation (§3.11)."""
     rec = work.record
-    parked = rec.status in (SessionStatus.AWAITING_INPUT, SessionStatus.AWAITING_DECISION)
+    parked = rec.status in PARKED_STATUSES
     pending = (rec.pending_input or rec.pending_decision) if parked else None
     reply = ""
     for message in reversed(rec.messages[work.start_messages :]):

@@ -26,6 +26,9 @@ class SessionStatus(StrEnum):
 
 DELIVERY_IDS_KEPT = 200
 
+PARKED_STATUSES = frozenset({SessionStatus.AWAITING_INPUT, SessionStatus.AWAITING_DECISION})
+"""Statuses of a suspended session (§3.1); it is parked only with its record and no live lease."""
+
 FINISHED_STATUSES = frozenset({SessionStatus.COMPLETED, SessionStatus.FAILED, SessionStatus.REJECTED})
 
 

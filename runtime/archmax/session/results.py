@@ -10,6 +10,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from archmax.session.records import (
+    PARKED_STATUSES,
     Checkpoint,
     Message,
     PendingDecision,
@@ -126,7 +127,7 @@ def summary_of(record: Checkpoint, parent_session_id: str | None = None, now: st
             lease is not yet parked (§3.1), so ``state``/``wait_reason``/``resume_at`` are left out.
     """
     live_lease = record.lease is not None and now is not None and record.lease.live_at(now)
-    parked = record.status in (SessionStatus.AWAITING_INPUT, SessionStatus.AWAITING_DECISION) and not live_lease
+    parked = record.status in PARKED_STATUSES and not live_lease
     park = record.pending_input or record.pending_decision
     variables = variables_view(record)
     return SessionSummary(

@@ -149,7 +149,11 @@ class AwsStore:
             InvalidSessionIdError: for an id failing §4.1.
             StoreError: if the record does not fit, or on an AWS failure.
             CommitConflictError: the stored version is not ``expected_version``, or the lease owner
-                differs; ``found`` carries what the item held (``ALL_OLD``).
+                differs; ``found`` carries what the item held (``ALL_OLD``). A condition failure
+                against this call's own landed write (a retried UpdateItem whose first response was
+                lost) is not a conflict: the item is read back and, when it lists this attempt's
+                chunk as ``record.version``, the commit succeeded. A chunk is deleted only when no
+                item lists it.
         """
         validate_session_id(session_id)
         _common.check_record_fits(session_id, record, expected_version)
@@ -185,8 +189,11 @@ class AwsStore:
                 **request,
             )
         except CommitConflictError:
-            self._discard(key)  # garbage either way; tidy it now rather than leave it
-            raise
+            # botocore retries an UpdateItem whose response was lost; when the first attempt had
+            # applied, the retry fails its condition against our own write. Only the item can tell.
+            if not self._landed(session_id, record.version, token):
+                self._discard(key)  # no item lists this attempt's token: garbage, never state
+                raise
         self._cache_chunk(key, data)
         self._remember_counts(session_id, record.version, (len(record.messages), len(record.trail)))
 
@@ -499,6 +506,20 @@ class AwsStore:
             while self._chunk_bytes > _CHUNK_CACHE_BYTES and self._chunks:
                 _, dropped = self._chunks.popitem(last=False)
                 self._chunk_bytes -= len(dropped)
+
+    def _landed(self, session_id: str, version: int, token: str) -> bool:
+        """Whether this store's commit of ``version`` with chunk ``token`` is the one the item holds.
+
+        Chunk tokens are unique per commit attempt (``layout.new_chunk_token``), so the item listing
+        ``token`` as the chunk of ``version`` means this attempt's UpdateItem applied, whatever its
+        retry answered. A read that fails raises ``StoreError``: the chunk is then kept, never deleted
+        while a committed item might point at it.
+        """
+        item = self._item(session_id)
+        if item is None or int(item["version"]["N"]) < version:
+            return False
+        base, tokens = chunk_plan(item)
+        return 0 <= version - base < len(tokens) and tokens[version - base] == token
 
     def _discard(self, key: str) -> None:
         try:

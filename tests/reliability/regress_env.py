@@ -1,0 +1,206 @@
+"""Shared parts of the issue-9 regression tests (``test_regress_*.py``): stores of every kind, hosts, faults.
+
+Not a conftest (the randomized suite beside these owns ``tests/reliability/``'s conftest): test modules
+import the fixtures (``from reliability.regress_env import *``) and get the fixtures ``env`` (every
+store kind), ``aws_env`` (AWS only) and ``aws``. Real parts only: the memory and filesystem stores, ``AwsStore`` +
+``DynamoInbox`` on the moto server of ``stores.aws.moto_env`` (tables built from template.yaml), the
+scripted model. Faults are injected at the boundary a real fault would hit: botocore's ``before-send``
+(a response lost after the request applied, an S3 ``SlowDown``), or a model call that kills the turn.
+"""
+
+from __future__ import annotations
+
+import importlib
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from botocore.awsrequest import AWSResponse
+from botocore.exceptions import ReadTimeoutError
+
+from archmax import create_agent
+from archmax.clock import FakeClock
+from archmax.hosting.host import Host
+from archmax.hosting.inbox import DynamoInbox, FilesystemInbox, MemoryInbox
+from archmax.models.base import ModelRequest, ModelResponse
+from archmax.models.scripted import ScriptedModel
+from archmax.stores.filesystem import FilesystemStore
+from archmax.stores.memory import MemoryStore
+
+REPO = Path(__file__).resolve().parents[2]
+SUPPORT_INBOX = REPO / "examples" / "workflows" / "support-inbox"
+INBOX_TABLE = "archmax-inbox-regress"
+STORE_KINDS = ["memory", "filesystem", "aws"]
+__all__ = ["aws_env_fixture", "aws_fixture", "env_fixture", "regress_moto_server_fixture"]
+
+
+def moto_env() -> Any:
+    """``tests/stores/aws/moto_env.py``: the one moto server of this process."""
+    return importlib.import_module("stores.aws.moto_env")
+
+
+@pytest.fixture(scope="session", name="regress_moto_server")
+def regress_moto_server_fixture() -> Iterator[Any]:
+    env = moto_env()
+    yield env.server()
+    env.stop_server()
+
+
+@pytest.fixture(name="aws")
+def aws_fixture(regress_moto_server: Any) -> Any:
+    """A reset moto with the sessions table, the bucket and the inbox table, all from template.yaml."""
+    env = moto_env()
+    fresh = env.fresh_env()
+    props = env.template_resource("InboxTable")
+    fresh.dynamodb.create_table(
+        TableName=INBOX_TABLE,
+        KeySchema=props["KeySchema"],
+        AttributeDefinitions=props["AttributeDefinitions"],
+        GlobalSecondaryIndexes=props["GlobalSecondaryIndexes"],
+        BillingMode=props.get("BillingMode", "PAY_PER_REQUEST"),
+    )
+    return fresh
+
+
+class Env:
+    """One store kind with its inbox, a fake clock, and agents/hosts built over them on demand."""
+
+    def __init__(self, kind: str, store: Any, inbox: Any, clock: FakeClock, aws: Any = None) -> None:
+        self.kind, self.store, self.inbox, self.clock, self.aws = kind, store, inbox, clock, aws
+
+    def agent(self, model: Any, workflow: Any = SUPPORT_INBOX, **kwargs: Any) -> Any:
+        """An agent on this store; a list of entries becomes a :class:`ScriptedModel`."""
+        if isinstance(model, list):
+            model = ScriptedModel(model)
+        return create_agent(workflow, self.store, model, clock=self.clock, **kwargs)
+
+    def host(self, model: Any, workflow: Any = SUPPORT_INBOX, **kwargs: Any) -> Host:
+        """A :class:`Host` over :meth:`agent` and this inbox."""
+        return Host(self.agent(model, workflow), self.inbox, **kwargs)
+
+    def other_store(self) -> Any:
+        """A second store instance on the same data (another process's view; AWS: no shared caches)."""
+        if self.kind == "aws":
+            return self.aws.store()
+        if self.kind == "filesystem":
+            return FilesystemStore(self.store.root)
+        return self.store
+
+
+def make_env(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> Env:
+    clock = FakeClock("2025-01-01T00:00:00.000Z")
+    if kind == "memory":
+        return Env(kind, MemoryStore(), MemoryInbox(), clock)
+    if kind == "filesystem":
+        root = tmp_path / "sessions"
+        return Env(kind, FilesystemStore(root), FilesystemInbox(root), clock)
+    env = request.getfixturevalue("aws")
+    return Env(kind, env.store(), DynamoInbox(INBOX_TABLE, client=env.dynamodb, clock=clock), clock, env)
+
+
+@pytest.fixture(params=STORE_KINDS, name="env")
+def env_fixture(request: pytest.FixtureRequest, tmp_path: Path) -> Env:
+    """Every store kind (memory, filesystem, AWS on moto) with its matching inbox; the test id names it."""
+    return make_env(request.param, request, tmp_path)
+
+
+@pytest.fixture(name="aws_env")
+def aws_env_fixture(request: pytest.FixtureRequest, tmp_path: Path) -> Env:
+    """The AWS kind alone (AwsStore + DynamoInbox on moto), for faults only AWS has."""
+    return make_env("aws", request, tmp_path)
+
+
+# ---------------------------------------------------------------------- faults
+
+
+class ProcessDied(BaseException):
+    """Stands for a process killed at this point: not an Exception, so nothing on the way handles it."""
+
+
+class DyingModel:
+    """Follows the script, but the call numbered ``die_at`` (1-based) kills the process instead."""
+
+    def __init__(self, entries: list[dict[str, Any]], die_at: int) -> None:
+        self.script = ScriptedModel(entries)
+        self.die_at = die_at
+        self.calls = 0
+
+    def complete(self, request: ModelRequest) -> ModelResponse:
+        self.calls += 1
+        if self.calls == self.die_at:
+            raise ProcessDied(f"killed at model call {self.calls}")
+        return self.script.complete(request)
+
+
+class DieAfterCommit:
+    """A store wrapper whose commit number ``n`` (counted from the wrapper's creation) lands, then kills.
+
+    Everything else passes through to the wrapped store, which keeps the committed bytes.
+    """
+
+    def __init__(self, inner: Any, n: int) -> None:
+        self._inner = inner
+        self._left = n
+        self.capabilities = inner.capabilities
+
+    def commit(self, *args: Any, **kwargs: Any) -> None:
+        self._inner.commit(*args, **kwargs)
+        self._left -= 1
+        if self._left == 0:
+            raise ProcessDied("killed right after a commit landed")
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+class AwsFault:
+    """Inject a fault into the next ``times`` calls of one operation of a boto3 client (``before-send``).
+
+    ``lost_response``: the request is sent and applied, then the response is lost (a read timeout),
+    so botocore's own retry sends it again. ``slow_down``: S3 answers 503 ``SlowDown`` without applying.
+    Use as a context manager; ``fired`` counts the faults injected.
+    """
+
+    def __init__(self, client: Any, operation: str, kind: str, *, times: int = 1, when: Callable[[Any], bool] | None = None) -> None:
+        self.client, self.operation, self.kind, self.left = client, operation, kind, times
+        self.when = when or (lambda request: True)
+        self.fired = 0
+        self._lock = threading.Lock()
+        service = client.meta.service_model.service_id.hyphenize()
+        self._event = f"before-send.{service}.{operation}"
+        self._id = f"awsfault-{id(self)}"
+
+    def _handler(self, request: Any, **_: Any) -> Any:
+        with self._lock:
+            if self.left <= 0 or not self.when(request):
+                return None
+            self.left -= 1
+            self.fired += 1
+        if self.kind == "lost_response":
+            self.client._endpoint.http_session.send(request)  # applied at the server ...
+            raise ReadTimeoutError(endpoint_url=request.url)  # ... and the answer never arrives
+        body = b'<?xml version="1.0" encoding="UTF-8"?><Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>'
+        return AWSResponse(request.url, 503, {"Content-Type": "application/xml"}, _Raw(body))
+
+    def __enter__(self) -> AwsFault:
+        self.client.meta.events.register_first(self._event, self._handler, unique_id=self._id)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.client.meta.events.unregister(self._event, unique_id=self._id)
+
+
+class _Raw:
+    """The raw body of a canned HTTP response (what ``AWSResponse`` reads)."""
+
+    def __init__(self, data: bytes) -> None:
+        self._data = data
+
+    def stream(self, **_: Any) -> Iterator[bytes]:
+        yield self._data
+
+    def read(self, *_: Any, **__: Any) -> bytes:
+        data, self._data = self._data, b""
+        return data

@@ -1,0 +1,81 @@
+"""Issue 9, scenario 6: a store knows its own landed write (AWS only: the others have no retried request).
+
+DynamoDB applies a commit's UpdateItem, the response is lost (a read timeout) and botocore retries; the
+retry fails its condition against the write that already landed. The commit must count as done and the
+chunk the item now points to must stay. Rule source: BEHAVIOUR.md §9.1/§9.2 (a commit creates the next
+version; the item points at its body), issue 9 item 6.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from archmax.errors import CommitConflictError
+from reliability.regress_env import *  # noqa: F403 - the fixtures
+from reliability.regress_env import AwsFault
+from stores.aws.records import record
+
+
+def _chunk_keys(env: Any, sid: str) -> list[str]:
+    listed = env.aws.s3.list_objects_v2(Bucket=env.aws.bucket, Prefix="")
+    return sorted(o["Key"] for o in listed.get("Contents", []) if "/checkpoints/" in o["Key"])
+
+
+def test_a_commit_whose_response_was_lost_counts_as_landed_and_its_chunk_stays(aws_env: Any) -> None:
+    sid = "lost-1"
+    store = aws_env.store
+    store.commit(sid, record(sid, 1, writer="first"), 0)
+
+    with AwsFault(aws_env.aws.dynamodb, "UpdateItem", "lost_response") as fault:
+        store.commit(sid, record(sid, 2, messages=2, writer="second"), 1)  # no conflict raised
+
+    assert fault.fired == 1
+    fresh = aws_env.other_store()  # no cached chunk: reads S3 like any other process
+    loaded = fresh.load(sid)
+    assert loaded is not None and loaded.version == 2 and loaded.variables["writer"].value == "second"
+    assert len(_chunk_keys(aws_env, sid)) == 2
+
+
+def test_a_first_commit_whose_response_was_lost_creates_the_session_once(aws_env: Any) -> None:
+    sid = "lost-new"
+    with AwsFault(aws_env.aws.dynamodb, "UpdateItem", "lost_response"):
+        aws_env.store.commit(sid, record(sid, 1, writer="only"), 0)
+    assert aws_env.other_store().load(sid).variables["writer"].value == "only"
+
+
+def test_a_real_conflict_is_still_refused_and_its_orphan_chunk_deleted(aws_env: Any) -> None:
+    sid = "lost-conflict"
+    winner, loser = aws_env.store, aws_env.other_store()
+    winner.commit(sid, record(sid, 1), 0)
+    loser.load(sid)
+    winner.commit(sid, record(sid, 2, messages=2, writer="winner"), 1)
+
+    with pytest.raises(CommitConflictError):
+        loser.commit(sid, record(sid, 2, messages=2, writer="loser"), 1)
+
+    assert aws_env.other_store().load(sid).variables["writer"].value == "winner"
+    assert len(_chunk_keys(aws_env, sid)) == 2  # the loser's chunk was tidied, the winner's kept
+
+
+def test_a_delivery_whose_claim_response_was_lost_runs_its_turn_and_the_session_stays_readable(
+    aws_env: Any,
+) -> None:
+    agent = aws_env.agent(
+        [
+            {"call": {"archmax_advance": {"to": "clarify", "reason": "no order"}}},
+            {"say": "Which order?", "call": {"archmax_wait": {"reason": "the order number"}}},
+            {"say": "ORD-1001 ships today."},
+        ]
+    )
+    vars_ = {"conversation_id": "c-6"}
+    agent.workflow.send("c-6", "Where is it?", trigger="email_received", variables=vars_)
+
+    with AwsFault(aws_env.aws.dynamodb, "UpdateItem", "lost_response") as fault:
+        outcome = agent.workflow.deliver("c-6", trigger="email_reply", variables={"reply_body": "ORD-1001"})
+
+    assert fault.fired == 1 and outcome.kind == "completed"
+    again = aws_env.agent([]).sessions.get("c-6")
+    assert again.status == "completed"
+    assert aws_env.other_store().load("c-6").messages[-1].content == "ORD-1001 ships today."

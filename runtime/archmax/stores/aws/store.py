@@ -188,10 +188,10 @@ class AwsStore:
                 expected_version=expected_version,
                 **request,
             )
-        except CommitConflictError:
+        except CommitConflictError as conflict:
             # botocore retries an UpdateItem whose response was lost; when the first attempt had
             # applied, the retry fails its condition against our own write. Only the item can tell.
-            if not self._landed(session_id, record.version, token):
+            if not self._landed(conflict, session_id, record.version, token):
                 self._discard(key)  # no item lists this attempt's token: garbage, never state
                 raise
         self._cache_chunk(key, data)
@@ -507,16 +507,19 @@ class AwsStore:
                 _, dropped = self._chunks.popitem(last=False)
                 self._chunk_bytes -= len(dropped)
 
-    def _landed(self, session_id: str, version: int, token: str) -> bool:
+    def _landed(self, conflict: CommitConflictError, session_id: str, version: int, token: str) -> bool:
         """Whether this store's commit of ``version`` with chunk ``token`` is the one the item holds.
 
         Chunk tokens are unique per commit attempt (``layout.new_chunk_token``), so the item listing
         ``token`` as the chunk of ``version`` means this attempt's UpdateItem applied, whatever its
-        retry answered. A read that fails raises ``StoreError``: the chunk is then kept, never deleted
-        while a committed item might point at it.
+        retry answered. The item is the one the failed condition saw (``ALL_OLD``, no extra call),
+        else one GetItem. A read that fails raises ``StoreError``: the chunk is then kept, never
+        deleted while a committed item might point at it.
         """
-        item = self._item(session_id)
-        if item is None or int(item["version"]["N"]) < version:
+        cause = conflict.__cause__
+        response = getattr(cause, "response", None) or {}
+        item = response.get("Item") or self._item(session_id)
+        if not item or "version" not in item or int(item["version"]["N"]) < version:
             return False
         base, tokens = chunk_plan(item)
         return 0 <= version - base < len(tokens) and tokens[version - base] == token

@@ -23,9 +23,9 @@ from archmax.engine.operations import Operations
 from archmax.engine.runtime import Runtime
 from archmax.engine.tools import host_tools_from
 from archmax.errors import (
+    MissingHookExecutorError,
     SessionNotResumableError,
     SessionStoreCapabilityError,
-    UnsupportedFeatureError,
 )
 from archmax.models.base import Model
 from archmax.session.files import check_seed_path, encode_seed_value
@@ -303,6 +303,8 @@ def create_agent(
     clock: Clock | None = None,
     lease_ttl_s: float | None = None,
     model_overrides: bool | None = None,
+    hooks: Mapping[str, Callable[..., Any]] | None = None,
+    hook_model: Model | None = None,
 ) -> Agent:
     """Assemble an agent for one workflow (§3).
 
@@ -321,10 +323,15 @@ def create_agent(
         model_overrides: Whether a state's ``model:`` picks its own model (``None``/``True``, the default).
             ``False`` sends every call to ``model`` — what a scripted test case needs to stay offline and
             deterministic (§10.4).
+        hooks: Executors of the custom hook kinds the workflow declares in ``extensions.hooks``:
+            kind → ``fn(ctx: HookContext, config) -> verdict`` (§2.4).
+        hook_model: With ``model_overrides=False``, the model rubric hooks grade with when neither the
+            rubric nor its state names one (``None`` → ``ARCHMAX_MODEL``): rubric hooks always use their
+            configured models, never a case's script (§10.4). Otherwise rubrics use the agent's models.
 
     Raises:
         WorkflowSpecError, ReservedToolNameError, InvalidSessionPathError, InvalidVariableNameError,
-        UnsupportedFeatureError (hooks and sub-workflows are not run by this version),
+        MissingHookExecutorError (a declared custom hook kind without an executor),
         ModelConfigurationError (a model spec string or a state's ``model:`` spec that cannot be built).
     """
     spec = workflow if isinstance(workflow, Workflow) else load_workflow(Path(workflow))
@@ -334,14 +341,10 @@ def create_agent(
         model = model_from_config(model, base_dir=spec.root)
     elif model is not None and not isinstance(model, Model):
         raise TypeError(f"model must be a Model (with .complete) or a spec string, not {type(model).__name__}")
-    if spec.uses_hooks():
-        raise UnsupportedFeatureError(
-            f"workflow '{spec.slug}' declares before/after hooks, which this version of archmax does not run yet"
-        )
-    if spec.uses_subworkflows():
-        raise UnsupportedFeatureError(
-            f"workflow '{spec.slug}' calls sub-workflows, which this version of archmax does not run yet"
-        )
+    executors = dict(hooks or {})
+    missing = [kind for kind in spec.hook_kinds if kind not in executors]
+    if missing:
+        raise MissingHookExecutorError(spec.slug, missing)
     host_tools = host_tools_from(tools)
     path = parse_session_path(session_path, "the agent's session_path") if session_path is not None else None
     check_host_variables(variables, None, source="seeded by create_agent", session_id=None)
@@ -361,6 +364,8 @@ def create_agent(
         assembly_variables=dict(variables or {}),
         session_path=path,
         lease_ttl_s=900.0 if lease_ttl_s is None else float(lease_ttl_s),
+        hook_executors=executors,
+        hook_model_for=resolver if model_overrides is not False else _model_resolver(hook_model, spec.root),
     )
     for state in spec.states.values():  # a state's own model spec fails at assembly, not mid-turn
         if state.model and model_overrides is not False:

@@ -82,8 +82,28 @@ class ReservedToolNameError(WorkflowError):
         super().__init__(f"tool name '{tool}' is reserved: names starting 'archmax_' belong to the runtime")
 
 
-class UnsupportedFeatureError(WorkflowError):
-    """The workflow uses a feature this version does not run yet (hooks, sub-workflows)."""
+class MissingHookExecutorError(WorkflowError):
+    """A custom hook kind declared in ``extensions.hooks`` has no executor at ``create_agent`` (§2.4).
+
+    Attributes:
+        kinds: The kinds without an executor, in declaration order.
+    """
+
+    def __init__(self, workflow: str, kinds: Sequence[str]) -> None:
+        self.kinds = list(kinds)
+        names = ", ".join(f"'{k}'" for k in self.kinds)
+        super().__init__(
+            f"workflow '{workflow}' declares hook kind {names} in extensions.hooks but create_agent got no "
+            "executor for it: pass hooks={kind: fn}"
+        )
+
+
+class HookToolForbiddenError(WorkflowError):
+    """A hook called a tool the root forbid lists remove, or one the agent does not have (§2.4)."""
+
+    def __init__(self, tool: str, why: str) -> None:
+        self.tool = tool
+        super().__init__(f"a hook cannot call tool '{tool}': {why}")
 
 
 class CaseSpecError(WorkflowError):

@@ -151,8 +151,12 @@ def _raised(step: Step, body: Any, view: View, grader: Grader | None) -> list[As
     return [_record(step, ok, f"expected {want}; found {found}")]
 
 
+_NOT_MOVES = ("trigger", "hook", "sub-workflow")
+"""Trail kinds that move nothing: arrivals, hook results and sub-workflow calls (§2.4, §5.10) stay in place."""
+
+
 def _reached(step: Step, body: str, view: View, grader: Grader | None) -> list[AssertionRecord]:
-    moves = [s.to for s in view.record.trail if s.kind != "trigger"]
+    moves = [s.to for s in view.record.trail if s.kind not in _NOT_MOVES]
     ok = body in moves
     return [_record(step, ok, f"expected a move into '{body}'; moves: {', '.join(moves) or '(none)'}")]
 
@@ -178,7 +182,7 @@ def _trail(step: Step, body: TrailBody, view: View, grader: Grader | None) -> li
 
 
 def _no_traversal(step: Step, body: Any, view: View, grader: Grader | None) -> list[AssertionRecord]:
-    moves = [f"{s.kind}→{s.to}" for s in view.record.trail if s.kind != "trigger"]
+    moves = [f"{s.kind}→{s.to}" for s in view.record.trail if s.kind not in _NOT_MOVES]
     return [_record(step, not moves, f"expected only trigger steps; moves: {', '.join(moves) or '(none)'}")]
 
 

@@ -12,7 +12,7 @@ import re
 from typing import Any
 
 from archmax.models.base import Model, ModelRequest
-from archmax.session.notes import runtime_note_kind
+from archmax.session.evidence import evidence
 from archmax.session.records import Message
 
 JUDGE_SYSTEM = (
@@ -22,33 +22,6 @@ JUDGE_SYSTEM = (
 )
 RETRY_TEXT = 'Your answer was not the JSON object asked for. Answer again with JSON only: {"score": <0..1>, "reason": "..."}'
 _FENCE = re.compile(r"^```(?:json)?\s*|\s*```$")
-
-
-def evidence(messages: list[Message]) -> str:
-    """The transcript as grader evidence: one line per message, notes as ``[runtime:<kind>] <text>``.
-
-    A note's call half is skipped (its result carries the text); tool calls are listed as
-    ``name(args)``, tool results as ``[tool:<name> <status>] <text>``.
-    """
-    lines: list[str] = []
-    for m in messages:
-        kind = runtime_note_kind(m)
-        if kind is not None:
-            if m.role == "tool":
-                lines.append(f"[runtime:{kind}] {m.content}")
-            continue
-        if m.role == "user":
-            lines.append(f"[user] {m.content}")
-        elif m.role == "assistant":
-            if m.content.strip():
-                lines.append(f"[assistant] {m.content}")
-            for call in m.tool_calls:
-                lines.append(
-                    f"[assistant calls] {call.name}({json.dumps(call.args, ensure_ascii=False, sort_keys=True)})"
-                )
-        else:
-            lines.append(f"[tool:{m.name} {m.status}] {m.content}")
-    return "\n".join(lines)
 
 
 def parse_score(text: str) -> float | None:

@@ -266,6 +266,7 @@ class _CaseRun:
                 clock=self.clock,
                 # a case's script replaces every model call, states' own `model:` included (§10.4)
                 model_overrides=case.model_entries is None,
+                hook_model=self.agent_model,  # rubric hooks keep their configured models (§10.4)
             )
             if case.workspace:
                 self.agent.sessions.seed(self.session_id, case.workspace)

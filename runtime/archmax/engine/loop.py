@@ -11,6 +11,7 @@ import concurrent.futures
 import json
 from typing import Any
 
+from archmax.engine.hooks import HookRunner
 from archmax.engine.placement import session_file_exists
 from archmax.engine.prompt import shows_reset_instruction, state_block, static_prompt
 from archmax.engine.runtime import Runtime
@@ -85,6 +86,7 @@ class TurnLoop:
         self.work = work
         self.wf = rt.workflow
         self.handoff_directive: str | None = None
+        self.hooks = HookRunner(self)
 
     @property
     def rec(self) -> Checkpoint:
@@ -115,6 +117,8 @@ class TurnLoop:
             if state.type == "human":
                 self.park_decision(directive=self.handoff_directive or "introduce")
                 continue
+            if self.hooks.before_visit():  # a visit's first call runs its before hooks (§2.4)
+                continue
             max_turns = state.budget.max_turns if state.budget else None
             if max_turns and rec.state_turns + 1 > max_turns:
                 rec.pending_failure = f"state '{state.slug}' exhausted its turn budget (maxTurns: {max_turns})"
@@ -131,6 +135,8 @@ class TurnLoop:
                 self.rt.events.emit(rec, "agent_text", text=response.text)
             self.work.commit()
             if not calls:
+                if self.hooks.at_completion():  # a terminal state's after hooks may send it back (§5.8)
+                    continue
                 self._complete()
                 return
             self._dispatch_batch(state.slug, calls)
@@ -291,6 +297,8 @@ class TurnLoop:
             self.work.release()
             return False
         self.rt.events.emit(rec, "state_error_routed", state=source, to=target, reason=reason)
+        # The target's before hooks run before its first call unless they already ran this turn, so
+        # on_error cycles between vetoing states cannot loop forever (§2.4).
         rec.messages.extend(make_note("error", error_note_text(source, reason, target)))
         self.rt.trail(rec, "on_error", target, reason)
         rec.position = target
@@ -438,6 +446,9 @@ class TurnLoop:
         if missing:
             names = ", ".join(f"'{n}'" for n in missing)
             return blocked(f"archmax_advance rejected: state '{slug}' requires {names} to be set before leaving it")
+        refusal = self.hooks.at_advance(slug, to, reason.strip())  # refusals (6) and (7)
+        if refusal is not None:
+            return blocked(f"archmax_advance rejected: {refusal}")
         self._advanced_to = to
         rec.position = to
         rec.moved_since_open = True

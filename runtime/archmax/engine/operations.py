@@ -627,6 +627,7 @@ class Operations:
         )
         record.position = target
         record.moved_since_open = True
+        record.before_done = [s for s in record.before_done if s != target]  # its before hooks run again (§2.4)
         record.pending_decision = None
         record.park_phase = None
         record.pending_failure = None

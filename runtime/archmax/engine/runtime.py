@@ -37,6 +37,15 @@ class Runtime:
     assembly_variables: dict[str, Any] = field(default_factory=dict)
     session_path: SessionPath | None = None
     lease_ttl_s: float = 900.0
+    hook_executors: dict[str, Callable[..., Any]] = field(default_factory=dict)
+    """Custom hook kind → executor ``fn(ctx, config)`` (§2.4, ``create_agent(hooks=...)``)."""
+    hook_model_for: Callable[[str | None], Model] | None = None
+    """The model a rubric hook grades with, for its ``model:`` (or the state's); ``None`` → ``model_for``.
+    Rubric hooks always use their configured models, even in a scripted test case (§10.4)."""
+
+    def __post_init__(self) -> None:
+        if self.hook_model_for is None:
+            self.hook_model_for = self.model_for
 
     def now(self) -> str:
         """The injected clock's now as an instant string ``YYYY-MM-DDTHH:MM:SS.mmmZ`` (BEHAVIOUR.md conventions)."""

@@ -125,14 +125,22 @@ class TrailStep(_Record):
 
     to: str
     """The state moved to (or stayed in, for a ``trigger`` step)."""
-    kind: Literal["trigger", "agent", "human", "reset", "on_error", "sub-workflow"]
-    """What caused the step."""
+    kind: Literal["trigger", "agent", "human", "reset", "on_error", "sub-workflow", "hook"]
+    """What caused the step (``hook`` steps record a hook result and move nothing, §2.4)."""
     reason: str | None = None
     """Trigger id, the agent's reason, the person's comment, ..."""
     workflow: str | None = None
     """Sub-workflow slug, for ``sub-workflow`` steps."""
     status: str | None = None
     """Sub-workflow result status."""
+    state: str | None = None
+    """For ``hook`` steps: the state whose hook ran."""
+    phase: Literal["before", "after"] | None = None
+    """For ``hook`` steps: ``before`` or ``after``."""
+    index: int | None = None
+    """For ``hook`` steps: the hook's 0-based position in its ``before``/``after`` list."""
+    verdict: Literal["ok", "correct", "veto"] | None = None
+    """For ``hook`` steps: the verdict as counted (a fail-closed hook is a ``veto``)."""
     ts: int
     """Epoch milliseconds."""
 
@@ -218,7 +226,9 @@ class Checkpoint(_Record):
     """The rejection reason while the status is ``rejected``."""
     raised: Raised | None = None
     hook_iterations: dict[str, int] = Field(default_factory=dict)
+    """``correct`` verdicts given this turn per hook position ``<state>/<phase>/<index>`` (§2.4)."""
     before_done: list[str] = Field(default_factory=list)
+    """States whose ``before`` hooks ran for the current visit this turn (the ``before`` marks, §2.4)."""
     usage: Usage = Field(default_factory=Usage)
     lease: Lease | None = None
     created_at: str

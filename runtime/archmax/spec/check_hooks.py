@@ -3,7 +3,8 @@
 Rule source: BEHAVIOUR.md §2.4. A field holds one hook or an ordered list. Kinds:
 ``{script: hooks/<f>.py}`` confined to the workflow's ``hooks/`` folder with no ``..``;
 ``{rubric: {instructions, max_iterations?, model?}}``; any other single-key mapping is a custom
-kind registered at assembly. A script hook may carry the ``max_iterations`` sidecar (its
+kind declared in root ``extensions: {hooks: [<kind>]}`` (:func:`custom_kinds`) and given an
+executor at assembly. A script hook may carry the ``max_iterations`` sidecar (its
 correction budget); a rubric keeps its budget inside its declaration.
 """
 
@@ -24,8 +25,8 @@ def hooks(value: Any, path: str, out: Collector, *, phase: str) -> list[dict[str
         value: As written: ``null``, one hook mapping, or a list of them.
         path: ``states.<s>.before`` or ``states.<s>.after``.
         out: Where problems go.
-        phase: ``"before"`` or ``"after"``; ``max_iterations`` on a before hook is a warning,
-            since a before hook answers only ok or veto.
+        phase: ``"before"`` or ``"after"``; ``max_iterations`` on a before hook is a load error,
+            since a before hook answers only ok or veto (§2.4).
 
     Returns:
         The well-formed hooks, each the mapping as written, as a list.
@@ -62,7 +63,7 @@ def _hook(hook: Any, path: str, out: Collector, *, phase: str) -> bool:
     elif _SIDECAR in hook:
         out.error(at(path, _SIDECAR), f"a '{kind}' hook takes no max_iterations")
     if phase == "before" and _declares_budget(hook):
-        out.warning(path, "max_iterations has no effect on a before hook: it answers ok or veto")
+        out.error(path, "a before hook takes no max_iterations: it answers ok or veto")
     return len(out.errors) == before
 
 
@@ -103,3 +104,44 @@ def _non_negative_int(value: Any) -> bool:
 def _declares_budget(hook: dict[str, Any]) -> bool:
     rubric = hook.get("rubric")
     return _SIDECAR in hook or (isinstance(rubric, dict) and _SIDECAR in rubric)
+
+
+BUILT_IN_KINDS = ("script", "rubric")
+
+
+def hook_kind(hook: dict[str, Any]) -> str:
+    """The kind of a well-formed hook mapping: its one key besides the ``max_iterations`` sidecar."""
+    return next(k for k in hook if k != _SIDECAR)
+
+
+def custom_kinds(extensions: Any, states: dict[str, Any], out: Collector) -> list[str]:
+    """Check root ``extensions.hooks`` and that every custom hook kind a state uses is declared there (§2.4).
+
+    Args:
+        extensions: The root ``extensions`` value as written (free-form apart from ``hooks``).
+        states: The loaded states (slug → :class:`State`).
+        out: Where problems go: a malformed ``extensions.hooks`` list, and each undeclared kind
+            at ``states.<s>.<phase>[.<i>]``.
+
+    Returns:
+        The declared custom kinds, in document order.
+    """
+    declared: list[str] = []
+    listed = extensions.get("hooks") if isinstance(extensions, dict) else None
+    if listed is not None:
+        if not isinstance(listed, list) or not all(is_non_blank(k) for k in listed):
+            out.error("extensions.hooks", "must be a list of hook kind names")
+        else:
+            declared = [k for k in listed if k not in BUILT_IN_KINDS]
+    for slug, state in states.items():
+        for phase in ("before", "after"):
+            hooks_ = getattr(state, phase)
+            for index, hook in enumerate(hooks_):
+                kind = hook_kind(hook)
+                if kind not in BUILT_IN_KINDS and kind not in declared:
+                    where = at(at("states", slug), phase)
+                    out.error(
+                        at(where, index) if len(hooks_) > 1 else where,
+                        f"hook kind '{kind}' is not declared in extensions.hooks",
+                    )
+    return declared

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from archmax.errors import Diagnostic, WorkflowSpecError
+from archmax.spec.check_hooks import custom_kinds
 from archmax.spec.check_states import states_block
 from archmax.spec.check_tools import tool_rules
 from archmax.spec.checks import Collector, at, is_non_blank, optional_text, unknown_keys
@@ -103,38 +104,7 @@ def validate_workflow(path: str | os.PathLike[str]) -> list[Diagnostic]:
     if problems:
         return problems
     workflow, diagnostics = _build(doc, root.name, root)
-    if workflow is not None:
-        diagnostics += unsupported_features(workflow)
     return diagnostics
-
-
-def unsupported_features(workflow: Workflow) -> list[Diagnostic]:
-    """Warnings for valid declarations this version loads but does not run (hooks, sub-workflows).
-
-    ``create_agent`` refuses such a workflow with ``UnsupportedFeatureError``; ``archmax validate``
-    says so up front instead of reporting it clean.
-    """
-    found = []
-    for slug, state in workflow.states.items():
-        for kind in ("before", "after"):
-            if getattr(state, kind):
-                found.append(
-                    Diagnostic(
-                        f"states.{slug}.{kind}",
-                        "hooks are valid but not run by this version of archmax: create_agent refuses this workflow",
-                        "warning",
-                    )
-                )
-        for name in workflow.subworkflows_for(slug):
-            found.append(
-                Diagnostic(
-                    f"states.{slug}.tools",
-                    f"sub-workflow '{name}' is valid but not run by this version of archmax: "
-                    "create_agent refuses this workflow",
-                    "warning",
-                )
-            )
-    return found
 
 
 def _locate(path: str | os.PathLike[str]) -> tuple[Path, Path]:
@@ -163,6 +133,7 @@ def _build(doc: Any, slug: str, root: Path | None) -> tuple[Workflow | None, lis
         states = {}
     else:
         states = states_block(doc["states"], out)
+    hook_kinds = custom_kinds(doc.get("extensions"), states, out)
     allow_always, forbid_always = _root_tools(doc.get("tools"), out)
     forbid_always += _policy(doc.get("policy"), out)
     spec = _json_ready(strip_metadata(doc), "", out)
@@ -177,6 +148,7 @@ def _build(doc: Any, slug: str, root: Path | None) -> tuple[Workflow | None, lis
         states=states,
         allow_always=allow_always,
         forbid_always=forbid_always,
+        hook_kinds=hook_kinds,
         spec=spec,
         spec_hash=spec_hash(spec),
         warnings=[d for d in out.items if d.severity == "warning"],

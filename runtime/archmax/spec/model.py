@@ -169,6 +169,8 @@ class Workflow(_Value):
     """Root ``tools.allow_always``."""
     forbid_always: list[ToolRule] = Field(default_factory=list)
     """Root ``tools.forbid_always`` merged with ``policy.forbid_tools`` (§2.3)."""
+    hook_kinds: list[str] = Field(default_factory=list)
+    """Custom hook kinds declared in root ``extensions.hooks`` (§2.4); each needs an executor at assembly."""
     spec: dict[str, Any]
     """The loaded document with ``metadata`` stripped (§9.4); JSON-able."""
     spec_hash: str

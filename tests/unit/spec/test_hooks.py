@@ -17,7 +17,7 @@ def test_a_single_hook_and_a_list_both_load_as_lists(load):
             "      - {rubric: {instructions: Judge the tone., max_iterations: 2, model: judge}}\n"
             "      - {script: hooks/facts.py, max_iterations: 1}\n"
             "      - {webhook: approvals/refund}\n"
-        )
+        ).replace("states:", "extensions: {hooks: [webhook]}\nstates:", 1)
     )
     state = wf.states["a"]
     assert state.before == [{"script": "hooks/check.py"}]
@@ -89,11 +89,29 @@ def test_a_hook_that_is_not_a_mapping_is_malformed(errors_of):
     ]
 
 
-def test_a_before_hook_budget_is_only_a_warning(load):
-    wf = load(_state("    before: {script: hooks/check.py, max_iterations: 2}\n"))
-    assert [(w.path, w.severity) for w in wf.warnings] == [("states.a.before", "warning")]
+def test_a_before_hook_budget_is_a_load_error(errors_of):
+    assert errors_of(_state("    before: {script: hooks/check.py, max_iterations: 2}\n")) == [
+        "states.a.before: a before hook takes no max_iterations: it answers ok or veto"
+    ]
+    assert errors_of(_state("    before: {rubric: {instructions: x, max_iterations: 1}}\n")) == [
+        "states.a.before: a before hook takes no max_iterations: it answers ok or veto"
+    ]
 
 
-def test_a_custom_kind_is_accepted_as_written(load):
-    wf = load(_state("    after: {webhook: approvals/refund}\n"))
+def test_a_custom_kind_declared_in_extensions_is_accepted_as_written(load):
+    wf = load("extensions: {hooks: [webhook]}\n" + _state("    after: {webhook: approvals/refund}\n"))
     assert wf.states["a"].after == [{"webhook": "approvals/refund"}]
+    assert wf.hook_kinds == ["webhook"]
+
+
+def test_an_undeclared_custom_kind_is_a_load_error_at_its_hook(errors_of):
+    assert errors_of(_state("    after: {webhook: approvals/refund}\n")) == [
+        "states.a.after: hook kind 'webhook' is not declared in extensions.hooks"
+    ]
+    assert errors_of("extensions: {hooks: [other]}\n" + _state("    before: [{script: hooks/a.py}, {webhook: x}]\n")) == [
+        "states.a.before.1: hook kind 'webhook' is not declared in extensions.hooks"
+    ]
+
+
+def test_extensions_hooks_must_list_kind_names(errors_of):
+    assert errors_of("extensions: {hooks: webhook}\n" + _state("")) == ["extensions.hooks: must be a list of hook kind names"]

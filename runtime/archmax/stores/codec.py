@@ -101,7 +101,7 @@ def encode_chunk(record: Checkpoint, previous_counts: tuple[int, int] | None) ->
     else:
         messages_from, trail_from = previous_counts  # type: ignore[misc]
     messages = [m.model_dump(mode="json") for m in record.messages[messages_from:]]
-    trail = [t.model_dump(mode="json") for t in record.trail[trail_from:]]
+    trail = [t.model_dump(mode="json", exclude_none=True) for t in record.trail[trail_from:]]
     return {
         "format": FORMAT,
         "version": version,

@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint bench soak clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -23,6 +23,11 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) bench/run_all.py
+
+# The randomized reliability suite at soak strength: >= 2,000 schedules per store (memory,
+# filesystem, AWS on moto) plus SIGKILL schedules; prints schedules, crash points, faults fired, violations.
+soak: $(STAMP)
+	ARCHMAX_RELIABILITY_PROFILE=soak $(PY) -m pytest -n 3 tests/reliability/test_schedules.py tests/reliability/test_sigkill.py
 
 clean:
 	rm -rf $(VENV) sessions demo-sessions

@@ -1,0 +1,225 @@
+"""The invariants every schedule must keep, checked on what the stores hold after recovery.
+
+Each check raises :class:`Violation` (an AssertionError) naming the session and what broke; the
+schedule counts it before hypothesis shrinks it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from archmax.session.notes import runtime_note_kind
+from archmax.session.records import Checkpoint, Message, SessionStatus
+from archmax.stores.base import head_of
+
+from .model import FINAL, is_instruction, is_model_answer
+
+TOKEN = re.compile(r"\bev(\d+)\b")
+
+
+class Violation(AssertionError):
+    """An invariant broke."""
+
+
+def check(condition: bool, text: str) -> None:
+    if not condition:
+        raise Violation(text)
+
+
+@dataclass
+class Event:
+    """One firing the schedule made, and what its caller learned.
+
+    ``status``: ``applied`` (an Outcome, or a duplicate of an applied id), ``refused`` (a typed
+    refusal: nothing applied), ``doubt`` (a fault cut the call short: applied at most once, and
+    exactly once when it carries a delivery id and its caller retried).
+    """
+
+    n: int
+    session_id: str
+    channel: str
+    delivery_id: str | None
+    act: str
+    status: str = "doubt"
+    file_var: str | None = None
+    file_text: str | None = None
+    target: str | None = None
+    """A decision's edge."""
+    tries: int = 0
+    via_inbox: bool = False
+    """A copy went to the inbox (perhaps: a put cut short may have landed)."""
+
+    @property
+    def token(self) -> str:
+        return f"ev{self.n}"
+
+
+@dataclass
+class InboxRecord:
+    """An item the schedule put in the inbox (``fresh``: its event was not applied or in doubt before)."""
+
+    event: Event
+    fresh: bool
+
+
+@dataclass
+class Ledger:
+    """Everything a schedule did, for the checks."""
+
+    events: dict[int, Event] = field(default_factory=dict)
+    inboxed: list[InboxRecord] = field(default_factory=list)
+
+    def new(self, session_id: str, channel: str, delivery_id: str | None, act: str) -> Event:
+        event = Event(len(self.events) + 1, session_id, channel, delivery_id, act)
+        self.events[event.n] = event
+        return event
+
+
+def applied_tokens(messages: Iterable[Message]) -> list[int]:
+    """Event numbers in the order their instructions appear in the transcript."""
+    return [int(m) for msg in messages if is_instruction(msg) for m in TOKEN.findall(msg.content)]
+
+
+def check_exactly_once(ledger: Ledger, records: dict[str, Checkpoint]) -> None:
+    """Each applied event once; each refused one never; each in-doubt one at most once."""
+    seen: Counter[int] = Counter()
+    for rec in records.values():
+        seen.update(applied_tokens(rec.messages))
+    for event in ledger.events.values():
+        count = seen[event.n]
+        where = f"event {event.token} ({event.channel}, delivery id {event.delivery_id!r}) on {event.session_id}"
+        if event.status == "applied":
+            check(count == 1, f"{where} was accepted but applied {count} times")
+        elif event.status == "refused":
+            check(count == 0, f"{where} was refused but applied {count} times")
+        else:
+            check(count <= 1, f"{where} (outcome unknown to its caller) applied {count} times")
+
+
+def check_inbox(ledger: Ledger, inbox: Any, records: dict[str, Checkpoint]) -> None:
+    """No inboxed event is pending or failed after recovery; fresh ones applied once, in arrival order."""
+    by_session: dict[str, list[tuple[int, int]]] = {}
+    for record in ledger.inboxed:
+        event = record.event
+        item = inbox.get(event.session_id, event.delivery_id)
+        if item is None:
+            continue  # the put itself was cut short by a fault before it landed
+        where = f"inbox item {event.delivery_id!r} ({event.token}) of {event.session_id}"
+        check(item.status != "pending", f"{where} is still pending after recovery: lost")
+        check(item.status != "failed", f"{where} was accepted but marked failed: {item.error}")
+        rec = records.get(event.session_id)
+        tokens = applied_tokens(rec.messages) if rec else []
+        check(tokens.count(event.n) == 1, f"{where} is done but its event was applied {tokens.count(event.n)} times")
+        if record.fresh:
+            by_session.setdefault(event.session_id, []).append((item.seq, tokens.index(event.n)))
+    for sid, pairs in by_session.items():
+        positions = [pos for _seq, pos in sorted(pairs)]
+        check(positions == sorted(positions), f"inbox events of {sid} applied out of arrival order: {sorted(pairs)}")
+
+
+def check_transcript(rec: Checkpoint) -> None:
+    """Tool calls answered right after their message; one outcome per instruction; timers wake their park."""
+    sid, msgs = rec.session_id, rec.messages
+    i = 0
+    while i < len(msgs):
+        message = msgs[i]
+        if message.role == "assistant" and message.tool_calls:
+            ids = [c.id for c in message.tool_calls]
+            answers = [m.tool_call_id for m in msgs[i + 1 : i + 1 + len(ids)] if m.role == "tool"]
+            check(answers == ids, f"{sid}: tool calls {ids} at message {i} are answered by {answers} right after")
+            i += 1 + len(ids)
+            continue
+        check(message.role != "tool", f"{sid}: tool message {i} answers no call right before it")
+        i += 1
+    finals = 0
+    timer_armed = False
+    for index, message in enumerate(msgs):
+        if is_instruction(message):
+            if runtime_note_kind(message) == "event" and "'timer' arrived" in message.content:
+                check(timer_armed, f"{sid}: a timer woke a park that had no until (message {index})")
+            finals, timer_armed = 0, False
+        elif is_model_answer(message) and not message.tool_calls and message.content == FINAL:
+            finals += 1
+            check(finals == 1, f"{sid}: the final answer to one event was produced twice (message {index})")
+        elif message.role == "tool" and message.name == "archmax_wait" and message.status == "success":
+            call = _call_of(msgs, message.tool_call_id)
+            timer_armed = call is not None and bool(call.args.get("until"))
+
+
+def _call_of(msgs: list[Message], call_id: str | None) -> Any:
+    for m in msgs:
+        for call in m.tool_calls:
+            if call.id == call_id:
+                return call
+    return None
+
+
+def reply_tokens(msgs: list[Message]) -> set[int]:
+    """Events applied as replies at a decision park (§3.6: their files are dropped, by rule)."""
+    out: set[int] = set()
+    at_decision = False
+    for message in msgs:
+        if message.role == "tool" and message.name == "archmax_advance" and message.status == "success":
+            call = _call_of(msgs, message.tool_call_id)
+            at_decision = call is not None and call.args.get("to") == "review"
+        elif runtime_note_kind(message) == "decision":
+            at_decision = False
+        elif message.role == "user" and at_decision:
+            out.update(int(m) for m in TOKEN.findall(message.content))
+    return out
+
+
+def check_files(ledger: Ledger, store: Any, records: dict[str, Checkpoint]) -> None:
+    """Every event applied as a turn or a delivery has its file: a session variable naming the placed bytes."""
+    for event in ledger.events.values():
+        if event.file_var is None:
+            continue
+        rec = records.get(event.session_id)
+        applied = rec is not None and event.n in applied_tokens(rec.messages)
+        if not applied or event.n in reply_tokens(rec.messages):
+            continue
+        var = rec.variables.get(event.file_var)
+        check(var is not None, f"{event.token} was applied to {event.session_id} without its file variable")
+        data = store.get(event.session_id, var.value)
+        check(
+            data == event.file_text.encode(),
+            f"{event.token}: file {var.value!r} of {event.session_id} holds {data!r}",
+        )
+
+
+def check_settled(records: dict[str, Checkpoint], now: str) -> None:
+    """No session left running (or holding a live lease) after recovery."""
+    for sid, rec in records.items():
+        check(rec.status != SessionStatus.RUNNING, f"{sid} is still running after recovery")
+        check(rec.lease is None or not rec.lease.live_at(now), f"{sid} still holds a live lease after recovery")
+
+
+def check_indexes(agent: Any, store: Any, records: dict[str, Checkpoint], instants: list[str]) -> None:
+    """Heads, summaries, list, due and stale agree with the checkpoints."""
+    listed = store.list()
+    check(sorted(listed) == sorted(records), f"list() gives {sorted(listed)}, checkpoints exist for {sorted(records)}")
+    for sid, rec in records.items():
+        head = store.head(sid)
+        check(head == head_of(rec), f"{sid}: head {head} disagrees with checkpoint v{rec.version}")
+        summary = agent.sessions.get(sid)
+        check(summary is not None and summary.status == rec.status, f"{sid}: summary {summary} vs status {rec.status}")
+    for now in instants:
+        due = {sid for sid, _ in store.due(now)}
+        want_due = {
+            sid
+            for sid, rec in records.items()
+            if rec.status == SessionStatus.AWAITING_INPUT and rec.resume_at is not None and rec.resume_at <= now
+        }
+        check(due == want_due, f"due({now}) = {sorted(due)}, checkpoints say {sorted(want_due)}")
+        stale = set(store.stale(now))
+        want_stale = {
+            sid
+            for sid, rec in records.items()
+            if rec.status == SessionStatus.RUNNING
+            and (rec.lease.expires_at <= now if rec.lease else rec.updated_at <= now)
+        }
+        check(stale == want_stale, f"stale({now}) = {sorted(stale)}, checkpoints say {sorted(want_stale)}")

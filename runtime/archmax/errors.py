@@ -365,6 +365,13 @@ class ModelThrottledError(ModelError):
     """The provider throttled the request beyond the retry budget."""
 
 
+class ModelTruncatedError(ModelError):
+    """The provider cut the answer short: it is never taken as a final answer.
+
+    OpenAI ``finish_reason: length``, Bedrock ``stopReason: max_tokens``; raise ``ARCHMAX_MODEL_MAX_TOKENS``.
+    """
+
+
 class ModelScriptError(ModelError):
     """A scripted model ran out of entries or found the session somewhere its script did not expect (§10.4)."""
 

@@ -45,6 +45,7 @@ CASES = [
     (e.ModelRequestError("bad request"), 502),
     (e.ModelThrottledError("slow down"), 503),
     (e.ModelScriptError("exhausted"), 502),
+    (e.ModelTruncatedError("cut off at max_tokens"), 502),
     (e.ArchmaxError("something"), 500),
     # the group roots: a new subclass nobody listed falls back to its group's status
     (e.CallerError("bad input"), 400),

@@ -11,7 +11,11 @@ from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from archmax.errors import ModelTruncatedError
 from archmax.session.records import Message, ToolCall, Usage
+
+TRUNCATED_STOP_REASONS = frozenset({"max_tokens", "model_context_window_exceeded"})
+"""Stop reasons (Converse's vocabulary) meaning the provider cut the answer off."""
 
 
 class ToolSpec(BaseModel):
@@ -68,3 +72,21 @@ class Model(Protocol):
         Raises:
             ModelError: or one of its subclasses, for provider failures.
         """
+
+
+def finished(response: ModelResponse, provider: str) -> ModelResponse:
+    """``response``, unless the provider cut it off (:data:`TRUNCATED_STOP_REASONS`).
+
+    A truncated answer is half a sentence or half a tool call: taking it as the agent's final
+    answer would finish a session on it, so it is a model failure, routed like any other.
+
+    Raises:
+        ModelTruncatedError: the stop reason says the answer was cut off.
+    """
+    if response.stop_reason in TRUNCATED_STOP_REASONS:
+        raise ModelTruncatedError(
+            f"{provider}: the answer was cut off ({response.stop_reason}) after "
+            f"{response.usage.output_tokens if response.usage else '?'} output tokens; "
+            "raise the limit (ARCHMAX_MODEL_MAX_TOKENS, template parameter ModelMaxTokens)"
+        )
+    return response

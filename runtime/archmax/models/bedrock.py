@@ -22,7 +22,7 @@ from archmax.errors import (
     ModelRequestError,
     ModelThrottledError,
 )
-from archmax.models.base import ModelRequest, ModelResponse
+from archmax.models.base import ModelRequest, ModelResponse, finished
 from archmax.models.pricing import priced
 from archmax.session.records import Message, ToolCall, Usage
 
@@ -224,6 +224,7 @@ class BedrockModel:
         max_tokens: ``inferenceConfig.maxTokens`` per call.
         region: The AWS region for the default client (else the usual AWS configuration).
         max_attempts: botocore's attempts per call for the default client.
+        timeout_s: The default client's read timeout in seconds (``None``: botocore's 60 s).
         throttle_retries: Extra attempts after a throttling error has survived botocore's own
             retries. Bedrock throttles per minute of tokens, which botocore's short jittered
             backoff rarely outlasts; these waits are longer (``throttle_backoff_s * 2**k``).
@@ -242,6 +243,7 @@ class BedrockModel:
         max_tokens: int = 4096,
         region: str | None = None,
         max_attempts: int = 4,
+        timeout_s: float | None = None,
         throttle_retries: int = 2,
         throttle_backoff_s: float = 4.0,
         sleep: Callable[[float], None] = time.sleep,
@@ -252,6 +254,7 @@ class BedrockModel:
         self.max_tokens = max_tokens
         self.region = region
         self.max_attempts = max_attempts
+        self.timeout_s = timeout_s
         self.throttle_retries = throttle_retries
         self.throttle_backoff_s = throttle_backoff_s
         self._client = client
@@ -272,7 +275,8 @@ class BedrockModel:
                 raise ModelConfigurationError(
                     "the Bedrock model needs boto3: pip install 'archmax[aws]'"
                 ) from exc
-            config = Config(retries={"mode": "standard", "max_attempts": self.max_attempts})
+            timeouts = {"read_timeout": self.timeout_s} if self.timeout_s is not None else {}
+            config = Config(retries={"mode": "standard", "max_attempts": self.max_attempts}, **timeouts)
             self._client = boto3.client("bedrock-runtime", region_name=self.region, config=config)
         return self._client
 
@@ -287,6 +291,7 @@ class BedrockModel:
             ModelNotFoundError: ResourceNotFoundException.
             ModelRequestError: ValidationException.
             ModelThrottledError: throttling or unavailability that outlasted every retry.
+            ModelTruncatedError: the answer stopped at ``max_tokens`` (or the context window).
             ModelError: any other provider failure.
         """
         from botocore.exceptions import BotoCoreError, ClientError
@@ -307,4 +312,4 @@ class BedrockModel:
                 raise map_client_error(exc, model_id) from exc
             except BotoCoreError as exc:
                 raise map_client_error(exc, model_id) from exc
-        return from_converse(response, model_id)
+        return finished(from_converse(response, model_id), f"bedrock model '{model_id}'")

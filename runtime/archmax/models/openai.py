@@ -9,8 +9,10 @@ CONVENTIONS.md: provider errors stop here, mapped by one status table.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -22,7 +24,7 @@ from archmax.errors import (
     ModelRequestError,
     ModelThrottledError,
 )
-from archmax.models.base import ModelRequest, ModelResponse
+from archmax.models.base import ModelRequest, ModelResponse, finished
 from archmax.models.pricing import priced
 from archmax.session.records import Message, ToolCall, Usage
 
@@ -48,6 +50,27 @@ STOP_REASONS = {
 }
 UNPARSED_ARGS_KEY = "_unparsed_arguments"
 
+_WIRE_ID = re.compile(r"[A-Za-z0-9]{9}")
+_BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
+
+def wire_id(call_id: str) -> str:
+    """The tool-call id sent for ``call_id``: 9 alphanumeric characters, which every provider accepts.
+
+    That is the strictest rule among OpenAI-compatible servers (Mistral's chat template refuses any
+    other id). An id already of that form is kept; any other (``note_<32 hex>``, ``call_1``, a
+    provider's ``call_abc...``) maps to the first 9 base-62 digits of its SHA-256, so a call and the result
+    answering it always map alike and the stored transcript keeps its own ids.
+    """
+    if _WIRE_ID.fullmatch(call_id):
+        return call_id
+    number = int.from_bytes(hashlib.sha256(call_id.encode("utf-8")).digest()[:8], "big")
+    digits = []
+    for _ in range(9):
+        number, digit = divmod(number, 62)
+        digits.append(_BASE62[digit])
+    return "".join(digits)
+
 
 def to_chat(request: ModelRequest, model: str) -> dict[str, Any]:
     """Build the keyword arguments of ``chat.completions.create`` for one call.
@@ -60,7 +83,8 @@ def to_chat(request: ModelRequest, model: str) -> dict[str, Any]:
         ``{model, messages, tools?}``: one system message (static prefix first, so providers'
         prefix caching applies, then the state block); user text; assistant text with
         ``tool_calls`` (``type: function``, arguments as a JSON string); tool messages answering
-        by ``tool_call_id``. Runtime notes are ordinary tool calls and results. Tools are sent on
+        by ``tool_call_id`` (ids as :func:`wire_id` maps them). Runtime notes are ordinary tool
+        calls and results. Tools are sent on
         handoff calls too (§5.5: the runtime, not the provider, refuses those calls).
     """
     system = "\n\n".join(part for part in (request.system, request.state_block) if part.strip())
@@ -80,7 +104,7 @@ def to_chat(request: ModelRequest, model: str) -> dict[str, Any]:
 
 def _message(message: Message) -> dict[str, Any] | None:
     if message.role == "tool":
-        return {"role": "tool", "tool_call_id": message.tool_call_id or "", "content": message.content}
+        return {"role": "tool", "tool_call_id": wire_id(message.tool_call_id or ""), "content": message.content}
     if message.role == "user":
         return {"role": "user", "content": message.content}
     if not message.content and not message.tool_calls:
@@ -89,7 +113,7 @@ def _message(message: Message) -> dict[str, Any] | None:
     if message.tool_calls:
         out["tool_calls"] = [
             {
-                "id": c.id,
+                "id": wire_id(c.id),
                 "type": "function",
                 "function": {"name": c.name, "arguments": json.dumps(c.args, ensure_ascii=False)},
             }
@@ -189,6 +213,7 @@ class OpenAIModel:
             without one (local servers); OpenAI's own may not.
         timeout_s: Seconds per request; a state's ``timeout_s`` on the request lowers it.
         max_retries: The openai client's own retries (429 and 5xx, honouring ``Retry-After``).
+        max_tokens: ``max_tokens`` sent with every request (``None``: not sent, the endpoint's default).
         client: An ``openai.OpenAI`` client to use instead of building one.
         env: Where the ``ARCHMAX_*`` settings are read (``os.environ`` by default).
 
@@ -207,6 +232,7 @@ class OpenAIModel:
         api_key: str | None = None,
         timeout_s: float = 60,
         max_retries: int = 2,
+        max_tokens: int | None = 4096,
         client: Any = None,
         env: Mapping[str, str] = os.environ,
     ) -> None:
@@ -228,6 +254,7 @@ class OpenAIModel:
         self._api_key = key
         self.timeout_s = timeout_s
         self.max_retries = max_retries
+        self.max_tokens = max_tokens
         self._client = client
 
     @property
@@ -263,6 +290,7 @@ class OpenAIModel:
             ModelNotFoundError: HTTP 404.
             ModelRequestError: HTTP 400/413/422.
             ModelThrottledError: HTTP 429/503 after the client's retries.
+            ModelTruncatedError: ``finish_reason: length`` (the answer stopped at ``max_tokens``).
             ModelError: any other failure (5xx, connection, timeout).
         """
         client = self.client  # raises ModelConfigurationError when the package is missing
@@ -270,9 +298,11 @@ class OpenAIModel:
 
         model = request.model.removeprefix("openai:") if request.model else self.model
         kwargs = to_chat(request, model)
+        if self.max_tokens is not None:
+            kwargs["max_tokens"] = self.max_tokens
         timeout = self.timeout_s if request.timeout_s is None else min(self.timeout_s, request.timeout_s)
         try:
             completion = client.chat.completions.create(**kwargs, timeout=timeout)
         except openai.OpenAIError as exc:
             raise map_openai_error(exc, model) from exc
-        return from_chat(completion, model)
+        return finished(from_chat(completion, model), f"openai model '{model}'")

@@ -18,6 +18,7 @@ from archmax.errors import (
     ModelNotFoundError,
     ModelRequestError,
     ModelThrottledError,
+    ModelTruncatedError,
 )
 from archmax.models.base import ToolSpec
 from archmax.models.bedrock import ERROR_TABLE, BedrockModel, supports_cache_point
@@ -169,15 +170,14 @@ def test_several_tool_uses_in_one_message_become_tool_calls_in_order(client, stu
     assert response.stop_reason == "tool_use"
 
 
-def test_max_tokens_stop_is_reported(client, stub, request_in):
-    stub.add_response(
-        "converse", converse_response([{"text": "The order was shipped on"}], stop="max_tokens")
-    )
+@pytest.mark.parametrize("stop", ["max_tokens", "model_context_window_exceeded"])
+def test_a_truncated_answer_is_a_model_failure_not_a_final_answer(client, stub, request_in, stop):
+    stub.add_response("converse", converse_response([{"text": "The order was shipped on"}], stop=stop))
 
-    response = BedrockModel(SONNET, client=client).complete(request_in())
+    with pytest.raises(ModelTruncatedError, match=stop) as caught:
+        BedrockModel(SONNET, client=client).complete(request_in())
 
-    assert response.stop_reason == "max_tokens"
-    assert response.text == "The order was shipped on"
+    assert isinstance(caught.value, ModelError)  # routed like every other model failure
 
 
 def test_history_with_tool_results_and_a_runtime_note_pair_is_sent_as_alternating_turns(

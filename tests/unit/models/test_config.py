@@ -98,3 +98,39 @@ def test_a_bare_model_id_with_a_colon_is_not_mistaken_for_an_adapter_spec(value,
     from archmax.models import is_model_spec
 
     assert is_model_spec(value) is expected
+
+
+def test_provider_tunables_come_from_the_environment(tmp_path):
+    env = {"ARCHMAX_MODEL_TIMEOUT_S": "240", "ARCHMAX_MODEL_MAX_RETRIES": "0", "ARCHMAX_MODEL_MAX_TOKENS": "8192"}
+    openai = model_from_config("openai:llama3.1", env={**env, "ARCHMAX_API_BASE_URL": "http://127.0.0.1:9/v1"})
+    assert (openai.timeout_s, openai.max_retries, openai.max_tokens) == (240.0, 0, 8192)
+    bedrock = model_from_config("bedrock:some-model", env=env)
+    assert (bedrock.timeout_s, bedrock.max_attempts, bedrock.max_tokens) == (240.0, 1, 8192)
+    default = model_from_config("bedrock:some-model", env={})
+    assert (default.timeout_s, default.max_attempts, default.max_tokens) == (None, 4, 4096)
+
+
+def test_max_tokens_zero_sends_none_to_an_openai_endpoint():
+    env = {"ARCHMAX_MODEL_MAX_TOKENS": "0", "ARCHMAX_API_BASE_URL": "http://127.0.0.1:9/v1"}
+    assert model_from_config("openai:m", env=env).max_tokens is None
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [("ARCHMAX_MODEL_TIMEOUT_S", "soon"), ("ARCHMAX_MODEL_TIMEOUT_S", "0"), ("ARCHMAX_MODEL_MAX_RETRIES", "-1"),
+     ("ARCHMAX_MODEL_MAX_TOKENS", "1.5"), ("ARCHMAX_MODEL_TIMEOUT_S", "nan")],
+)
+def test_a_bad_tunable_is_a_configuration_error_naming_it(name, value):
+    with pytest.raises(ModelConfigurationError, match=name):
+        model_from_config("bedrock:some-model", env={name: value})
+
+
+def test_replay_per_session_reads_a_script_by_the_sessions_own_answers(tmp_path, request_in):
+    from archmax.cli_model import TranscriptScriptedModel
+
+    (tmp_path / "r.yaml").write_text("- say: one\n- say: two\n", encoding="utf-8")
+    first = model_from_config(f"scripted:{tmp_path / 'r.yaml'}", env={}, replay_per_session=True)
+    again = model_from_config(f"scripted:{tmp_path / 'r.yaml'}", env={}, replay_per_session=True)
+    assert isinstance(first, TranscriptScriptedModel)
+    # two processes (two models), one session with no answers yet: both answer entry 1
+    assert first.complete(request_in()).text == again.complete(request_in()).text == "one"

@@ -7,6 +7,8 @@ chat-completions wire format.
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from archmax.errors import (
@@ -16,9 +18,10 @@ from archmax.errors import (
     ModelNotFoundError,
     ModelRequestError,
     ModelThrottledError,
+    ModelTruncatedError,
 )
 from archmax.models.base import ToolSpec
-from archmax.models.openai import OpenAIModel
+from archmax.models.openai import OpenAIModel, wire_id
 from archmax.session.records import Message, ToolCall
 
 from ._chat_server import ChatServer, completion
@@ -124,10 +127,29 @@ def test_tool_calls_come_back_with_provider_ids_and_parsed_arguments(server, mod
     ]
 
 
-def test_length_finish_is_reported_as_max_tokens(server, model, request_in):
+def test_length_finish_is_a_truncated_answer_not_a_final_one(server, model, request_in):
     server.answer(200, completion({"content": "The order was"}, finish="length"))
 
-    assert model.complete(request_in()).stop_reason == "max_tokens"
+    with pytest.raises(ModelTruncatedError, match="cut off"):
+        model.complete(request_in())
+
+
+def test_max_tokens_is_sent_and_configurable(server, request_in):
+    for limit in (4096, 77, None):
+        server.answer(200, completion({"content": "ok"}))
+        kwargs = {} if limit == 4096 else {"max_tokens": limit}
+        OpenAIModel("m", base_url=server.base_url, api_key="k", max_retries=0, env={}, **kwargs).complete(request_in())
+    sent = [r["body"].get("max_tokens") for r in server.requests]
+    assert sent == [4096, 77, None]
+
+
+def test_wire_ids_are_nine_alphanumerics_and_a_call_and_its_result_map_alike():
+    ids = ["note_" + "0f" * 16, "call_1", "call_abcdefghijklmnopqrstuvwx", "toolu_01A-b_c", ""]
+    wired = [wire_id(i) for i in ids]
+    assert all(re.fullmatch(r"[A-Za-z0-9]{9}", w) for w in wired)
+    assert len(set(wired)) == len(ids)
+    assert wire_id("Ab3dE6gH9") == "Ab3dE6gH9"  # already fits: kept
+    assert [wire_id(i) for i in ids] == wired  # deterministic across calls (and processes: no salt)
 
 
 def test_history_sends_tool_calls_tool_messages_and_a_runtime_note_pair(server, model, request_in):
@@ -168,25 +190,25 @@ def test_history_sends_tool_calls_tool_messages_and_a_runtime_note_pair(server, 
             "content": "Which order?",
             "tool_calls": [
                 {
-                    "id": "c1",
+                    "id": wire_id("c1"),
                     "type": "function",
                     "function": {"name": "archmax_wait", "arguments": '{"reason": "the order id"}'},
                 }
             ],
         },
-        {"role": "tool", "tool_call_id": "c1", "content": "parked"},
+        {"role": "tool", "tool_call_id": wire_id("c1"), "content": "parked"},
         {
             "role": "assistant",
             "content": None,
             "tool_calls": [
                 {
-                    "id": "note_9",
+                    "id": wire_id("note_9"),
                     "type": "function",
                     "function": {"name": "archmax_note", "arguments": '{"note": "event"}'},
                 }
             ],
         },
-        {"role": "tool", "tool_call_id": "note_9", "content": "[event] 'email_reply' arrived."},
+        {"role": "tool", "tool_call_id": wire_id("note_9"), "content": "[event] 'email_reply' arrived."},
         {"role": "user", "content": "It's ORD-1001."},
     ]
     assert [t["function"]["name"] for t in body["tools"]] == ["lookup_order"]  # handoff still offers tools

@@ -24,6 +24,7 @@ import yaml
 
 from archmax import create_agent
 from archmax.cli import main
+from archmax.models.openai import wire_id
 from archmax.stores.filesystem import FilesystemStore
 
 from ._chat_server import ChatServer, completion, tool_call
@@ -177,7 +178,7 @@ def test_recording_a_real_adapter_run_keeps_the_session_and_writes_one_entry_per
     first_tools = {t["function"]["name"] for t in server.requests[0]["body"]["tools"]}
     assert {"archmax_advance", "archmax_wait"} <= first_tools
     resumed = json.dumps(server.requests[2]["body"]["messages"])
-    assert "call_Ab02" in resumed and REPLY in resumed
+    assert wire_id("call_Ab02") in resumed and REPLY in resumed
 
     entries = yaml.safe_load(cassette.read_text(encoding="utf-8"))
     assert entries == [

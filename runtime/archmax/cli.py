@@ -26,7 +26,6 @@ from archmax.cli_workspace import (
     UsageError,
     build_model,
     find_workflow,
-    load_tools,
     model_spec,
     only_workflow,
     open_store,
@@ -45,6 +44,7 @@ from archmax.errors import (
     InvalidVariableNameError,
     MissingDeliveryTriggerError,
 )
+from archmax.workflow_tools import load_tools, tool_diagnostics, tool_names
 
 USAGE_ERRORS = (
     InvalidSessionIdError,
@@ -55,7 +55,7 @@ USAGE_ERRORS = (
 )
 """Archmax errors that come from command-line input and therefore exit 2 (§11)."""
 
-COMMANDS = ("run", "deliver", "decide", "reply", "sessions", "validate", "test", "sweep", "email", "serve")
+COMMANDS = ("run", "deliver", "decide", "reply", "sessions", "validate", "test", "sweep", "email", "serve", "invoke")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -141,6 +141,10 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("workflow", nargs="?")
     serve.add_argument("--port", type=int, default=8080, help="port on 127.0.0.1 (0 picks a free one)")
     serve.add_argument("--sweep-every", type=float, default=60.0, metavar="SECONDS", help="seconds between sweeps")
+
+    from archmax.cli_invoke import add_parser as add_invoke
+
+    add_invoke(add)
     return parser
 
 
@@ -331,10 +335,19 @@ class _Cli:
         return cache[slug]
 
     def cmd_validate(self) -> int:
-        from archmax.spec import validate_workflow
+        from archmax.errors import WorkflowSpecError
+        from archmax.spec import load_workflow, validate_workflow
 
         workflow_dir = resolve_workflow(self.root, self.args.workflow)
         diagnostics = validate_workflow(workflow_dir)
+        if not any(d.severity == "error" for d in diagnostics):
+            # grants no tools.py tool provides: the hosts refuse them at start-up (archmax.workflow_tools)
+            try:
+                provided = tool_names(load_tools(workflow_dir))
+            except WorkflowSpecError as exc:
+                diagnostics = [*diagnostics, *exc.diagnostics]
+            else:
+                diagnostics = [*diagnostics, *tool_diagnostics(load_workflow(workflow_dir), provided)]
         ok = not any(d.severity == "error" for d in diagnostics)
         if self.json:
             self.say(to_json({
@@ -408,6 +421,11 @@ class _Cli:
         model = build_model(model_spec(self.model_flag))
         main_loop(serve(workflow_dir, root=store_dir, port=self.args.port, sweep_interval_s=self.args.sweep_every, model=model))
         return 0
+
+    def cmd_invoke(self) -> int:
+        from archmax.cli_invoke import run
+
+        return run(self.args, self.out)
 
     def cmd_test(self) -> int:
         words = list(self.args.words)

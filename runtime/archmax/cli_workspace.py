@@ -1,20 +1,16 @@
 """What the ``archmax`` CLI reads from its arguments.
 
-Workflows, the store, the model (and ``--record``), host tools, ``--variables`` and ``--file``.
+Workflows, the store, the model (and ``--record``), ``--variables`` and ``--file``.
 
 Rule source: BEHAVIOUR.md §11 (flags, workflow resolution, usage errors) and DESIGN.md §5 (the
 model is configuration). Everything here raises :class:`UsageError` for a bad command line; the
 CLI turns it into ``error: <message>`` and exit 2. ``UsageError`` never leaves ``archmax.cli.main``.
 
-Host tools convention: a workflow folder may hold ``tools.py`` defining ``TOOLS``, a list of
-callables (or :class:`~archmax.HostTool` objects). The CLI imports it when present and registers
-those tools; the workflow still has to grant them (``tools: {allow: [...]}``) for the model to
-be offered them.
+Host tools are loaded by :mod:`archmax.workflow_tools`, the one convention every host shares.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import re
@@ -29,7 +25,6 @@ from archmax.session.variables import is_variable_name
 from archmax.stores.base import SessionStore
 
 WORKFLOW_FILE = "workflow.yaml"
-TOOLS_FILE = "tools.py"
 
 
 class UsageError(Exception):
@@ -177,36 +172,7 @@ def build_model(spec: str | None, *, record: str | None = None) -> Model:
 def _configured_model(spec: str | None) -> Model:
     from archmax.models import model_from_config
 
-    if spec is not None and spec.strip().startswith("scripted:"):
-        from archmax.cli_model import TranscriptScriptedModel
-        from archmax.errors import ModelConfigurationError
-
-        path = spec.strip()[len("scripted:") :].strip()
-        if not path:
-            raise ModelConfigurationError(f"model '{spec}' names nothing after 'scripted:'")
-        return TranscriptScriptedModel.from_file(path)
-    return model_from_config(spec)
-
-
-def load_tools(workflow_dir: Path) -> list[Any]:
-    """The ``TOOLS`` list of ``<workflow>/tools.py``, or ``[]`` when there is no such file.
-
-    Raises:
-        UsageError: the file defines no ``TOOLS`` list.
-    """
-    file = workflow_dir / TOOLS_FILE
-    if not file.is_file():
-        return []
-    module_name = "archmax_workflow_tools_" + re.sub(r"\W", "_", workflow_dir.name)
-    spec = importlib.util.spec_from_file_location(module_name, file)
-    if spec is None or spec.loader is None:
-        raise UsageError(f"cannot import host tools from '{file}'")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    tools = getattr(module, "TOOLS", None)
-    if not isinstance(tools, (list, tuple)):
-        raise UsageError(f"'{file}' must define TOOLS, a list of callables")
-    return list(tools)
+    return model_from_config(spec, replay_per_session=True)
 
 
 # --------------------------------------------------------------------------- --variables, --file

@@ -8,9 +8,11 @@ nothing creates tables or buckets at run time).
 Settings (environment variables):
 
 ===================  =======================================================================
-``WORKFLOW_DIR``     the workflow folder (required)
-``ARCHMAX_MODEL``    the model (``scripted:<file>``, ``bedrock:<id>``, ``openai:<model>``); read
-                     by ``create_agent`` at first use
+``WORKFLOW_DIR``     the workflow folder (required); its ``tools.py`` is loaded as the CLI loads it
+                     (:mod:`archmax.workflow_tools`), and a grant no tool provides fails here
+``ARCHMAX_MODEL``    the model (``scripted:<file>``, ``bedrock:<id>``, ``openai:<model>``, with
+                     ``ARCHMAX_MODEL_TIMEOUT_S`` / ``_MAX_RETRIES`` / ``_MAX_TOKENS``); a script
+                     replays per session (its n-th model call gets entry n), as in the CLI
 ``SESSIONS_TABLE``   with ``SESSIONS_BUCKET``: the AWS store (else the filesystem store)
 ``SESSIONS_BUCKET``  also where the SES rule's S3 action writes raw mail (``inbound/<id>``), and
                      where the DynamoDB inbox keeps firings too large for an item
@@ -39,7 +41,10 @@ from archmax.agent import Agent, create_agent
 from archmax.clock import Clock
 from archmax.errors import StoreError
 from archmax.inbound.ses import SesMail
+from archmax.models import model_from_config
 from archmax.models.base import Model
+from archmax.spec import load_workflow
+from archmax.workflow_tools import load_checked_tools
 
 
 def _no_mail(bucket: str | None, key: str) -> bytes:
@@ -120,7 +125,9 @@ def from_environment(
 
     Raises:
         StoreError: ``WORKFLOW_DIR`` is missing.
-        WorkflowSpecError: the workflow does not load.
+        WorkflowSpecError: the workflow does not load, its ``tools.py`` does not import, or it grants
+            a tool no module provides.
+        ModelConfigurationError: ``ARCHMAX_MODEL`` (or a tunable) is not a usable model configuration.
     """
     from archmax.hosting.host import Host
 
@@ -171,7 +178,11 @@ def from_environment(
         from archmax.hosting.inbox_fs import FilesystemInbox
 
         inbox = FilesystemInbox(Path(env.get("ARCHMAX_ROOT") or "sessions"))
-    agent = create_agent(workflow, store, model, clock=clock)
+    spec = load_workflow(Path(workflow))
+    if model is None and (env.get("ARCHMAX_MODEL") or "").strip():
+        # scripted: replays per session, since a session's turns span invocations; a bad value fails here
+        model = model_from_config(env["ARCHMAX_MODEL"], env=env, replay_per_session=True)
+    agent = create_agent(spec, store, model, tools=load_checked_tools(spec), clock=clock)
     function_name = env.get("AWS_LAMBDA_FUNCTION_NAME")
     if waker is None and env.get("ARCHMAX_DRAIN", "async" if function_name else "inline") == "async":
         if not function_name:

@@ -28,7 +28,7 @@ from urllib.parse import unquote
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, APIGatewayRestResolver, Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
 
-from archmax.errors import ArchmaxError, CallerError, InvalidEventError
+from archmax.errors import ArchmaxError, CallerError, InvalidEventError, ModelError, StoreError
 from archmax.hosting.http import error_response
 from archmax.session.ids import validate_session_id
 
@@ -233,8 +233,14 @@ def drain(c: Collaborators, session_id: Any) -> dict[str, Any]:
 
     Raises:
         InvalidSessionIdError: ``session_id`` fails BEHAVIOUR.md §4.1 (before any key is built).
+        ModelError, StoreError: an item could not be applied now (it stays pending). Raised, not
+            answered, so the asynchronous invocation fails: Lambda retries it, then hands it to the
+            function's OnFailure DLQ, and the sweep re-drives the item meanwhile.
     """
     results = c.host.drain(validate_session_id(session_id))
+    for result in results:
+        if isinstance(result, ModelError | StoreError):
+            raise result
     return {
         "drained": [
             {"error": type(r).__name__, "message": str(r)}

@@ -154,6 +154,8 @@ class Host:
         self.clock = clock or agent.runtime.clock
         self.lease_ttl_s = float(lease_ttl_s)
         self._waker = waker or self._drain_now
+        self.on_due: Callable[[str, str], None] | None = None
+        """Told ``(session_id, resume_at)`` before the sweep wakes a due park (telemetry's timer lateness)."""
 
     def _now(self) -> str:
         return format_instant(self.clock.now())
@@ -431,6 +433,7 @@ class Host:
                 self.agent,
                 instant,
                 on_error=lambda sid, exc: log.warning("timer delivery to %r failed: %s", sid, exc),
+                on_due=self.on_due,
             )
         except SessionStoreCapabilityError as exc:
             report.due_skipped = str(exc)

@@ -45,6 +45,7 @@ def sweep(
     *,
     on_error: Callable[[str, ArchmaxError], None] | None = None,
     on_outcome: Callable[[str, Outcome], None] | None = None,
+    on_due: Callable[[str, str], None] | None = None,
 ) -> list[tuple[str, str]]:
     """Deliver ``trigger="timer"`` to every due input park of the agent's workflow.
 
@@ -61,6 +62,8 @@ def sweep(
             :class:`ArchmaxError`; the sweep then goes on with the next session.
         on_outcome: Called with ``(session_id, outcome)`` for each delivery that returned (what
             ``archmax sweep`` prints the reply or handoff message from).
+        on_due: Called with ``(session_id, resume_at)`` for each due park just before its delivery
+            (hosting measures how late the timer fired).
 
     Returns:
         ``[(session_id, kind), ...]`` in delivery order, where ``kind`` is the Outcome's kind
@@ -74,10 +77,16 @@ def sweep(
         [('bank-INV-1042', 'parked')]
     """
     instant = _listing_instant(agent, now)
-    due = [session_id for session_id, _resume_at in agent.store.due(instant, workflow=agent.spec.slug)]
+    resume_at = dict(agent.store.due(instant, workflow=agent.spec.slug))
+
+    def wake(session_id: str) -> Outcome:
+        if on_due is not None:
+            on_due(session_id, resume_at[session_id])
+        return agent.workflow.deliver(session_id, trigger=TIMER_TRIGGER, variables={"now": instant})
+
     return _drive(
-        due,
-        lambda session_id: agent.workflow.deliver(session_id, trigger=TIMER_TRIGGER, variables={"now": instant}),
+        list(resume_at),
+        wake,
         SessionNotAwaitingInputError,
         on_error,
         on_outcome,

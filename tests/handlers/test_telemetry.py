@@ -223,3 +223,39 @@ def test_runtime_warnings_come_out_as_json_with_the_invocations_keys(
     (line,) = read(capsys).lines("from the runtime")
     assert line["level"] == "WARNING" and line["session_id"] == "AAQk-9" and line["workflow"] == "support-inbox"
     assert line["service"] == deployed["POWERTOOLS_SERVICE_NAME"]
+
+
+def test_a_timer_delivery_reports_how_late_it_came_after_resume_at(
+    deployed: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from archmax.clock import FakeClock
+    from archmax.handlers import send, timer
+    from archmax.hosting.telemetry import Telemetry
+    from archmax.hosting.wiring import from_environment
+
+    script = tmp_path / "wait.yaml"
+    script.write_text(yaml.safe_dump([
+        {"call": {"archmax_advance": {"to": "clarify", "reason": "no order number"}}},
+        {"say": "Which order?", "call": {"archmax_wait": {"reason": "the order number", "until": "1h"}}},
+        {"say": "No reply came."},
+    ]))  # fmt: skip
+    monkeypatch.setenv("ARCHMAX_MODEL", f"scripted:{script}")
+    clock = FakeClock("2025-01-01T00:00:00.000Z")
+    telemetry = Telemetry("timer")  # what functions/<name>/app.py composes, with a clock the test moves
+    collaborators = telemetry.attach(from_environment(clock=clock))
+    send_handler = telemetry.handler(send.build(collaborators))
+    timer_handler = telemetry.handler(timer.build(collaborators))
+    assert send_handler(event("apigw_send_message.json"), FakeLambdaContext())["statusCode"] == 202
+    resume_at = collaborators.agent.sessions.get("AAQk-1").resume_at
+    capsys.readouterr()
+
+    clock.advance(hours=1, minutes=2)  # the schedule fires a little after resume_at
+    report = timer_handler(event("scheduled_sweep.json"), FakeLambdaContext())
+    assert [list(due) for due in report["report"]["due"]] == [["AAQk-1", "completed"]]
+    out = read(capsys)
+    (line,) = out.lines("timer delivered")
+    assert line["resume_at"] == resume_at and line["session_id"] == "AAQk-1" and line["trigger"] == "timer"
+    ((late, dims),) = out.metric("TimerLateness")
+    assert late == [120.0] and dims["Workflow"] == "support-inbox"  # the fake clock's two minutes, exactly
+    (outcome,) = out.lines("outcome")
+    assert outcome["operation"] == "deliver" and outcome["disposition"] == "deliver"

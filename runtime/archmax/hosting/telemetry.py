@@ -173,8 +173,8 @@ class Telemetry:
     # ------------------------------------------------------------------ invocation
 
     def _begin(self, event: Mapping[str, Any], context: Any) -> None:
-        self._reported = []
-        self._due = {}
+        self._reported.clear()
+        self._due.clear()  # the host holds its __setitem__
         self.logger.append_keys(workflow=self.workflow, function=self.function)
         keys = event_keys(event, getattr(context, "aws_request_id", None))
         correlation = keys.pop("correlation_id", None)

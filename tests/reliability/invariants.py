@@ -64,6 +64,8 @@ class InboxRecord:
 
     event: Event
     fresh: bool
+    delivery_id: str
+    """The item's key: the event's delivery id, or the one ``Host.accept`` minted."""
 
 
 @dataclass
@@ -105,10 +107,9 @@ def check_inbox(ledger: Ledger, inbox: Any, records: dict[str, Checkpoint]) -> N
     by_session: dict[str, list[tuple[int, int]]] = {}
     for record in ledger.inboxed:
         event = record.event
-        item = inbox.get(event.session_id, event.delivery_id)
-        if item is None:
-            continue  # the put itself was cut short by a fault before it landed
-        where = f"inbox item {event.delivery_id!r} ({event.token}) of {event.session_id}"
+        item = inbox.get(event.session_id, record.delivery_id)
+        where = f"inbox item {record.delivery_id!r} ({event.token}) of {event.session_id}"
+        check(item is not None, f"{where} was accepted but is not in the inbox")
         check(item.status != "pending", f"{where} is still pending after recovery: lost")
         check(item.status != "failed", f"{where} was accepted but marked failed: {item.error}")
         rec = records.get(event.session_id)

@@ -3,7 +3,7 @@
 Run as ``python kill_worker.py '<job json>'``; the job names the store (``filesystem`` root, or the
 parent's moto endpoint for ``aws``), the events, and the write to die at (``kill-before`` /
 ``kill-after``, counted over the whole job). Each event whose caller got an answer is printed
-(``applied <n>`` / ``refused <n>``) and flushed before the next, so the parent knows what a caller
+(``applied <n>`` / ``refused <n>``, then the id of any inbox item it made) and flushed before the next, so the parent knows what a caller
 of this process learned before it died.
 """
 
@@ -32,7 +32,8 @@ def main(job: dict) -> None:
     for spec in job["events"]:
         event = driver.ledger.new(spec["session_id"], spec["channel"], spec["delivery_id"], spec["act"])
         driver.call(event, event.channel, None, None, nested=True)
-        print(f"{event.status} {event.n}", flush=True)
+        inboxed = [r.delivery_id for r in driver.ledger.inboxed if r.event is event]
+        print(f"{event.status} {event.n} {' '.join(inboxed)}".strip(), flush=True)
 
 
 if __name__ == "__main__":

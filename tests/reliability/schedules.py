@@ -305,7 +305,7 @@ class Driver:
                 world.faults.disarm()
         event.status = "applied"
         if isinstance(answer, Accepted):
-            self.ledger.inboxed.append(InboxRecord(event, fresh=first_try and not answer.duplicate))
+            self.ledger.inboxed.append(InboxRecord(event, first_try and not answer.duplicate, answer.delivery_id))
 
     def _door(self, event: Event, channel: str) -> Any:
         world, sid = self.world, event.session_id

@@ -10,20 +10,26 @@ from __future__ import annotations
 import pytest
 from hypothesis import settings
 
-from .conftest import EXAMPLES, PROFILE
+from .conftest import PROFILE, SCHEDULES, STEPS
 from .schedules import OPEN_SCENARIOS, Schedule
 
 
-def _case(kind: str) -> type:
+def _cases(kind: str) -> dict[str, type]:
+    """One TestCase per shard of the store's schedules (the profile says how many)."""
+    shards, schedules = SCHEDULES[kind]
     machine = type(f"{kind.capitalize()}Schedule", (Schedule,), {"kind": kind})
-    case = machine.TestCase
-    case.settings = settings(settings.get_profile(PROFILE), max_examples=EXAMPLES[kind])
-    return case
+    out = {}
+    for shard in range(shards):
+        case = type(f"Test{kind.capitalize()}Schedules{shard if shards > 1 else ''}", (machine.TestCase,), {})
+        case.settings = settings(
+            settings.get_profile(PROFILE), max_examples=schedules, stateful_step_count=STEPS[kind]
+        )
+        out[case.__name__] = case
+    return out
 
 
-TestMemorySchedules = _case("memory")
-TestFilesystemSchedules = _case("filesystem")
-TestAwsSchedules = _case("aws")
+for _kind in ("memory", "filesystem", "aws"):
+    globals().update(_cases(_kind))
 
 
 def test_no_operation_mix_is_left_out() -> None:

@@ -79,11 +79,11 @@ def test_a_process_killed_at_any_write_loses_and_repeats_nothing(kind: str) -> N
             if done.returncode == -signal.SIGKILL:
                 table.fault("sigkill")
             for line in done.stdout.splitlines():
-                status, n = line.split()
+                status, n, *minted = line.split()
                 event = ledger.events[int(n)]
                 event.status, event.tries = status, 1
                 if status == "applied" and event.channel == "accept":
-                    ledger.inboxed.append(InboxRecord(event, fresh=True))
+                    ledger.inboxed.append(InboxRecord(event, True, minted[0]))
             world.restart()
             Driver(world, ledger, table).recover_and_check()
         finally:

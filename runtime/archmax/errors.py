@@ -338,6 +338,18 @@ class StoreError(InfrastructureError):
     """The store failed for a reason other than a conflict (I/O, permissions, AWS service error)."""
 
 
+class ConfigurationError(InfrastructureError):
+    """A host setting (environment variable, SSM parameter, secret) is missing or unusable.
+
+    Attributes:
+        setting: The environment variable or parameter name at fault, or ``None``.
+    """
+
+    def __init__(self, message: str, *, setting: str | None = None) -> None:
+        self.setting = setting
+        super().__init__(message)
+
+
 # --------------------------------------------------------------------------- model provider
 
 

@@ -1,0 +1,97 @@
+"""archmax.inbound.reply_token: signed reply tokens, and the secret read through Powertools Parameters."""
+
+from __future__ import annotations
+
+import importlib
+import re
+
+import pytest
+
+from archmax.errors import ArchmaxError, ConfigurationError
+from archmax.inbound import reply_token
+from archmax.inbound.reply_token import reply_address, session_from_addresses, sign, verify
+from archmax.inbound.secrets import parse_reference, read_secret
+
+SECRET = b"0123456789abcdef-reply-secret"
+OTHER = b"fedcba9876543210-other-secret"
+
+
+@pytest.mark.parametrize("session_id", ["AAQk-1", "order-1", "Order-1", "chat/42 ü", "x" * 300])
+def test_a_signed_token_verifies_to_its_session_id(session_id: str) -> None:
+    token = sign(session_id, SECRET)
+    assert re.fullmatch(r"[a-z2-7]+-[a-z2-7]+", token)
+    assert verify(token, SECRET) == session_id
+    assert verify(token.upper(), SECRET) == session_id  # mail systems may fold a local part's case
+
+
+def test_a_token_under_another_secret_or_tampered_is_refused() -> None:
+    token = sign("AAQk-1", SECRET)
+    assert verify(token, OTHER) is None
+    forged_id = sign("AAQk-2", OTHER).split("-")[0] + "-" + token.split("-")[1]
+    assert verify(forged_id, SECRET) is None  # another id with this id's MAC
+    flipped = token[:-1] + ("a" if token[-1] != "a" else "b")
+    assert verify(flipped, SECRET) is None
+
+
+@pytest.mark.parametrize("junk", ["", "-", "abc", "abc-", "a!b-" + "a" * 26, "zz-" + "a" * 25, None, 12, "a-" * 2000])
+def test_malformed_tokens_are_none_not_errors(junk: object) -> None:
+    assert verify(junk, SECRET) is None  # type: ignore[arg-type]
+
+
+def test_a_short_secret_is_refused_on_both_sides() -> None:
+    with pytest.raises(ValueError):
+        sign("a", b"short")
+    with pytest.raises(ValueError):
+        verify("a-b", b"short")
+
+
+def test_reply_address_round_trips_through_the_recipient_list() -> None:
+    address = reply_address("support+old@example.com", "AAQk-1", SECRET)
+    local, domain = address.split("@")
+    assert domain == "example.com" and local.startswith("support+")
+    assert session_from_addresses(["someone@example.com", address.upper()], SECRET) == "AAQk-1"
+    assert session_from_addresses(["support@example.com", "support+nope@example.com"], SECRET) is None
+
+
+def test_the_secret_comes_from_the_environment_first() -> None:
+    assert reply_token.configured_secret({}) is None
+    assert reply_token.configured_secret({"ARCHMAX_REPLY_SECRET": SECRET.decode()}) == SECRET
+    with pytest.raises(ConfigurationError) as info:
+        reply_token.configured_secret({"ARCHMAX_REPLY_SECRET": "short"})
+    assert isinstance(info.value, ArchmaxError) and info.value.setting == "ARCHMAX_REPLY_SECRET"
+
+
+@pytest.mark.parametrize(
+    ("reference", "parsed"),
+    [("ssm:/a/b", ("ssm", "/a/b")), ("/a/b", ("ssm", "/a/b")), ("secretsmanager:hook", ("secretsmanager", "hook"))],
+)
+def test_secret_references(reference: str, parsed: tuple[str, str]) -> None:
+    assert parse_reference(reference) == parsed
+
+
+@pytest.mark.parametrize("reference", ["", "  ", "ssm:", "secretsmanager: "])
+def test_an_empty_secret_reference_is_a_configuration_error(reference: str) -> None:
+    with pytest.raises(ConfigurationError):
+        parse_reference(reference)
+
+
+@pytest.fixture
+def moto():
+    env = importlib.import_module("stores.aws.moto_env")
+    server = env.server()
+    server.reset()
+    return server
+
+
+def test_secrets_are_read_from_ssm_and_secrets_manager_on_moto(moto) -> None:
+    ssm, sm = moto.client("ssm"), moto.client("secretsmanager")
+    ssm.put_parameter(Name="/archmax/reply", Value=SECRET.decode(), Type="SecureString")
+    sm.create_secret(Name="hook-secret", SecretString="whsec_live_value")
+    sm.create_secret(Name="binary-secret", SecretBinary=b"\x00\x01binary-secret-bytes")
+    assert read_secret("ssm:/archmax/reply", ssm_client=ssm) == SECRET
+    assert read_secret("/archmax/reply", ssm_client=ssm) == SECRET
+    assert read_secret("secretsmanager:hook-secret", secrets_client=sm) == b"whsec_live_value"
+    assert read_secret("secretsmanager:binary-secret", secrets_client=sm) == b"\x00\x01binary-secret-bytes"
+    with pytest.raises(ConfigurationError) as info:
+        read_secret("ssm:/archmax/missing", ssm_client=ssm)
+    assert info.value.setting == "ssm:/archmax/missing"

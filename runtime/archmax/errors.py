@@ -285,6 +285,47 @@ class InvalidEventError(CallerError):
         super().__init__(f"invalid event: {problem}", session_id=session_id)
 
 
+class UnauthenticatedEventError(InvalidEventError):
+    """An inbound event lacks the proof its entry point requires (a webhook signature, a fresh timestamp); 401.
+
+    Nothing was written. Rule source: issue 13 item 2 (unsigned or stale requests get 401).
+    """
+
+    def __init__(self, problem: str, *, session_id: str | None = None) -> None:
+        super().__init__(problem, status=401, session_id=session_id)
+
+
+class AttachmentLimitError(CallerError):
+    """A firing carries more attachments, or more attachment bytes, than the host's caps allow; nothing was placed.
+
+    Rule source: issue 13 item 5 (caps per mail and per firing; the excess refused and recorded).
+
+    Attributes:
+        limit: Which cap (``attachments`` or ``attachment_bytes``).
+        allowed: The cap's value.
+        found: What the firing carried.
+    """
+
+    def __init__(self, limit: str, allowed: int, found: int, *, session_id: str | None = None) -> None:
+        self.limit, self.allowed, self.found = limit, allowed, found
+        what = "attachments" if limit == "attachments" else "bytes of attachments"
+        super().__init__(f"the firing carries {found} {what}; at most {allowed} are accepted", session_id=session_id)
+
+
+class UnknownQuarantineError(CallerError):
+    """``quarantine release`` named a mail that is not in the session's quarantine (404).
+
+    Attributes:
+        delivery_id: The id asked for.
+    """
+
+    def __init__(self, session_id: str, delivery_id: str) -> None:
+        self.delivery_id = delivery_id
+        super().__init__(
+            f"session '{session_id}' has no quarantined mail '{delivery_id}'", session_id=session_id
+        )
+
+
 class InvalidDeliveryIdError(CallerError):
     """A firing's ``delivery_id`` cannot be recorded or used as an inbox key; nothing was written.
 
@@ -336,6 +377,24 @@ class SessionStoreCapabilityError(InfrastructureError):
 
 class StoreError(InfrastructureError):
     """The store failed for a reason other than a conflict (I/O, permissions, AWS service error)."""
+
+
+class SessionIdMismatchError(InfrastructureError):
+    """A store answered a load for one session id with another session's record (issue 13 item 4).
+
+    Never a silent answer: two ids that one filesystem folds to one folder, or a corrupted record,
+    must not let one session read or complete another.
+
+    Attributes:
+        stored_id: The ``session_id`` the record holds.
+    """
+
+    def __init__(self, session_id: str, stored_id: str) -> None:
+        self.stored_id = stored_id
+        super().__init__(
+            f"the store's record for session {session_id!r} belongs to session {stored_id!r}; refusing to mix them",
+            session_id=session_id,
+        )
 
 
 class ConfigurationError(InfrastructureError):

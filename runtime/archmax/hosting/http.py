@@ -28,6 +28,8 @@ ERROR_STATUS: dict[type[e.ArchmaxError], int] = {
     e.UnknownTriggerError: 400,
     e.UnknownSessionTriggerError: 400,
     e.InvalidDecisionTargetError: 400,
+    e.AttachmentLimitError: 413,
+    e.UnknownQuarantineError: 404,
     # the session (or workflow) is not in a state that allows it: 409
     e.SessionStateError: 409,
     e.SessionNotAwaitingInputError: 409,
@@ -41,6 +43,8 @@ ERROR_STATUS: dict[type[e.ArchmaxError], int] = {
     e.WorkflowError: 500,
     e.InfrastructureError: 500,
     e.SessionStoreCapabilityError: 500,
+    e.SessionIdMismatchError: 500,
+    e.ConfigurationError: 500,
     # a dependency failed: the store 503 (retry), the model provider 502 / 503 when throttled
     e.StoreError: 503,
     e.ModelError: 502,

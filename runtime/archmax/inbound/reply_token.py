@@ -7,7 +7,7 @@ mail speak into its session) and the shared interface of TEAM.md: the outbound s
 Token shape: ``<id32>-<mac32>``, both lowercase RFC 4648 base32 without padding (``a-z2-7``), so
 the token survives mail systems that fold the case of a local part and holds no ``+``, ``@`` or
 ``.``. ``id32`` encodes the UTF-8 session id; ``mac32`` is the first 16 bytes (128 bits) of
-HMAC-SHA256(secret, ``"archmax-reply-v1\\0" + session id``). The prefix keeps these MACs apart from
+HMAC-SHA256(secret, ``"archmax-reply-v1" NUL + session id``). The prefix keeps these MACs apart from
 any other use of the same secret (webhook signatures use their own). The token never expires:
 a reply may come months later, and the session's own state (finished, parked) still governs what a
 delivery does. RFC 5321 limits a local part to 64 octets; a long session id makes a longer token,

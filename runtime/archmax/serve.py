@@ -32,6 +32,11 @@ from archmax.handlers.common import Handler
 from archmax.hosting.wiring import Collaborators, from_environment
 from archmax.models.base import Model
 
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+"""Host names a request's ``Host`` and ``Origin`` may name (issue 13 item 3: DNS rebinding names another)."""
+WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+ALLOWED_METHODS = ("GET", "POST")
+
 MAX_BODY_BYTES = 10 * 1024 * 1024
 """The largest request body read (bytes): an HTTP API's payload limit, so local and deployed refuse alike."""
 
@@ -97,6 +102,60 @@ def http_event(method: str, target: str, headers: Mapping[str, str], body: bytes
     return event
 
 
+def _loopback_authority(value: str, port: int) -> bool:
+    """Whether ``host[:port]`` names the loopback and, when a port is given, this server's port."""
+    parts = urlsplit(f"//{value}")
+    try:
+        given = parts.port
+    except ValueError:
+        return False
+    return (parts.hostname or "") in LOOPBACK_HOSTS and given in (None, port) and not parts.username
+
+
+def request_problem(method: str, headers: Mapping[str, str], port: int) -> tuple[int, str] | None:
+    """Why ``archmax serve`` refuses a request before any handler runs, or ``None`` (issue 13 item 3).
+
+    A web page the developer visits can make the browser send requests to 127.0.0.1: a no-cors POST
+    (no JSON ``Content-Type``), a cross-origin ``Origin``, or, after DNS rebinding, a ``Host`` naming
+    the attacker's domain. Each is refused:
+
+    * ``Host`` missing or not a loopback name (``127.0.0.1``, ``localhost``, ``[::1]``, with this
+      port if any) -> 421 Misdirected Request;
+    * ``Origin`` present and not ``http://<loopback>:<port>`` (``null`` included), or
+      ``Sec-Fetch-Site`` ``cross-site``/``same-site`` -> 403;
+    * a write (POST/PUT/PATCH/DELETE) whose ``Content-Type`` is not ``application/json`` -> 415
+      (a browser cannot send that type cross-origin without a CORS preflight, which is refused).
+
+    Args:
+        method: The request method.
+        headers: Request headers (any case).
+        port: The port the server listens on.
+
+    Returns:
+        ``(status, problem)`` or ``None``.
+    """
+    lower = {k.lower(): v for k, v in headers.items()}
+    host = (lower.get("host") or "").strip()
+    if not host or not _loopback_authority(host, port):
+        return 421, f"Host {host!r} does not name this server on the loopback; use http://127.0.0.1:{port}"
+    origin = lower.get("origin")
+    if origin is not None:
+        parts = urlsplit(origin.strip())
+        try:
+            same_port = (parts.port or 80) == port
+        except ValueError:
+            same_port = False
+        if parts.scheme != "http" or not _loopback_authority(parts.netloc, port) or not same_port:
+            return 403, f"cross-origin requests are refused (Origin {origin!r})"
+    if (lower.get("sec-fetch-site") or "").strip().lower() in ("cross-site", "same-site"):
+        return 403, "cross-site requests are refused (Sec-Fetch-Site)"
+    if method in WRITE_METHODS:
+        media = (lower.get("content-type") or "").split(";")[0].strip().lower()
+        if media != "application/json":
+            return 415, f"a {method} needs Content-Type: application/json (got {media or 'none'!r})"
+    return None
+
+
 def handler_for(method: str, path: str) -> str:
     """The handler (``send``/``deliver``/``resolve``) serving a request; ``resolve`` when none matches (404)."""
     for verb, pattern, _key, name in ROUTES:
@@ -124,7 +183,8 @@ class LocalServer:
             "timer": timer.build(collaborators),
         }
         self._httpd = ThreadingHTTPServer((host, port), self._request_handler())
-        self.url = f"http://{host}:{self._httpd.server_address[1]}"
+        self.port = int(self._httpd.server_address[1])
+        self.url = f"http://{host}:{self.port}"
         self._stop = threading.Event()
         self._threads = [
             threading.Thread(target=self._httpd.serve_forever, name="archmax-serve", daemon=True)
@@ -142,17 +202,42 @@ class LocalServer:
         server = self
 
         class Handler(BaseHTTPRequestHandler):
-            def _refuse(self, status: int, message: str) -> None:
-                data = json.dumps({"error": "InvalidEventError", "message": f"invalid event: {message}"}).encode()
+            def _refuse(self, status: int, message: str, error: str = "InvalidEventError") -> None:
+                if self.request_version == "HTTP/0.9":
+                    self.request_version = "HTTP/1.0"  # answer with a status line and headers, never 0.9
+                data = json.dumps({"error": error, "message": f"invalid event: {message}"}).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
+                if status == 405:
+                    self.send_header("Allow", ", ".join(ALLOWED_METHODS))
                 self.send_header("Content-Length", str(len(data)))
                 self.send_header("Connection", "close")
                 self.end_headers()
-                self.wfile.write(data)
+                if self.command != "HEAD":
+                    self.wfile.write(data)
                 self.close_connection = True
 
+            def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+                """Every refusal http.server makes itself (bad request line, unknown method) as JSON."""
+                if code == 501:  # a method no route serves (HEAD, OPTIONS, TRACE, CONNECT, BREW...)
+                    return self._refuse(405, f"method {self.command!r} is not served", "MethodNotAllowed")
+                self._refuse(code if 400 <= code < 500 else 400, message or "malformed request", "BadRequest")
+
+            def parse_request(self) -> bool:
+                if not super().parse_request():
+                    return False
+                if self.request_version == "HTTP/0.9":
+                    self.send_error(400, "HTTP/0.9 requests are not served")
+                    return False
+                return True
+
+            def do_HEAD(self) -> None:  # noqa: N802 - http.server's naming
+                self.send_error(501)
+
             def _serve(self) -> None:
+                problem = request_problem(self.command, dict(self.headers.items()), server.port)
+                if problem is not None:
+                    return self._refuse(*problem)
                 declared = (self.headers.get("Content-Length") or "0").strip()
                 if not declared.isdigit():  # "abc", "-1", "1e3": int() would crash, read(-1) would hang
                     return self._refuse(400, f"Content-Length {declared!r} is not a byte count")

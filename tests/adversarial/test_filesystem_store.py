@@ -18,7 +18,7 @@ from archmax import FilesystemStore, MemoryStore, create_agent
 from archmax.clock import FakeClock
 from archmax.errors import InvalidSessionIdError
 from archmax.models.scripted import ScriptedModel
-from archmax.session.ids import folder_name
+from archmax.session.ids import portable_folder_name
 from archmax.spec import workflow_from_dict
 
 WORKER = Path(__file__).with_name("_worker.py")
@@ -110,7 +110,7 @@ LOOKALIKES = [
 
 def test_distinct_ids_never_share_a_folder_and_each_reads_back_its_own_data(tmp_path):
     store = FilesystemStore(tmp_path)
-    folders = {i: folder_name(i) for i in LOOKALIKES}
+    folders = {i: portable_folder_name(i) for i in LOOKALIKES}
     assert len(set(folders.values())) == len(LOOKALIKES)
     for name in folders.values():
         assert "/" not in name and "\\" not in name and name not in (".", "..") and not name.startswith(".")

@@ -13,6 +13,7 @@ import pytest
 from archmax.errors import InvalidDeliveryIdError, InvalidSessionIdError
 from archmax.hosting.inbox import DynamoInbox, FilesystemInbox, InboxItem
 from archmax.session.firing import FileIn, Firing
+from archmax.session.ids import portable_folder_name
 
 T0 = "2025-01-01T00:00:00.000Z"
 T1 = "2025-01-01T00:00:01.000Z"
@@ -180,7 +181,7 @@ def test_filesystem_inbox_keeps_its_files_under_the_dot_inbox_folder_of_the_stor
     inbox = FilesystemInbox(tmp_path / "sessions")
     inbox.put(item("m-1", session_id="a/b"))
     assert sorted(p.name for p in (tmp_path / "sessions").iterdir()) == [".inbox"]
-    assert (tmp_path / "sessions" / ".inbox" / "sessions" / "a%2Fb.json").is_file()
+    assert (tmp_path / "sessions" / ".inbox" / "sessions" / f"{portable_folder_name('a/b')}.json").is_file()
 
 
 def test_filesystem_inbox_is_shared_by_two_instances_on_one_root(tmp_path):

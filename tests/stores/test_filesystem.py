@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from archmax.errors import CommitConflictError, InvalidFilePathError, InvalidSessionIdError
-from archmax.session.ids import folder_name
+from archmax.session.ids import folder_name, portable_folder_name
 from archmax.stores.base import SessionStore
 from archmax.stores.codec import chunk_bytes, chunk_counts, chunk_from_bytes, decode_chunks, encode_chunk
 from archmax.stores.filesystem import FilesystemStore
@@ -75,9 +75,9 @@ def test_spec_snapshot_is_pretty_json(store, root):
 
 
 @pytest.mark.parametrize("session_id", ["mail/thread\\x", ".hidden", "100%", "ü" * 150, "x" * 300])
-def test_session_folder_is_the_escaped_or_hashed_id(store, root, session_id):
+def test_session_folder_is_the_portable_name_of_the_id(store, root, session_id):
     store.commit(session_id, make_record(session_id, 1), 0)
-    folder = folder_name(session_id)
+    folder = portable_folder_name(session_id)
     assert (root / folder / "checkpoints" / "0000000001.json").is_file()
     assert [p.name for p in root.iterdir() if not p.name.startswith(".")] == [folder]
     assert store.list() == [session_id]
@@ -159,7 +159,7 @@ def test_folders_without_checkpoints_are_not_sessions(store, root):
 def test_list_reads_the_id_stored_in_the_checkpoint_not_the_folder_name(store, root):
     long_id = "thread-" + "y" * 250
     store.commit(long_id, make_record(long_id, 1), 0)
-    assert "%%" in folder_name(long_id)
+    assert "%%" in folder_name(long_id) and "%%" in portable_folder_name(long_id)
     assert store.list() == [long_id]
     assert store.due("2030-01-01T00:00:00.000Z") == []
 

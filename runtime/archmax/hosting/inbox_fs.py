@@ -5,7 +5,9 @@ counter), §3 Storage ("a file lock ... so two processes on one machine are safe
 
 Layout under ``<root>/.inbox/`` (``root`` is the filesystem store's root; a session folder can
 never start with ``.``, so ``.inbox`` never collides with a session), ``<folder>`` being
-:func:`archmax.session.ids.folder_name`::
+:func:`archmax.session.ids.portable_folder_name` (distinct on case-folding disks; a file an older
+version named by :func:`~archmax.session.ids.folder_name` is renamed on first use when it holds
+this very session's inbox)::
 
     sessions/<folder>.json   the session's whole inbox (items, arrivals counter, drain lease)
     pending/<folder>         a marker holding the session id while any item is pending
@@ -23,9 +25,9 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
-from archmax.errors import StoreError
+from archmax.errors import SessionIdMismatchError, StoreError
 from archmax.hosting.inbox_base import InboxItem, InboxState, ItemStatus
-from archmax.session.ids import folder_name, validate_delivery_id
+from archmax.session.ids import folder_name, portable_folder_name, validate_delivery_id
 
 
 class FilesystemInbox:
@@ -50,13 +52,25 @@ class FilesystemInbox:
 
     @contextlib.contextmanager
     def _session(self, session_id: str, *, write: bool) -> Iterator[InboxState]:
-        folder = folder_name(session_id)  # validates the id before it becomes a path
+        folder = portable_folder_name(session_id)  # validates the id before it becomes a path
         lock = FileLock(str(self.base / ".locks" / f"{folder}.lock"), timeout=self._lock_timeout_s)
         try:
             with lock, _io_errors():
                 path = self.base / "sessions" / f"{folder}.json"
+                legacy = self.base / "sessions" / f"{folder_name(session_id)}.json"
+                if not path.exists() and legacy != path and legacy.is_file():
+                    state = InboxState.model_validate_json(legacy.read_bytes())
+                    if state.session_id == session_id:  # on a case-folding disk it may be another's
+                        os.replace(legacy, path)
+                        old_marker = self.base / "pending" / folder_name(session_id)
+                        if old_marker.is_file() and old_marker.read_text(encoding="utf-8") == session_id:
+                            old_marker.unlink()
+                        if state.pending():
+                            self._atomic_write(self.base / "pending" / folder, session_id.encode("utf-8"))
                 if path.exists():
                     state = InboxState.model_validate_json(path.read_bytes())
+                    if state.session_id != session_id:
+                        raise SessionIdMismatchError(session_id, state.session_id)
                 else:
                     state = InboxState(session_id=session_id)
                 yield state

@@ -106,6 +106,47 @@ def folder_name(session_id: str) -> str:
     return "".join(prefix) + "%%" + digest
 
 
+_PORTABLE = re.compile(r"^[a-z0-9_-][a-z0-9._-]*$")
+_WINDOWS_DEVICES = re.compile(r"^(con|prn|aux|nul|com[0-9¹²³]|lpt[0-9¹²³]|conin\$|conout\$)$")
+PORTABLE_PREFIX_CHARS = 64
+
+
+def portable_folder_name(session_id: str) -> str:
+    r"""The filesystem store's folder for a valid id: distinct for distinct ids on every common filesystem.
+
+    §9.2's :func:`folder_name` is exact on a case-sensitive POSIX filesystem, but macOS (APFS/HFS+)
+    and Windows (NTFS) fold case by default, APFS also folds Unicode normalisation, and Windows
+    reads ``C:x`` as drive-qualified and ``CON``/``nul.txt`` as devices. So (issue 13 item 4):
+
+    * an id that is safe everywhere is its own folder, exactly as §9.2 says: lowercase ASCII
+      letters, digits, ``_``, ``-`` and ``.`` (not first, not last), not a Windows device name
+      (``con``, ``nul.txt``, ``com1``...), at most 200 bytes (minted ids and ``order-1`` qualify);
+    * any other id becomes ``<prefix>%%<first 32 hex of sha256(id)>``, where ``<prefix>`` is the
+      id lowercased with every character outside ``a-z0-9_-`` turned into ``_``, cut to 64
+      characters (readable only; the digest is what tells ids apart). ``Order-1`` becomes
+      ``order-1%%<hex>``, ``C:evil`` becomes ``c_evil%%<hex>``.
+
+    Both forms are plain lowercase ASCII, the first has no ``%`` and the second always has ``%%``,
+    so two distinct ids never get names that fold (case or normalisation) to the same name.
+
+    Raises:
+        InvalidSessionIdError: if the id is invalid.
+    """
+    validate_session_id(session_id)
+    if (
+        _PORTABLE.fullmatch(session_id)
+        and not session_id.endswith(".")
+        and not _WINDOWS_DEVICES.fullmatch(session_id.split(".")[0])
+        and len(session_id) <= MAX_FOLDER_BYTES
+    ):
+        return session_id
+    prefix = "".join(c if c in _PREFIX_KEEP else "_" for c in session_id.lower()[:PORTABLE_PREFIX_CHARS])
+    return prefix + "%%" + hashlib.sha256(session_id.encode("utf-8")).hexdigest()[:32]
+
+
+_PREFIX_KEEP = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_-")
+
+
 def validate_delivery_id(delivery_id: object, *, session_id: str | None = None) -> str:
     """Return an untrusted delivery id unchanged if it can be recorded and keyed, else raise.
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, TypeVar
 
-from archmax.errors import CommitConflictError, InvalidFilePathError, StoreError
+from archmax.errors import CommitConflictError, InvalidFilePathError, SessionIdMismatchError, StoreError
 from archmax.session.records import Checkpoint, SessionStatus
 from archmax.stores.base import SessionHead, check_relative_path
 
@@ -20,6 +20,24 @@ CHECKPOINTS = "checkpoints"
 """The folder holding checkpoint chunks; file methods refuse paths inside it (§9.2)."""
 
 _SPEC_HASH = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
+
+
+_Found = TypeVar("_Found", Checkpoint | None, SessionHead | None)
+
+
+def same_session(session_id: str, found: _Found) -> _Found:
+    """``found`` (a loaded record or head, or ``None``) if it belongs to ``session_id``, else raise.
+
+    Every store's ``load`` and ``head`` pass their answer through here (issue 13 item 4): a folder a
+    case-insensitive disk shares between ``order-1`` and ``Order-1``, or a corrupted item, must
+    never hand one session another's record.
+
+    Raises:
+        SessionIdMismatchError: the stored ``session_id`` differs from the one asked for.
+    """
+    if found is not None and found.session_id != session_id:
+        raise SessionIdMismatchError(session_id, found.session_id)
+    return found
 
 
 def check_record_fits(session_id: str, record: Checkpoint, expected_version: int) -> None:

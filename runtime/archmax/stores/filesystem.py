@@ -38,7 +38,7 @@ from typing import Any
 from filelock import FileLock, Timeout
 
 from archmax.errors import CommitConflictError, InvalidFilePathError, PathExistsError, StoreError
-from archmax.session.ids import folder_name
+from archmax.session.ids import folder_name, portable_folder_name
 from archmax.session.records import Checkpoint
 from archmax.stores import common as _common
 from archmax.stores.base import SessionHead, StoreCapabilities
@@ -96,7 +96,7 @@ class FilesystemStore:
                 continue  # deleted (or recreated) while we read: look again
             except OSError as exc:
                 raise StoreError(f"cannot read session '{session_id}': {exc}", session_id=session_id) from exc
-            return decode_chunks(chunks)
+            return _common.same_session(session_id, decode_chunks(chunks))
         raise StoreError(f"session '{session_id}' kept changing under a load", session_id=session_id)
 
     def head(self, session_id: str) -> SessionHead | None:
@@ -107,7 +107,7 @@ class FilesystemStore:
         """
         folder = self._folder(session_id)
         version, doc = self._latest(folder, session_id)
-        return SessionHead.model_validate(doc["head"]) if version else None
+        return _common.same_session(session_id, SessionHead.model_validate(doc["head"]) if version else None)
 
     def commit(
         self, session_id: str, record: Checkpoint, expected_version: int, *, lease_owner: str | None = None
@@ -131,6 +131,8 @@ class FilesystemStore:
         _common.check_record_fits(session_id, record, expected_version)
         with self._locked(folder, session_id), _io_errors(session_id):
             version, doc = self._latest(folder, session_id)
+            if version:
+                _common.same_session(session_id, SessionHead.model_validate(doc["head"]))
             if version != expected_version:
                 raise CommitConflictError(session_id, expected_version, version)
             if lease_owner is not None:
@@ -303,8 +305,27 @@ class FilesystemStore:
     # ------------------------------------------------------------------ internals
 
     def _folder(self, session_id: str) -> Path:
-        # folder_name validates the id (§4.1) before any path exists.
-        return self.root / folder_name(session_id)
+        # portable_folder_name validates the id (§4.1) before any path exists.
+        folder = self.root / portable_folder_name(session_id)
+        legacy = folder_name(session_id)
+        if legacy != folder.name and not os.path.lexists(folder):
+            self._migrate(self.root / legacy, folder, session_id)
+        return folder
+
+    def _migrate(self, legacy: Path, folder: Path, session_id: str) -> None:
+        """Rename a folder an older version named by §9.2 alone to its portable name (issue 13 item 4).
+
+        Only a folder whose checkpoint names this very id moves: on a case-insensitive disk the old
+        name may be another session's folder, which stays where it is (its own next access moves it).
+        """
+        if not legacy.is_dir() or legacy.is_symlink():
+            return
+        with self._locked(folder, session_id), _io_errors(session_id):
+            if os.path.lexists(folder) or not legacy.is_dir():
+                return  # another process migrated it meanwhile
+            version, doc = self._latest(legacy, session_id)
+            if version and doc["head"].get("session_id") == session_id:
+                os.rename(legacy, folder)
 
     def _locked(self, folder: Path, session_id: str) -> contextlib.AbstractContextManager[Any]:
         lock = FileLock(str(self.root / ".locks" / f"{folder.name}.lock"), timeout=self._lock_timeout_s)

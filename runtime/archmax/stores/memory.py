@@ -73,7 +73,7 @@ class MemoryStore:
                 return None
             latest = chunk_from_bytes(session.chunks[-1])
             raw = [session.chunks[v - 1] for v in chunk_versions_to_load(latest)]
-        return decode_chunks([chunk_from_bytes(b) for b in raw])
+        return _common.same_session(session_id, decode_chunks([chunk_from_bytes(b) for b in raw]))
 
     def head(self, session_id: str) -> SessionHead | None:
         """The latest version's head, read from its chunk alone, or ``None``.
@@ -87,7 +87,7 @@ class MemoryStore:
             if session is None or not session.chunks:
                 return None
             latest = session.chunks[-1]
-        return head_of_chunk(chunk_from_bytes(latest))
+        return _common.same_session(session_id, head_of_chunk(chunk_from_bytes(latest)))
 
     def commit(
         self, session_id: str, record: Checkpoint, expected_version: int, *, lease_owner: str | None = None

@@ -14,6 +14,7 @@ from archmax import (
     SessionStoreCapabilityError,
     StoreCapabilities,
 )
+from archmax.session.ids import portable_folder_name
 
 from ._support import CHAT, TWO, harness, wait_then
 
@@ -137,7 +138,7 @@ def test_the_filesystem_layout_is_one_folder_per_id_with_checkpoints_artifacts_a
     root = tmp_path / "sessions"
     h = harness(TWO, [{"say": "ok"}], store=FilesystemStore(root))
     h.agent.workflow.send("chat/42", "Hi", files={"doc": {"name": "a.txt", "content": "A"}})
-    folder = root / "chat%2F42"
+    folder = root / portable_folder_name("chat/42")  # §9.2's name, made case-fold-proof (issue 13 item 4)
     assert (folder / "checkpoints" / "0000000001.json").is_file()
     assert (folder / "scratchpad" / "attachments" / "a.txt").read_bytes() == b"A"
     names = sorted(p.name for p in (folder / "artifacts").iterdir())

@@ -119,6 +119,7 @@ class AwsStore:
             )
         keys = [self.keys.chunk(session_id, base + i, token) for i, token in enumerate(tokens)]
         record = decode_chunks([chunk_from_bytes(b) for b in self._read_chunks(session_id, keys)])
+        _common.same_session(session_id, record)
         self._remember_counts(session_id, version, counts_of_item(item))
         return record
 
@@ -131,7 +132,7 @@ class AwsStore:
         """
         validate_session_id(session_id)
         item = self._item(session_id)
-        return None if item is None else head_of_item(item)
+        return _common.same_session(session_id, None if item is None else head_of_item(item))
 
     def commit(
         self, session_id: str, record: Checkpoint, expected_version: int, *, lease_owner: str | None = None

@@ -27,7 +27,10 @@ bench: $(STAMP)
 # The randomized reliability suite at soak strength: >= 2,000 schedules per store (memory,
 # filesystem, AWS on moto) plus SIGKILL schedules; prints schedules, crash points, faults fired, violations.
 soak: $(STAMP)
-	ARCHMAX_RELIABILITY_PROFILE=soak $(PY) -m pytest -n 3 tests/reliability/test_schedules.py tests/reliability/test_sigkill.py
+	rm -rf .soak && mkdir .soak
+	ARCHMAX_RELIABILITY_PROFILE=soak ARCHMAX_RELIABILITY_COUNTS_DIR=.soak $(PY) -m pytest -n 5 \
+		tests/reliability/test_schedules.py tests/reliability/test_sigkill.py; \
+	status=$$?; $(PY) tests/reliability/summary.py .soak; exit $$status
 
 clean:
-	rm -rf $(VENV) sessions demo-sessions
+	rm -rf $(VENV) sessions demo-sessions .soak

@@ -6,11 +6,15 @@ prints the merged table at the end of the run.
 
 from __future__ import annotations
 
+import json
+import os
 from collections import Counter, defaultdict
+from pathlib import Path
 from typing import Any
 
 from .harness import CRASHES
 
+COUNTS_DIR_VAR = "ARCHMAX_RELIABILITY_COUNTS_DIR"
 COLUMNS = ("schedules", "steps", "recoveries", "crash points", "faults fired", "violations")
 
 
@@ -42,6 +46,19 @@ KINDS: dict[str, Counter[str]] = defaultdict(Counter)
 
 def for_store(kind: str) -> StoreCounters:
     return StoreCounters(TABLES[kind], KINDS[kind])
+
+
+def dump() -> None:
+    """Write this process's counts to ``$ARCHMAX_RELIABILITY_COUNTS_DIR/<pid>.json`` when that is set.
+
+    Called after every schedule, so ``summary.py`` can print what a long soak reached so far, even one
+    stopped before the end.
+    """
+    folder = os.environ.get(COUNTS_DIR_VAR)
+    if folder:
+        path = Path(folder) / f"{os.getpid()}.json"
+        path.with_suffix(".tmp").write_text(json.dumps(export()), encoding="utf-8")
+        path.with_suffix(".tmp").replace(path)
 
 
 def export() -> dict[str, Any]:

@@ -193,6 +193,7 @@ class Schedule(RuleBasedStateMachine):
             self.driver.world.close()
             if self.tmp is not None:
                 shutil.rmtree(self.tmp, ignore_errors=True)
+            counters.dump()
 
 
 class Driver:

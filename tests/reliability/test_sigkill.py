@@ -90,5 +90,6 @@ def test_a_process_killed_at_any_write_loses_and_repeats_nothing(kind: str) -> N
             world.close()
             if tmp is not None:
                 shutil.rmtree(tmp, ignore_errors=True)
+            counters.dump()
 
     schedule()

@@ -134,27 +134,6 @@ class DyingModel:
         return self.script.complete(request)
 
 
-class DieAfterCommit:
-    """A store wrapper whose commit number ``n`` (counted from the wrapper's creation) lands, then kills.
-
-    Everything else passes through to the wrapped store, which keeps the committed bytes.
-    """
-
-    def __init__(self, inner: Any, n: int) -> None:
-        self._inner = inner
-        self._left = n
-        self.capabilities = inner.capabilities
-
-    def commit(self, *args: Any, **kwargs: Any) -> None:
-        self._inner.commit(*args, **kwargs)
-        self._left -= 1
-        if self._left == 0:
-            raise ProcessDied("killed right after a commit landed")
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
-
-
 class AwsFault:
     """Inject a fault into the next ``times`` calls of one operation of a boto3 client (``before-send``).
 
@@ -204,3 +183,60 @@ class _Raw:
     def read(self, *_: Any, **__: Any) -> bytes:
         data, self._data = self._data, b""
         return data
+
+
+class DieAfterCommitWhere:
+    """A store wrapper: the first commit whose record satisfies ``where`` lands, then the process dies.
+
+    After that every write raises :class:`ProcessDied` too (a killed process writes nothing more); reads
+    pass through. The wrapped store keeps exactly what was committed up to the kill.
+    """
+
+    _WRITES = ("commit", "seed", "upload_files", "delete", "put_spec")
+
+    def __init__(self, inner: Any, where: Callable[[Any], bool]) -> None:
+        self._inner = inner
+        self._where = where
+        self.dead = False
+        self.capabilities = inner.capabilities
+
+    def commit(self, session_id: str, record: Any, *args: Any, **kwargs: Any) -> None:
+        if self.dead:
+            raise ProcessDied("the process is dead")
+        self._inner.commit(session_id, record, *args, **kwargs)
+        if self._where(record):
+            self.dead = True
+            raise ProcessDied("killed right after a commit landed")
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._inner, name)
+        if name in self._WRITES and callable(attr):
+
+            def write(*args: Any, **kwargs: Any) -> Any:
+                if self.dead:
+                    raise ProcessDied("the process is dead")
+                return attr(*args, **kwargs)
+
+            return write
+        return attr
+
+
+def calls_answered_in_place(messages: list[Any]) -> list[str]:
+    """Problems with the rule every provider enforces: each tool call is answered right after its message.
+
+    Returns one line per assistant message whose tool calls are not all answered by the tool messages
+    that directly follow it (empty when the transcript is valid).
+    """
+    problems = []
+    for i, message in enumerate(messages):
+        if message.role != "assistant" or not message.tool_calls:
+            continue
+        wanted = [c.id for c in message.tool_calls]
+        following = []
+        for later in messages[i + 1 :]:
+            if later.role != "tool":
+                break
+            following.append(later.tool_call_id)
+        if sorted(following) != sorted(wanted):
+            problems.append(f"message {i} calls {wanted}, answered by {following}")
+    return problems

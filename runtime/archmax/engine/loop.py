@@ -78,6 +78,19 @@ def agent_spoke_since_opening(messages: list[Message]) -> bool:
     return False
 
 
+def final_answer_committed(messages: list[Message]) -> bool:
+    """Whether the transcript ends with the agent's final answer: an assistant message with no tool calls.
+
+    A handoff's park message and a runtime note (a call of ``archmax_note``) are not final answers.
+    The loop commits that answer before completing the turn (§9.3); finding it last means the
+    turn's outcome is already decided and only its completion is owed.
+    """
+    if not messages:
+        return False
+    last = messages[-1]
+    return last.role == "assistant" and not last.tool_calls and not last.handoff
+
+
 class TurnLoop:
     """Drives one session's open turn until it finishes or suspends; commits along the way."""
 
@@ -223,8 +236,16 @@ class TurnLoop:
 
     # ------------------------------------------------------------------ parks
 
-    def park_decision(self, directive: str, attached: list[str] | None = None) -> None:
-        """Commit a fresh ``PendingDecision`` at the current (human) state; a handoff call follows (§5.1, §5.5)."""
+    def park_decision(self, directive: str, attached: list[str] | None = None, *, commit: bool = True) -> None:
+        """Record a fresh ``PendingDecision`` at the current (human) state; a handoff call follows (§5.1, §5.5).
+
+        Args:
+            directive: The handoff directive of the call that follows.
+            attached: Evidence paths given by the advance, after the state's own.
+            commit: Commit the park now. An ``archmax_advance`` into a human state passes ``False``:
+                its park is committed by the batch commit, together with the tool result that made
+                it, so no committed record holds the park with the advance call unanswered (§9.3).
+        """
         rec = self.rec
         state = self.wf.states[rec.position]
         evidence: list[str] = []
@@ -245,7 +266,8 @@ class TurnLoop:
         rec.park_phase = "closing"
         self.handoff_directive = directive
         self.rt.events.emit(rec, "parked", state=state.slug, awaiting="decision")
-        self.work.commit()
+        if commit:
+            self.work.commit()
 
     # ------------------------------------------------------------------ completion and failure
 

@@ -126,6 +126,11 @@ class TurnLoop:
             if rec.status != SessionStatus.RUNNING:
                 self.work.release()
                 return
+            if final_answer_committed(rec.messages):
+                # A takeover (§3.12) found the turn's final answer committed by a process that died
+                # before letting the lease go: finish the turn from the record, calling no model.
+                self._complete()
+                return
             state = self.wf.states[rec.position]
             if state.type == "human":
                 self.park_decision(directive=self.handoff_directive or "introduce")
@@ -478,7 +483,7 @@ class TurnLoop:
         rec.state_turns = 0
         self.rt.trail(rec, "agent", to, reason.strip())
         if target.type == "human":
-            self.park_decision(directive="introduce", attached=list(evidence))
+            self.park_decision(directive="introduce", attached=list(evidence), commit=False)
             return ok(f"Advanced to state '{to}'. The session is parked there awaiting a person's decision; stop working.")
         return ok(f"Advanced to state '{to}'. Do the work of '{to}' now.")
 

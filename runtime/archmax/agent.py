@@ -85,17 +85,29 @@ class WorkflowOperations:
         message: str | None = None,
         files: Mapping[str, Any] | None = None,
         delivery_id: str | None = None,
+        park_version: int | None = None,
     ) -> Outcome:
         """Resume a session parked by ``archmax_wait`` (§3.5). Any trigger id works; it is never matched.
 
+        ``park_version``, when given, names the park this delivery is for (the version
+        ``store.due_parks`` listed it at): the sweep's timers pass it, so a timer wakes only the park
+        it found due.
+
         Raises:
-            SessionNotAwaitingInputError: the session is not parked on ``input`` (also the loser of a race).
+            SessionNotAwaitingInputError: the session is not parked on ``input`` (also the loser of a race),
+                or is no longer at ``park_version``.
             MissingDeliveryTriggerError: blank or missing trigger.
             InvalidVariableNameError: a bad variable name (source ``delivered to session '<id>'``).
             DuplicateDeliveryError: ``delivery_id`` was applied before; nothing changed.
         """
         return self._ops.deliver(
-            session_id, trigger=trigger, variables=variables, message=message, files=files, delivery_id=delivery_id
+            session_id,
+            trigger=trigger,
+            variables=variables,
+            message=message,
+            files=files,
+            delivery_id=delivery_id,
+            park_version=park_version,
         )
 
     def reply(self, session_id: str, message: str) -> Outcome:

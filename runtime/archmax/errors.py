@@ -216,10 +216,13 @@ class SessionStateError(CallerError):
 class SessionNotAwaitingInputError(SessionStateError):
     """``deliver`` to a session not parked on ``input`` (§3.5)."""
 
-    def __init__(self, session_id: str, status: str | None) -> None:
+    def __init__(self, session_id: str, status: str | None, detail: str | None = None) -> None:
         what = f"its status is '{status}'" if status else "no such session"
+        extra = f" ({detail})" if detail else ""
         super().__init__(
-            f"session '{session_id}' is not parked awaiting an event: {what}", session_id=session_id, status=status
+            f"session '{session_id}' is not parked awaiting an event: {what}{extra}",
+            session_id=session_id,
+            status=status,
         )
 
 

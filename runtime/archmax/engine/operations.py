@@ -487,19 +487,27 @@ class Operations:
         message: str | None = None,
         files: Mapping[str, Any] | None = None,
         delivery_id: str | None = None,
+        park_version: int | None = None,
     ) -> Outcome:
-        """Resume an ``input`` park with a trigger id, variables and an optional message (§3.5)."""
+        """Resume an ``input`` park with a trigger id, variables and an optional message (§3.5).
+
+        ``park_version`` names the park this delivery is for (a timer names the park it found due,
+        ``SessionStore.due_parks``): a session at any other version is refused, so a sweep working
+        from an older listing never wakes a later park (issue 9).
+        """
         if delivery_id is None:
             # A double-fired timer is refused from the cheap head alone, without reading the checkpoint.
             head = self.rt.store.head(validate_session_id(session_id))
             if head is None or head.status not in (SessionStatus.AWAITING_INPUT, SessionStatus.RUNNING):
                 raise SessionNotAwaitingInputError(session_id, str(head.status) if head else None)
+            refuse_other_park(session_id, head.version, str(head.status), park_version)
         rec = self.load(session_id)
         if self._died_applying(rec, delivery_id):
             return self._continue_dead_turn(rec)  # type: ignore[arg-type]
         refuse_duplicate(rec, delivery_id, session_id)
         if self.parked_channel(rec) != "input":
             raise SessionNotAwaitingInputError(session_id, str(rec.status) if rec else None)
+        refuse_other_park(session_id, rec.version, str(rec.status), park_version)  # type: ignore[union-attr]
         if not isinstance(trigger, str) or not trigger.strip():
             raise MissingDeliveryTriggerError(session_id)
         check_host_variables(
@@ -700,6 +708,21 @@ def answer_interrupted_calls(rec: Checkpoint) -> None:
                         role="tool", content=INTERRUPTED, tool_call_id=call.id, name=call.name, status="error"
                     )
                 )
+
+
+def refuse_other_park(session_id: str, version: int, status: str, park_version: int | None) -> None:
+    """Refuse a delivery naming a park (``park_version``) that is not the session's current version.
+
+    The claim that follows is conditional on the version read, so a park made after the check is
+    refused too (``SessionNotAwaitingInputError`` from the lost claim).
+
+    Raises:
+        SessionNotAwaitingInputError: the named park was resumed (or changed) since it was found.
+    """
+    if park_version is not None and version != park_version:
+        raise SessionNotAwaitingInputError(
+            session_id, status, f"this delivery is for the park at version {park_version}; the session is at {version}"
+        )
 
 
 def refuse_duplicate(rec: Checkpoint | None, delivery_id: str | None, session_id: str | None = None) -> None:

@@ -50,9 +50,10 @@ def sweep(
     """Deliver ``trigger="timer"`` to every due input park of the agent's workflow.
 
     Selection: sessions of ``agent.spec.slug`` parked on ``input`` with ``resume_at <= now``,
-    ordered by ``resume_at`` then id (``store.due``). Each gets
-    ``deliver(id, trigger="timer", variables={"now": now})``. A session that is no longer parked
-    when its delivery is tried (another sweep, or a reply, got there first) raises
+    ordered by ``resume_at`` then id (``store.due_parks``). Each gets
+    ``deliver(id, trigger="timer", variables={"now": now}, park_version=<the version it was listed at>)``:
+    a timer names the park it wakes. A session that is no longer at that park when its delivery is
+    tried (another sweep, or a reply, got there first, even if it parked again since) raises
     ``SessionNotAwaitingInputError``, which is reported as ``skipped`` and is not a failure.
 
     Args:
@@ -77,15 +78,20 @@ def sweep(
         [('bank-INV-1042', 'parked')]
     """
     instant = _listing_instant(agent, now)
-    resume_at = dict(agent.store.due(instant, workflow=agent.spec.slug))
+    # Each timer names the park it found due (its version): a sweep working from this listing after
+    # another sweep woke the session and it parked again is refused, never wakes the new park.
+    parks = {park.session_id: park for park in agent.store.due_parks(instant, workflow=agent.spec.slug)}
 
     def wake(session_id: str) -> Outcome:
+        park = parks[session_id]
         if on_due is not None:
-            on_due(session_id, resume_at[session_id])
-        return agent.workflow.deliver(session_id, trigger=TIMER_TRIGGER, variables={"now": instant})
+            on_due(session_id, park.resume_at)
+        return agent.workflow.deliver(
+            session_id, trigger=TIMER_TRIGGER, variables={"now": instant}, park_version=park.version
+        )
 
     return _drive(
-        list(resume_at),
+        list(parks),
         wake,
         SessionNotAwaitingInputError,
         on_error,

@@ -11,7 +11,7 @@ Paths given to file methods are relative to the session folder, use ``/``, and a
 
 from __future__ import annotations
 
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
 
@@ -45,6 +45,14 @@ class SessionHead(BaseModel):
     resume_at: str | None = None
     """Present only while parked on ``input`` with a ``resume_at``."""
     updated_at: str
+
+
+class DuePark(NamedTuple):
+    """One due input park: the session, its ``resume_at``, and the committed version it was found at."""
+
+    session_id: str
+    resume_at: str
+    version: int
 
 
 @runtime_checkable
@@ -91,6 +99,13 @@ class SessionStore(Protocol):
 
         Returns:
             ``(session_id, resume_at)`` pairs ordered by ``resume_at``, then id.
+        """
+
+    def due_parks(self, now: str, workflow: str | None = None) -> list[DuePark]:
+        """The due input parks as :meth:`due` lists them, each with the version it was found at.
+
+        The version names the park: a timer delivers ``deliver(..., park_version=version)``, so a
+        sweep working from an older listing can never wake a park that was made after it (issue 9).
         """
 
     def stale(self, now: str, workflow: str | None = None) -> list[str]:

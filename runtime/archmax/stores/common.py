@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 from archmax.errors import CommitConflictError, InvalidFilePathError, SessionIdMismatchError, StoreError
 from archmax.session.records import Checkpoint, SessionStatus
-from archmax.stores.base import SessionHead, check_relative_path
+from archmax.stores.base import DuePark, SessionHead, check_relative_path
 
 CHECKPOINTS = "checkpoints"
 """The folder holding checkpoint chunks; file methods refuse paths inside it (§9.2)."""
@@ -79,17 +79,27 @@ def check_lease_owner(session_id: str, expected_version: int, stored: SessionHea
         raise CommitConflictError(session_id, expected_version, f"lease owner {stored.lease.owner!r}")
 
 
-def due_of(heads: Iterable[SessionHead], now: str, workflow: str | None) -> list[tuple[str, str]]:
+def due_parks_of(heads: Iterable[SessionHead], now: str, workflow: str | None) -> list[DuePark]:
     """The due input parks among ``heads``: ``resume_at <= now``, by ``resume_at`` then id (§11 ``sweep``)."""
     due = [
-        (h.session_id, h.resume_at)
+        DuePark(h.session_id, h.resume_at, h.version)
         for h in heads
         if h.status == SessionStatus.AWAITING_INPUT
         and h.resume_at is not None
         and h.resume_at <= now
         and (workflow is None or h.workflow == workflow)
     ]
-    return sorted(due, key=lambda pair: (pair[1], pair[0]))  # type: ignore[return-value]
+    return sorted(due, key=lambda park: (park.resume_at, park.session_id))
+
+
+def due_of(heads: Iterable[SessionHead], now: str, workflow: str | None) -> list[tuple[str, str]]:
+    """``(session_id, resume_at)`` of :func:`due_parks_of`."""
+    return due_pairs(due_parks_of(heads, now, workflow))
+
+
+def due_pairs(parks: Iterable[DuePark]) -> list[tuple[str, str]]:
+    """What ``SessionStore.due`` answers for the parks ``due_parks`` found: ``(session_id, resume_at)``."""
+    return [(park.session_id, park.resume_at) for park in parks]
 
 
 def stale_of(heads: Iterable[SessionHead], now: str, workflow: str | None) -> list[str]:

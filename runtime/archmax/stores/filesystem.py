@@ -41,7 +41,7 @@ from archmax.errors import CommitConflictError, InvalidFilePathError, PathExists
 from archmax.session.ids import folder_name, portable_folder_name
 from archmax.session.records import Checkpoint
 from archmax.stores import common as _common
-from archmax.stores.base import SessionHead, StoreCapabilities
+from archmax.stores.base import DuePark, SessionHead, StoreCapabilities
 from archmax.stores.codec import (
     checkpoint_name,
     chunk_bytes,
@@ -167,6 +167,14 @@ class FilesystemStore:
             StoreError: on I/O failure.
         """
         return _common.due_of(self._heads(), now, workflow)
+
+    def due_parks(self, now: str, workflow: str | None = None) -> list[DuePark]:
+        """:meth:`due` with the version each park was found at (what a timer delivery names).
+
+        Raises:
+            StoreError: on I/O failure.
+        """
+        return _common.due_parks_of(self._heads(), now, workflow)
 
     def stale(self, now: str, workflow: str | None = None) -> list[str]:
         """Ids of ``running`` sessions whose lease expired or is missing, sorted (DESIGN.md §3 "Inbox").

@@ -20,7 +20,7 @@ from archmax.errors import CommitConflictError, PathExistsError, SessionStoreCap
 from archmax.session.ids import validate_session_id
 from archmax.session.records import Checkpoint
 from archmax.stores import common as _common
-from archmax.stores.base import SessionHead, StoreCapabilities
+from archmax.stores.base import DuePark, SessionHead, StoreCapabilities
 from archmax.stores.codec import (
     chunk_bytes,
     chunk_counts,
@@ -147,10 +147,20 @@ class MemoryStore:
         """
         if not self.capabilities.list:
             raise SessionStoreCapabilityError("list")
+        return _common.due_pairs(self.due_parks(now, workflow))
+
+    def due_parks(self, now: str, workflow: str | None = None) -> list[DuePark]:
+        """:meth:`due` with the version each park was found at (what a timer delivery names).
+
+        Raises:
+            SessionStoreCapabilityError: without the ``list`` capability.
+        """
+        if not self.capabilities.list:
+            raise SessionStoreCapabilityError("list")
         with self._lock:
             latest = [s.chunks[-1] for s in self._sessions.values() if s.chunks]
         heads = [head_of_chunk(chunk_from_bytes(b)) for b in latest]
-        return _common.due_of(heads, now, workflow)
+        return _common.due_parks_of(heads, now, workflow)
 
     def stale(self, now: str, workflow: str | None = None) -> list[str]:
         """Ids of ``running`` sessions whose lease expired or is missing, sorted (DESIGN.md §3 "Inbox").

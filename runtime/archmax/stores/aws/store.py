@@ -33,7 +33,7 @@ from archmax.stores.aws.item import (
     head_of_item,
 )
 from archmax.stores.aws.layout import DUE_SHARDS, LEASE_SHARDS, Keys, new_chunk_token
-from archmax.stores.base import SessionHead, StoreCapabilities
+from archmax.stores.base import DuePark, SessionHead, StoreCapabilities
 from archmax.stores.codec import chunk_bytes, chunk_from_bytes, decode_chunks, encode_chunk
 
 _CHUNK_CACHE_BYTES = 32 * 1024 * 1024
@@ -220,46 +220,63 @@ class AwsStore:
             params["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
     def due(self, now: str, workflow: str | None = None) -> list[tuple[str, str]]:
-        """``(session_id, resume_at)`` of input parks with ``resume_at <= now`` (DESIGN §3 due parks).
+        """``(session_id, resume_at)`` of :meth:`due_parks` (DESIGN §3 due parks).
+
+        Raises:
+            StoreError: on an AWS failure.
+        """
+        return _common.due_pairs(self.due_parks(now, workflow))
+
+    def due_parks(self, now: str, workflow: str | None = None) -> list[DuePark]:
+        """Input parks with ``resume_at <= now``, each with its version (DESIGN §3 due parks).
 
         Queries the sparse ``due-parks`` index, each shard once (plus pages): only due parks are
-        read, never the rest of the table.
+        read, never the rest of the table. The index projects ``version``, so naming the park a
+        timer wakes costs no extra read.
 
         Args:
             now: An instant string; string order is time order.
             workflow: Only sessions of this workflow, when given.
 
         Returns:
-            Pairs ordered by ``resume_at``, then id (BEHAVIOUR.md §11 ``sweep``).
+            :class:`DuePark` entries ordered by ``resume_at``, then id (BEHAVIOUR.md §11 ``sweep``).
 
         Raises:
             StoreError: on an AWS failure.
         """
-        names = {"#shard": "due_shard", "#resume_at": "resume_at", "#status": "status", "#pk": "pk"}
+        names = {
+            "#shard": "due_shard",
+            "#resume_at": "resume_at",
+            "#status": "status",
+            "#pk": "pk",
+            "#version": "version",
+        }
         filters = ["#status = :waiting"]
         values: dict[str, Any] = {":now": {"S": now}, ":waiting": {"S": str(SessionStatus.AWAITING_INPUT)}}
         if workflow is not None:
             names["#wf"] = "workflow"
             filters.append("#wf = :wf")
             values[":wf"] = {"S": workflow}
-        found: list[tuple[str, str]] = []
+        found: list[DuePark] = []
         for shard in DUE_SHARDS:
             params: dict[str, Any] = {
                 "TableName": self.table_name,
                 "IndexName": DUE_INDEX,
                 "KeyConditionExpression": "#shard = :shard AND #resume_at <= :now",
                 "FilterExpression": " AND ".join(filters),
-                "ProjectionExpression": "#pk, #resume_at",
+                "ProjectionExpression": "#pk, #resume_at, #version",
                 "ExpressionAttributeNames": names,
                 "ExpressionAttributeValues": {**values, ":shard": {"S": shard}},
             }
             while True:
                 page = aws_call(self._ddb.query, operation="due", **params)
-                found.extend((i["pk"]["S"], i["resume_at"]["S"]) for i in page.get("Items", []))
+                found.extend(
+                    DuePark(i["pk"]["S"], i["resume_at"]["S"], int(i["version"]["N"])) for i in page.get("Items", [])
+                )
                 if "LastEvaluatedKey" not in page:
                     break
                 params["ExclusiveStartKey"] = page["LastEvaluatedKey"]
-        return sorted(found, key=lambda pair: (pair[1], pair[0]))
+        return sorted(found, key=lambda park: (park.resume_at, park.session_id))
 
     def stale(self, now: str, workflow: str | None = None) -> list[str]:
         """Ids of ``running`` sessions whose lease expired or is missing, sorted (DESIGN.md §3 "Inbox").

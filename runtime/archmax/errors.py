@@ -206,33 +206,47 @@ class WorkflowDisabledError(CallerError):
 
 
 class SessionStateError(CallerError):
-    """The session is not in a state that allows the operation."""
+    """The session is not in a state that allows the operation.
 
-    def __init__(self, message: str, *, session_id: str, status: str | None) -> None:
+    Attributes:
+        status: The status the session was found in (``None``: no such session).
+        lost_race: The operation found the session in the right state but another writer claimed it
+            first (its conditional claim lost). To a caller of ``deliver``/``decide`` that is the same
+            refusal; to an inbox it means "not now": see :func:`is_retryable`.
+    """
+
+    def __init__(self, message: str, *, session_id: str, status: str | None, lost_race: bool = False) -> None:
         self.status = status
+        self.lost_race = lost_race
         super().__init__(message, session_id=session_id)
 
 
 class SessionNotAwaitingInputError(SessionStateError):
     """``deliver`` to a session not parked on ``input`` (§3.5)."""
 
-    def __init__(self, session_id: str, status: str | None, detail: str | None = None) -> None:
+    def __init__(
+        self, session_id: str, status: str | None, detail: str | None = None, *, lost_race: bool = False
+    ) -> None:
         what = f"its status is '{status}'" if status else "no such session"
         extra = f" ({detail})" if detail else ""
         super().__init__(
             f"session '{session_id}' is not parked awaiting an event: {what}{extra}",
             session_id=session_id,
             status=status,
+            lost_race=lost_race,
         )
 
 
 class SessionNotParkedError(SessionStateError):
     """``decide``/``reply`` when the session is not parked on ``decision`` (§3.6, §3.7)."""
 
-    def __init__(self, session_id: str, status: str | None) -> None:
+    def __init__(self, session_id: str, status: str | None, *, lost_race: bool = False) -> None:
         what = f"its status is '{status}'" if status else "no such session"
         super().__init__(
-            f"session '{session_id}' is not parked awaiting a decision: {what}", session_id=session_id, status=status
+            f"session '{session_id}' is not parked awaiting a decision: {what}",
+            session_id=session_id,
+            status=status,
+            lost_race=lost_race,
         )
 
 
@@ -456,3 +470,19 @@ class PathExistsError(StoreError):
     def __init__(self, path: str, *, session_id: str | None = None) -> None:
         self.path = path
         super().__init__(f"'{path}' already exists", session_id=session_id)
+
+
+def is_retryable(exc: BaseException) -> bool:
+    """Whether an error means "not now" rather than "never": the one place that decides it.
+
+    Retryable: another writer holds the session (:class:`SessionNotResumableError`, which covers a
+    lost commit, :class:`CommitConflictError`), a store or model outage (:class:`StoreError`,
+    :class:`ModelError`), and a refusal raised because a conditional claim lost a race
+    (``SessionStateError.lost_race``): the session was where the event could apply and another event
+    got there first, so the event applies after that event's turn. An inbox leaves such an item
+    pending (DESIGN.md §3 "Inbox": an accepted event is applied once and never lost); anything
+    else is a refusal. Source: issue 9 item 1.
+    """
+    if isinstance(exc, (SessionNotResumableError, StoreError, ModelError)):
+        return True
+    return isinstance(exc, SessionStateError) and exc.lost_race

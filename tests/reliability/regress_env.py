@@ -32,6 +32,17 @@ from archmax.stores.memory import MemoryStore
 REPO = Path(__file__).resolve().parents[2]
 SUPPORT_INBOX = REPO / "examples" / "workflows" / "support-inbox"
 INBOX_TABLE = "archmax-inbox-regress"
+REVIEW_WORKFLOW = {
+    "states": {
+        "start": {
+            "triggers": {"manual": None},
+            "transitions": [{"to": "review", "description": "Ready for a person."}],
+        },
+        "review": {"type": "human", "transitions": [{"to": "approved", "description": "Refund approved."}]},
+        "approved": {"instructions": "Tell the customer the refund is approved."},
+    }
+}
+"""start → review (a human state) → approved: a workflow with a decision park."""
 STORE_KINDS = ["memory", "filesystem", "aws"]
 __all__ = ["aws_env_fixture", "aws_fixture", "env_fixture", "regress_moto_server_fixture"]
 
@@ -132,6 +143,34 @@ class DyingModel:
         if self.calls == self.die_at:
             raise ProcessDied(f"killed at model call {self.calls}")
         return self.script.complete(request)
+
+
+class LoadsThen:
+    """A store whose next ``load`` of a session answers what it read, but only after ``meanwhile`` ran.
+
+    Arm it with :meth:`arm`; it fires once. It makes a race certain: another writer commits between a
+    reader's load and its claim.
+    """
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+        self.capabilities = inner.capabilities
+        self._meanwhile: Callable[[], Any] | None = None
+        self.fired = 0
+
+    def arm(self, meanwhile: Callable[[], Any]) -> None:
+        self._meanwhile = meanwhile
+
+    def load(self, session_id: str) -> Any:
+        loaded = self._inner.load(session_id)
+        meanwhile, self._meanwhile = self._meanwhile, None
+        if meanwhile is not None:
+            self.fired += 1
+            meanwhile()
+        return loaded
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
 
 
 class AwsFault:

@@ -552,8 +552,10 @@ class Operations:
         try:
             work.claim()  # atomic: of two racing deliveries exactly one commits this version
         except CommitConflictError:
-            now = rt.store.load(rec.session_id)
-            raise SessionNotAwaitingInputError(rec.session_id, str(now.status) if now else None) from None
+            now = rt.store.head(rec.session_id)
+            raise SessionNotAwaitingInputError(
+                rec.session_id, str(now.status) if now else None, "another event resumed it first", lost_race=True
+            ) from None
 
         def body() -> None:
             for text in title_notes:
@@ -660,7 +662,9 @@ class Operations:
         except CommitConflictError:
             now = self.rt.store.load(work.record.session_id)
             if self.parked_channel(now) != "decision":
-                raise SessionNotParkedError(work.record.session_id, str(now.status) if now else None) from None
+                raise SessionNotParkedError(
+                    work.record.session_id, str(now.status) if now else None, lost_race=True
+                ) from None
             raise
 
     # ------------------------------------------------------------------ shared tail

@@ -32,13 +32,12 @@ from archmax.errors import (
     DuplicateDeliveryError,
     EmptyMessageError,
     MissingDeliveryTriggerError,
-    ModelError,
     SessionNotResumableError,
     SessionStoreCapabilityError,
-    StoreError,
     UnknownSessionTriggerError,
     UnknownTriggerError,
     WorkflowDisabledError,
+    is_retryable,
 )
 from archmax.hosting.inbox_base import Inbox, InboxItem, ItemKind
 from archmax.hosting.sweep import ERROR as SWEEP_ERROR
@@ -119,8 +118,6 @@ class SweepReport(BaseModel):
 DrainResult = Outcome | ArchmaxError
 
 
-# Errors that say "not now" rather than "never": the item stays pending and is re-driven.
-RETRYABLE = (SessionNotResumableError, StoreError, ModelError)
 
 
 class Host:
@@ -270,10 +267,12 @@ class Host:
         """Apply the session's pending items in arrival order while holding its drain lease.
 
         Each item goes through ``agent.workflow.send`` (kind ``deliver``: ``deliver``) with its
-        delivery id. ``DuplicateDeliveryError`` → marked done (applied before). A refusal → marked
-        ``failed`` with the error text, not retried. ``SessionNotResumableError`` (mid-turn elsewhere),
-        ``StoreError`` or ``ModelError`` (a provider outage mid-turn) → left pending, draining stops;
-        the sweep re-drives it, and the session continues the turn that event started (nothing lost).
+        delivery id. ``DuplicateDeliveryError`` → marked done (applied before). An error
+        :func:`archmax.errors.is_retryable` calls "not now" — ``SessionNotResumableError`` (mid-turn
+        elsewhere), ``StoreError`` or ``ModelError`` (an outage mid-turn), or a park race lost to
+        another event (``lost_race``) → left pending, draining stops; the sweep re-drives it and the
+        event is applied after the turn that beat it (nothing lost). Any other refusal → marked
+        ``failed`` with the error text, not retried.
         When nothing is left, the lease is released only if no item arrived since the counter was
         read; otherwise the drain goes round again.
 
@@ -308,7 +307,7 @@ class Host:
                     just_acquired = False
                     result = self._apply(item)
                     results.append(result)
-                    if isinstance(result, RETRYABLE):
+                    if isinstance(result, ArchmaxError) and is_retryable(result):
                         blocked = True
                         seen = self.inbox.arrivals(session_id)  # stop here: what waits is the sweep's
                         break
@@ -341,9 +340,9 @@ class Host:
         except DuplicateDeliveryError as exc:
             self.inbox.mark(sid, item.delivery_id, "done")
             return exc
-        except RETRYABLE as exc:
-            return exc  # stays pending: retried by the next drain or the sweep
         except ArchmaxError as exc:
+            if is_retryable(exc):
+                return exc  # not now (another writer, an outage, a lost race): stays pending for the sweep
             self.inbox.mark(sid, item.delivery_id, "failed", f"{type(exc).__name__}: {exc}")
             return exc
         self.inbox.mark(sid, item.delivery_id, "done")

@@ -180,7 +180,9 @@ def test_ses_inbound_reads_the_raw_mail_from_s3_and_starts_the_conversation(aws:
     answer = d.call("send", mail)
     assert answer["ok"] is True
     (record,) = answer["records"]
-    assert record["delivery_id"] == message_id and record["disposition"] == "turn"
+    # the event's identity is the mail's Message-ID, never the SES message id (issue 9 item 8)
+    assert record["delivery_id"] == "3f1c2a9e-5b7d-4e21-9c3a-0d8e6f4b2a11@example.org" != message_id
+    assert record["disposition"] == "turn"
     summary = d.collaborators.agent.sessions.get(record["session_id"])
     assert summary is not None and summary.status == "awaiting_input"
 

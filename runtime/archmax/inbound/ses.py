@@ -1,8 +1,10 @@
 """SES receipt events (the Lambda action of a receipt rule) -> where the raw mail is, and a firing.
 
 Rule source: DESIGN.md §4 "Email" (SES stores the raw message in S3 and invokes ``send``;
-spam/virus verdicts of FAIL are refused, recorded, not delivered) and §3 "Inbox" (the SES message
-id is the delivery id, so a re-invoked receipt is a no-op).
+spam/virus verdicts of FAIL are refused, recorded, not delivered) and §3 "Inbox" (a duplicate is a
+no-op). The delivery id of an email is the mail's own identity, its RFC 5322 ``Message-ID`` (else the
+sha256 of the raw bytes), never the SES message id: SES gives one mail a new id per receipt (two
+receipt rules, a retry after a partial failure, a forward), and each must be the same event (issue 9).
 
 SES never puts the message body in a Lambda-action event: the rule's S3 action, which runs first,
 wrote it to the bucket. Where: an ``S3`` action in the record names ``bucketName``/``objectKey``
@@ -40,7 +42,8 @@ class SesMail(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     message_id: str
-    """SES's own id of the message (``mail.messageId``): the firing's delivery id."""
+    """SES's own id of the message (``mail.messageId``): where the raw MIME is, and what a handler
+    reports; the transport's id, not the event's (see :func:`ses_firing`)."""
     bucket: str | None
     """Where the raw MIME is; ``None`` when the event names no bucket and none is configured."""
     key: str
@@ -136,13 +139,14 @@ def ses_firing(mail: SesMail, raw: bytes, *, trigger: str | None = None) -> Firi
     """The firing of one received message: the email adapter's reading of the raw MIME.
 
     Args:
-        mail: The record (its SES message id becomes the delivery id).
+        mail: The record (its SES message id only says where the raw mail was).
         raw: The raw message as the S3 action stored it.
         trigger: Overrides the adapter's ``email_received`` / ``email_reply`` choice.
 
     Returns:
-        :func:`archmax.inbound.email.parse_email`'s firing, with ``delivery_id = mail.message_id``
-        (SES retries re-invoke with the same id, so the duplicate is a no-op in the inbox).
+        :func:`archmax.inbound.email.parse_email`'s firing unchanged: its ``delivery_id`` is the
+        mail's normalised RFC 5322 ``Message-ID`` (else the sha256 of ``raw``), so one mail that
+        reaches SES twice, under two SES message ids, is one event and its second delivery a no-op.
     """
-    firing = parse_email(raw, trigger=trigger)
-    return firing.model_copy(update={"delivery_id": mail.message_id})
+    del mail  # the transport's id is not the event's identity
+    return parse_email(raw, trigger=trigger)

@@ -127,8 +127,11 @@ class TurnLoop:
                 self.work.release()
                 return
             if final_answer_committed(rec.messages):
-                # A takeover (§3.12) found the turn's final answer committed by a process that died
-                # before letting the lease go: finish the turn from the record, calling no model.
+                # The turn's last answer is committed: completion is owed, never another model call.
+                # The loop comes here right after committing that answer, and so does a takeover
+                # (§3.12) of a process that died before letting the lease go: one path for both.
+                if self.hooks.at_completion():  # a terminal state's after hooks may send it back (§5.8)
+                    continue
                 self._complete()
                 return
             state = self.wf.states[rec.position]
@@ -153,10 +156,7 @@ class TurnLoop:
                 self.rt.events.emit(rec, "agent_text", text=response.text)
             self.work.commit()
             if not calls:
-                if self.hooks.at_completion():  # a terminal state's after hooks may send it back (§5.8)
-                    continue
-                self._complete()
-                return
+                continue  # the final answer is committed: completion is the next step (above)
             self._dispatch_batch(state.slug, calls)
             self.work.commit()
 

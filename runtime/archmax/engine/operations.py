@@ -212,7 +212,7 @@ class Operations:
         """Apply the firing rule (§3.2) to an explicit id."""
         rec = self.load(session_id)
         if self._died_applying(rec, delivery_id):
-            return self._continue_dead_turn(rec)  # type: ignore[arg-type]
+            return self._continue_dead_turn(rec, prepare_files(self.rt.store, session_id, files))  # type: ignore[arg-type]
         refuse_duplicate(rec, delivery_id, session_id)
         disposition, recovered = self.classify(session_id, rec)
         source = f"sent to session '{session_id}'"
@@ -327,8 +327,13 @@ class Operations:
             raise SessionNotResumableError(session_id, str(rec.status))
         return self._continue_dead_turn(rec)
 
-    def _continue_dead_turn(self, rec: Checkpoint) -> Outcome:
-        """Take the session over (§3.12) and continue the turn from its last checkpoint, adding nothing."""
+    def _continue_dead_turn(self, rec: Checkpoint, prepared: list | None = None) -> Outcome:
+        """Take the session over (§3.12) and continue the turn from its last checkpoint, adding nothing.
+
+        ``prepared`` are the files of the redriven firing whose turn died (issue 9: a firing's files are
+        part of the firing): before the turn goes on, each is placed, or found where the dead attempt
+        placed it (:func:`place_files` ``redriven``), and its variable seeded, in one commit.
+        """
         rt = self.rt
         record = rec  # a load is the caller's own object (SessionStore.load): no copy
         work = Work(rt.store, rt.clock, rt.lease_ttl_s, record, rec.version)
@@ -342,7 +347,17 @@ class Operations:
             f"session '{rec.session_id}' was taken over after its lease expired; continuing the turn its last "
             "event started",
         )
-        return self._guarded(work, lambda: TurnLoop(rt, work).run(), "turn")
+
+        def body() -> None:
+            if prepared:
+                placed = place_files(rt.store, record.session_id, prepared, redriven=True)
+                file_vars = {k: v for k, v in placed.items() if k not in rt.assembly_variables}
+                for text in seed_host_variables(record.variables, file_vars):  # as at the turn opening (§8)
+                    self._title_warning(work, text)
+                work.commit()
+            TurnLoop(rt, work).run()
+
+        return self._guarded(work, body, "turn")
 
     # ------------------------------------------------------------------ turn opening (§8)
 
@@ -503,7 +518,7 @@ class Operations:
             refuse_other_park(session_id, head.version, str(head.status), park_version)
         rec = self.load(session_id)
         if self._died_applying(rec, delivery_id):
-            return self._continue_dead_turn(rec)  # type: ignore[arg-type]
+            return self._continue_dead_turn(rec, prepare_files(self.rt.store, session_id, files))  # type: ignore[arg-type]
         refuse_duplicate(rec, delivery_id, session_id)
         if self.parked_channel(rec) != "input":
             raise SessionNotAwaitingInputError(session_id, str(rec.status) if rec else None)

@@ -78,8 +78,23 @@ def prepare_files(store: SessionStore, session_id: str, files: Mapping[str, Any]
     return prepared
 
 
-def place_files(store: SessionStore, session_id: str, prepared: list[PreparedFile]) -> dict[str, str]:
-    """Place prepared files, never overwriting; returns variable → ``scratchpad/attachments/<placed name>``."""
+def place_files(
+    store: SessionStore, session_id: str, prepared: list[PreparedFile], *, redriven: bool = False
+) -> dict[str, str]:
+    """Place prepared files, never overwriting; returns variable → ``scratchpad/attachments/<placed name>``.
+
+    Args:
+        store: The session's store.
+        session_id: The session.
+        prepared: The firing's files (:func:`prepare_files`).
+        redriven: The same firing is applied again after its turn died part-way (issue 9: a firing's
+            files are part of the firing). A name already holding exactly a file's bytes is then that
+            file, placed by the earlier attempt (or by a put whose answer was lost), and is reused
+            rather than copied: every file of the firing ends up placed once, none orphaned.
+
+    Raises:
+        StoreError: a write failed; files placed before it stay, and a redriven firing finds them.
+    """
     if not prepared:
         return {}
     with _locks_guard:
@@ -87,24 +102,33 @@ def place_files(store: SessionStore, session_id: str, prepared: list[PreparedFil
     placed: dict[str, str] = {}
     with lock:
         taken = {p.rsplit("/", 1)[-1] for p in store.list_files(session_id, ATTACHMENTS_DIR + "/")}
+        used: set[str] = set()  # names this call placed or reused: two files of a firing never share one
         for item in prepared:
+            data = item.content.encode("utf-8") if isinstance(item.content, str) else bytes(item.content)
             for candidate in candidate_names(item.name):
-                if candidate in taken:
+                if candidate in used:
                     continue
                 path = attachment_path(candidate)
-                try:
-                    if item.text:
-                        content = item.content if isinstance(item.content, str) else item.content.decode("utf-8")
-                        store.seed(session_id, {path: content}, create_only=True)
-                    else:
-                        store.upload_files(session_id, {path: bytes(item.content)}, create_only=True)
-                except PathExistsError:
-                    taken.add(candidate)  # another placement won this name: take the next number
-                    continue
-                taken.add(candidate)
+                if candidate in taken or not _create(store, session_id, path, item, data):
+                    taken.add(candidate)
+                    if not (redriven and store.get(session_id, path) == data):
+                        continue  # another placement holds this name: take the next number
+                used.add(candidate)
                 placed[item.variable] = path
                 break
     return placed
+
+
+def _create(store: SessionStore, session_id: str, path: str, item: PreparedFile, data: bytes) -> bool:
+    """Write one file create-only; False when the path exists already."""
+    try:
+        if item.text:
+            store.seed(session_id, {path: data.decode("utf-8")}, create_only=True)
+        else:
+            store.upload_files(session_id, {path: data}, create_only=True)
+    except PathExistsError:
+        return False
+    return True
 
 
 def session_file_exists(store: SessionStore, session_id: str, path: str) -> bool:

@@ -26,6 +26,7 @@ from archmax.hosting.host import Host
 from archmax.hosting.inbox import DynamoInbox, InboxItem
 from archmax.hosting.inbox_dynamo import INLINE_MAX_BYTES, MAX_ITEM_BYTES
 from archmax.hosting.wiring import from_environment
+from archmax.inbound.email import parse_email
 from archmax.models.scripted import ScriptedModel
 from archmax.session.firing import FileIn, Firing
 from archmax.testing import FakeLambdaContext, load_event
@@ -265,7 +266,9 @@ def test_an_ses_mail_with_a_1_mb_attachment_is_delivered_and_its_attachment_plac
     answer = handler(mail, FakeLambdaContext())
     assert answer["ok"] is True
     (record,) = answer["records"]
-    assert record["delivery_id"] == message_id and record["disposition"] == "turn"
+    # the mail's own Message-ID is the event's identity, not the SES message id (issue 9 item 8)
+    assert record["delivery_id"] == parse_email(large_mail(pdf)).delivery_id != message_id
+    assert record["disposition"] == "turn"
     sid = record["session_id"]
     sessions = collaborators.agent.sessions
     assert sessions.get(sid).status == "awaiting_input"

@@ -14,13 +14,13 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 from archmax.engine.artifacts import write_artifacts
+from archmax.engine.deliveries import refuse_duplicate, remember_delivery
 from archmax.engine.loop import TurnLoop
 from archmax.engine.placement import place_files, prepare_files, session_file_exists
 from archmax.engine.runtime import Runtime
 from archmax.engine.work import Work
 from archmax.errors import (
     CommitConflictError,
-    DuplicateDeliveryError,
     EmptyMessageError,
     InvalidDecisionTargetError,
     MissingDeliveryTriggerError,
@@ -31,11 +31,10 @@ from archmax.errors import (
     UnknownTriggerError,
     WorkflowDisabledError,
 )
-from archmax.session.ids import mint_session_id, validate_delivery_id, validate_session_id
+from archmax.session.ids import mint_session_id, validate_session_id
 from archmax.session.notes import decision_note_text, event_note_text, make_note, runtime_note_kind
 from archmax.session.paths import SessionPath, parse_session_path, resolve_session_id
 from archmax.session.records import (
-    DELIVERY_IDS_KEPT,
     PARKED_STATUSES,
     Checkpoint,
     Message,
@@ -213,7 +212,7 @@ class Operations:
         rec = self.load(session_id)
         if self._died_applying(rec, delivery_id):
             return self._continue_dead_turn(rec, prepare_files(self.rt.store, session_id, files))  # type: ignore[arg-type]
-        refuse_duplicate(rec, delivery_id, session_id)
+        refuse_duplicate(self.rt.store, rec, delivery_id, session_id)
         disposition, recovered = self.classify(session_id, rec)
         source = f"sent to session '{session_id}'"
         check_host_variables(variables, files, source=source, session_id=session_id)
@@ -391,7 +390,7 @@ class Operations:
         # The opening (§8 steps 1-5), the message and the firing's delivery id go into the one conditional
         # commit that claims the session, so a crash can never keep the id without the message.
         title_notes = self._open_record(record, message, trigger, variables)
-        remember_delivery(record, delivery_id)
+        remember_delivery(rt.store, record, delivery_id)
         self.preflight_model(record.position)
         work.claim()  # raises SessionNotResumableError (CommitConflictError) when another writer won
         for text in warnings:  # e.g. the minted-id warning of §4.2: in `warnings` and as an event
@@ -519,7 +518,7 @@ class Operations:
         rec = self.load(session_id)
         if self._died_applying(rec, delivery_id):
             return self._continue_dead_turn(rec, prepare_files(self.rt.store, session_id, files))  # type: ignore[arg-type]
-        refuse_duplicate(rec, delivery_id, session_id)
+        refuse_duplicate(self.rt.store, rec, delivery_id, session_id)
         if self.parked_channel(rec) != "input":
             raise SessionNotAwaitingInputError(session_id, str(rec.status) if rec else None)
         refuse_other_park(session_id, rec.version, str(rec.status), park_version)  # type: ignore[union-attr]
@@ -562,7 +561,7 @@ class Operations:
         record.park_phase = None
         record.pending_failure = None
         record.status = SessionStatus.RUNNING
-        remember_delivery(record, delivery_id)
+        remember_delivery(rt.store, record, delivery_id)
         self.preflight_model(state)
         try:
             work.claim()  # atomic: of two racing deliveries exactly one commits this version
@@ -608,7 +607,7 @@ class Operations:
         work = Work(rt.store, rt.clock, rt.lease_ttl_s, record, rec.version, warnings=list(_warnings or []))  # type: ignore[union-attr]
         record.reply_only = True
         record.messages.append(Message(role="user", content=message))
-        remember_delivery(record, _delivery_id)
+        remember_delivery(rt.store, record, _delivery_id)
         self.preflight_model(record.pending_decision.state)  # type: ignore[union-attr]
         self._claim_decision_park(work)
         state = record.pending_decision.state  # type: ignore[union-attr]
@@ -710,12 +709,6 @@ class Operations:
         return build_outcome(work, disposition)
 
 
-def check_delivery_id(delivery_id: str | None, session_id: str | None) -> None:
-    """Validate an optional delivery id before anything is read or written (see :func:`validate_delivery_id`)."""
-    if delivery_id is not None:
-        validate_delivery_id(delivery_id, session_id=session_id)
-
-
 def answer_interrupted_calls(rec: Checkpoint) -> None:
     """On a takeover, answer every tool call that has no result with the ``interrupted`` error (§3.12)."""
     answered = {m.tool_call_id for m in rec.messages if m.role == "tool"}
@@ -742,32 +735,6 @@ def refuse_other_park(session_id: str, version: int, status: str, park_version: 
         raise SessionNotAwaitingInputError(
             session_id, status, f"this delivery is for the park at version {park_version}; the session is at {version}"
         )
-
-
-def refuse_duplicate(rec: Checkpoint | None, delivery_id: str | None, session_id: str | None = None) -> None:
-    """Refuse a firing whose ``delivery_id`` is malformed or was already applied to the session.
-
-    Args:
-        rec: The session's latest checkpoint, or ``None`` when it has none (nothing was applied yet).
-        delivery_id: The host's idempotency key (SES message id, ``Idempotency-Key``, EventBridge event
-            id), or ``None`` for a firing without one.
-        session_id: The id named in errors when ``rec`` is ``None``.
-
-    Raises:
-        InvalidDeliveryIdError: ``delivery_id`` is blank, not text, over 512 UTF-8 bytes or holds a
-            control character (:func:`check_delivery_id`).
-        DuplicateDeliveryError: the session already applied ``delivery_id`` (DESIGN.md §3 "Inbox": a
-            duplicate is a no-op).
-    """
-    check_delivery_id(delivery_id, rec.session_id if rec is not None else session_id)
-    if rec is not None and delivery_id is not None and delivery_id in rec.delivery_ids:
-        raise DuplicateDeliveryError(rec.session_id, delivery_id)
-
-
-def remember_delivery(record: Checkpoint, delivery_id: str | None) -> None:
-    """Record a firing's ``delivery_id`` in the claiming commit, so the same event is applied once."""
-    if delivery_id is not None:
-        record.delivery_ids = (record.delivery_ids + [delivery_id])[-DELIVERY_IDS_KEPT:]
 
 
 def build_outcome(work: Work, disposition: str) -> Outcome:

@@ -25,6 +25,8 @@ class SessionStatus(StrEnum):
 
 
 DELIVERY_IDS_KEPT = 200
+"""How many applied delivery ids the checkpoint itself keeps; older ones are kept as marker files
+(``archmax.engine.deliveries``), so no id is ever forgotten."""
 
 PARKED_STATUSES = frozenset({SessionStatus.AWAITING_INPUT, SessionStatus.AWAITING_DECISION})
 """Statuses of a suspended session (§3.1); it is parked only with its record and no live lease."""
@@ -244,7 +246,7 @@ class Checkpoint(_Record):
     """The last event ``seq`` emitted for this session."""
     delivery_ids: list[str] = Field(default_factory=list)
     """Ids of the last firings applied (newest last, at most ``DELIVERY_IDS_KEPT``), so a redelivered event
-    is recognised and applied once."""
+    is recognised and applied once; ids older than these are kept as markers (``archmax.engine.deliveries``)."""
 
     @property
     def resume_at(self) -> str | None:

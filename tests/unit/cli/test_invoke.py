@@ -16,6 +16,7 @@ import yaml
 
 from archmax.cli import main
 from archmax.cli_invoke import invoke_environment, read_template
+from archmax.stores.filesystem import FilesystemStore
 
 REPO = Path(__file__).resolve().parents[3]
 SCRIPT = [
@@ -61,7 +62,7 @@ def test_each_function_serves_its_event_in_process_with_logs_on_stderr(
     assert code == 0 and json.loads(answer["body"])["status"] == "completed"
     code, answer, _ = run(capsys, *flags, "invoke", "timer", "-e", str(REPO / "events/scheduled_sweep.json"))
     assert code == 0 and answer["ok"] is True
-    assert (tmp_path / "sessions" / "AAQk-1").is_dir()  # the filesystem store named by --store
+    assert FilesystemStore(tmp_path / "sessions").head("AAQk-1") is not None  # the store --store named
 
 
 def test_the_environment_is_the_templates_defaults_then_the_process_then_the_flags(tmp_path: Path) -> None:

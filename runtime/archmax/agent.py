@@ -303,6 +303,17 @@ def _model_resolver(model: Model | None, base_dir: Path | None = None) -> Callab
     return model_for
 
 
+def _outbound(outbound: Any, store: SessionStore, clock: Clock) -> Any:
+    """The in-process dispatcher ``create_agent(outbound=...)`` asks for (None: from the environment)."""
+    if outbound is False:
+        return None
+    if outbound is None:
+        from archmax.outbound.config import dispatcher_from_env
+
+        return dispatcher_from_env(store, clock=clock)
+    return outbound
+
+
 def create_agent(
     workflow: str | os.PathLike[str] | Workflow,
     store: SessionStore | None = None,
@@ -317,6 +328,7 @@ def create_agent(
     model_overrides: bool | None = None,
     hooks: Mapping[str, Callable[..., Any]] | None = None,
     hook_model: Model | None = None,
+    outbound: Any = None,
 ) -> Agent:
     """Assemble an agent for one workflow (§3).
 
@@ -340,6 +352,10 @@ def create_agent(
         hook_model: With ``model_overrides=False``, the model rubric hooks grade with when neither the
             rubric nor its state names one (``None`` → ``ARCHMAX_MODEL``): rubric hooks always use their
             configured models, never a case's script (§10.4). Otherwise rubrics use the agent's models.
+        outbound: The dispatcher that sends each operation's outbound messages in-process after its
+            commit (:class:`archmax.outbound.Dispatcher`); ``None`` builds it from the environment
+            (:func:`archmax.outbound.config.dispatcher_from_env`: ``.eml`` files, SMTP, SES, EventBridge);
+            ``False`` sends nothing in-process (on AWS the stream function sends).
 
     Raises:
         WorkflowSpecError, ReservedToolNameError, InvalidSessionPathError, InvalidVariableNameError,
@@ -378,6 +394,7 @@ def create_agent(
         lease_ttl_s=900.0 if lease_ttl_s is None else float(lease_ttl_s),
         hook_executors=executors,
         hook_model_for=resolver if model_overrides is not False else _model_resolver(hook_model, spec.root),
+        outbound=_outbound(outbound, store, clock),
     )
     for state in spec.states.values():  # a state's own model spec fails at assembly, not mid-turn
         if state.model and model_overrides is not False:

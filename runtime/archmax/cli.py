@@ -235,7 +235,12 @@ class _Cli:
         if self.json:
             self.say(to_json(outcome))
             return 0 if outcome.kind in ("completed", "parked") else 1
-        return print_outcome(outcome, self.out, self.err, self.context())
+        code = print_outcome(outcome, self.out, self.err, self.context())
+        from archmax.cli_outbound import sent_lines
+
+        for line in sent_lines(self.store, outcome.session_id):
+            self.note(line)
+        return code
 
     # ------------------------------------------------------------------ commands
 
@@ -464,6 +469,9 @@ class _Cli:
         except OSError as exc:
             raise UsageError(f"cannot read '{a.file}': {exc.strerror or exc}") from exc
         firing = parse_email(raw, trigger=a.trigger)
+        from archmax.outbound.config import reply_threader
+
+        firing = reply_threader(self.store)(firing, ())  # a reply to what we sent: its session
         workflow_dir = resolve_workflow(self.root, a.workflow)
         agent = self.agent(workflow_dir)
         resolved = agent.workflow.resolve_session(trigger=firing.trigger, variables=firing.variables)

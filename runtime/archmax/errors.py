@@ -426,6 +426,13 @@ class ConfigurationError(InfrastructureError):
         super().__init__(message)
 
 
+class OutboundError(InfrastructureError):
+    """An outbound message was not sent (SMTP, SES or EventBridge refused it, or no sender is configured).
+
+    Nothing was recorded as sent, so the dispatcher's next run retries it (DESIGN.md §3 "The change stream").
+    """
+
+
 # --------------------------------------------------------------------------- model provider
 
 

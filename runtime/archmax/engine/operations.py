@@ -31,8 +31,9 @@ from archmax.errors import (
     UnknownTriggerError,
     WorkflowDisabledError,
 )
+from archmax.outbound.config import dispatch_after_operation
 from archmax.session.ids import mint_session_id, validate_session_id
-from archmax.session.notes import decision_note_text, event_note_text, make_note, runtime_note_kind
+from archmax.session.notes import decision_note_text, event_note_text, make_note
 from archmax.session.paths import SessionPath, parse_session_path, resolve_session_id
 from archmax.session.records import (
     PARKED_STATUSES,
@@ -41,7 +42,7 @@ from archmax.session.records import (
     SessionStatus,
     is_finished,
 )
-from archmax.session.results import Outcome, Resolution, exit_of, variables_view
+from archmax.session.results import Outcome, Resolution, exit_of, reply_of, variables_view
 from archmax.session.variables import check_host_variables, seed_host_variables, set_trigger_variable
 from archmax.spec import check_value_type
 
@@ -706,6 +707,7 @@ class Operations:
                 write_artifacts(self.rt, work.record)
             raise
         write_artifacts(self.rt, work.record)
+        dispatch_after_operation(self.rt.outbound, work.record, self.rt.warn)
         return build_outcome(work, disposition)
 
 
@@ -742,11 +744,7 @@ def build_outcome(work: Work, disposition: str) -> Outcome:
     rec = work.record
     parked = rec.status in PARKED_STATUSES
     pending = (rec.pending_input or rec.pending_decision) if parked else None
-    reply = ""
-    for message in reversed(rec.messages[work.start_messages :]):
-        if message.role == "assistant" and runtime_note_kind(message) is None and message.content.strip():
-            reply = message.content
-            break
+    reply = reply_of(rec.messages, work.start_messages)
     return Outcome(
         kind="parked" if parked else rec.status.value,  # type: ignore[arg-type]
         disposition=disposition,  # type: ignore[arg-type]

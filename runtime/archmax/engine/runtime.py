@@ -42,6 +42,8 @@ class Runtime:
     hook_model_for: Callable[[str | None], Model] | None = None
     """The model a rubric hook grades with, for its ``model:`` (or the state's); ``None`` → ``model_for``.
     Rubric hooks always use their configured models, even in a scripted test case (§10.4)."""
+    outbound: Any = None
+    """The in-process :class:`~archmax.outbound.dispatch.Dispatcher`, or ``None`` (the stream sends, or nothing)."""
 
     def __post_init__(self) -> None:
         if self.hook_model_for is None:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 from archmax.clock import Clock, format_instant
+from archmax.outbound.outbox import record_outbox
 from archmax.session.records import Checkpoint, Lease, Usage
 from archmax.stores.base import SessionStore
 
@@ -75,6 +76,8 @@ class Work:
         rec.lease = (
             Lease(owner=self.owner, expires_at=format_instant(now + timedelta(seconds=self.lease_ttl_s))) if lease else None
         )
+        if not lease:
+            record_outbox(rec, self.start_messages)  # the turn's outbound messages ride its last commit
         self.store.commit(
             rec.session_id, rec, self.version, lease_owner=None if claim or not self.holds_lease else self.owner
         )

@@ -28,6 +28,9 @@ DELIVERY_IDS_KEPT = 200
 """How many applied delivery ids the checkpoint itself keeps; older ones are kept as marker files
 (``archmax.engine.deliveries``), so no id is ever forgotten."""
 
+OUTBOX_KEPT = 10
+"""Outbox entries a checkpoint keeps (newest last): the dispatcher sends each within a few turns of its commit."""
+
 PARKED_STATUSES = frozenset({SessionStatus.AWAITING_INPUT, SessionStatus.AWAITING_DECISION})
 """Statuses of a suspended session (§3.1); it is parked only with its record and no live lease."""
 
@@ -198,6 +201,44 @@ class Raised(_Record):
     state: str
 
 
+class OutboxEntry(_Record):
+    """One outbound message a turn-ending commit recorded: sent after the commit, from this record.
+
+    The transactional outbox of DESIGN.md §3 "The change stream": the commit that ends a turn is the
+    single source of truth, and a dispatcher sends each entry once, keyed by ``(session id, id)``.
+    """
+
+    version: int
+    """The committed version that recorded the entry."""
+    index: int
+    """Its position among that version's entries, from 0."""
+    kind: Literal["email", "event"]
+    """``email``: a reply to the person who wrote in; ``event``: a lifecycle event on the event bus."""
+    detail_type: Literal["Session Parked", "Session Completed", "Session Failed", "Session Rejected"]
+    """What the commit did to the session (the EventBridge ``detail-type``)."""
+    text: str = ""
+    """The words for the person: the question or handoff message at a park, the final answer, a failure's reason."""
+    to: list[str] = Field(default_factory=list)
+    """Email: recipient addresses (the sender of the mail the session last received)."""
+    cc: list[str] = Field(default_factory=list)
+    """Email: copied addresses."""
+    inbox: str | None = None
+    """Email: the address the person wrote to, our default ``From``."""
+    subject: str | None = None
+    """Email: the subject, ``Re: <their subject>``."""
+    in_reply_to: str | None = None
+    """Email: the Message-ID (normalised, no brackets) of the mail being answered."""
+    references: list[str] = Field(default_factory=list)
+    """Email: the thread's Message-IDs, oldest first, ending with ``in_reply_to``."""
+    detail: dict[str, Any] = Field(default_factory=dict)
+    """Event: the event's ``detail`` (session_id, workflow, state, channel, reason, resume_at, text, exit)."""
+
+    @property
+    def id(self) -> str:
+        """The entry's id within its session: ``<version, 10 digits>-<index>`` (stable, sorts by commit)."""
+        return f"{self.version:010d}-{self.index}"
+
+
 class Checkpoint(_Record):
     """The whole session at one committed version (§9.3). The highest version is the session."""
 
@@ -247,6 +288,9 @@ class Checkpoint(_Record):
     delivery_ids: list[str] = Field(default_factory=list)
     """Ids of the last firings applied (newest last, at most ``DELIVERY_IDS_KEPT``), so a redelivered event
     is recognised and applied once; ids older than these are kept as markers (``archmax.engine.deliveries``)."""
+    outbox: list[OutboxEntry] = Field(default_factory=list)
+    """Outbound messages recorded by the last turn-ending commits (newest last, at most ``OUTBOX_KEPT``);
+    sending them happens after the commit (DESIGN.md §3 "The change stream")."""
 
     @property
     def resume_at(self) -> str | None:

@@ -9,6 +9,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from archmax.session.notes import runtime_note_kind
 from archmax.session.records import (
     PARKED_STATUSES,
     Checkpoint,
@@ -106,6 +107,17 @@ class SessionSummary(_Result):
 def variables_view(record: Checkpoint) -> dict[str, dict[str, Any]]:
     """``name → {value, locked}`` of a record."""
     return {name: {"value": v.value, "locked": v.locked} for name, v in record.variables.items()}
+
+
+def reply_of(messages: list[Message], start: int) -> str:
+    """The last non-blank assistant text in ``messages[start:]``, runtime notes excluded, else ``""``.
+
+    What one operation said to the person: ``Outcome.reply`` (§3.11) and the text of its outbound message.
+    """
+    for message in reversed(messages[start:]):
+        if message.role == "assistant" and runtime_note_kind(message) is None and message.content.strip():
+            return message.content
+    return ""
 
 
 def exit_of(record: Checkpoint) -> SessionExit | None:

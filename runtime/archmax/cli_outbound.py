@@ -1,0 +1,29 @@
+"""What the CLI shows after an operation: the messages its commit recorded, sent where (issue 12 item 4)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from archmax.outbound.dispatch import Sent, describe, sent_path
+
+
+def sent_lines(store: Any, session_id: str) -> list[str]:
+    """One line per outbound message the session's latest commit recorded: ``sent: ... -> where``.
+
+    An entry without a result record (the in-process send failed, or sending is the stream's job)
+    shows as ``outbox: ... (not sent yet)``.
+    """
+    record = store.load(session_id)
+    if record is None:
+        return []
+    lines = []
+    for entry in record.outbox:
+        if entry.version != record.version:
+            continue
+        data = store.get(session_id, sent_path(entry))
+        if data is not None:
+            lines.append(describe(Sent.model_validate_json(data)))
+        else:
+            what = f"mail to {', '.join(entry.to)}" if entry.kind == "email" else f"event '{entry.detail_type}'"
+            lines.append(f"outbox: {what} (not sent yet)")
+    return lines

@@ -1,0 +1,139 @@
+"""Which outbound messages the commit that ends a turn records (pure: no I/O, no configuration).
+
+Rule source: DESIGN.md §3 "The change stream" (the transactional outbox) and issue 12 items 1-3:
+when a turn ends with words for the person (the question at an ``archmax_wait`` park, the handoff
+message at a human state, the final answer, a failure's reason), that commit records them; every
+park, completion, failure and rejection also records one lifecycle event. Sending is the
+dispatcher's job (:mod:`archmax.outbound.dispatch`), after the commit, from this record.
+
+A session "came in by email" when its variables hold what :func:`archmax.inbound.email.parse_email`
+seeds: a ``from`` address and a ``message_id`` key. Its reply goes to that sender, threaded on that
+message; a rejection mails nothing (its reason is the runtime's, addressed to the operator).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from archmax.session.records import (
+    OUTBOX_KEPT,
+    PARKED_STATUSES,
+    Checkpoint,
+    OutboxEntry,
+    SessionStatus,
+)
+from archmax.session.results import exit_of, reply_of
+
+DETAIL_TYPES = {
+    SessionStatus.AWAITING_INPUT: "Session Parked",
+    SessionStatus.AWAITING_DECISION: "Session Parked",
+    SessionStatus.COMPLETED: "Session Completed",
+    SessionStatus.FAILED: "Session Failed",
+    SessionStatus.REJECTED: "Session Rejected",
+}
+"""The EventBridge ``detail-type`` of each status a turn can end in."""
+
+_RE = re.compile(r"^\s*(re|aw|sv|antw)\s*:", re.IGNORECASE)
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]+")
+
+
+def record_outbox(record: Checkpoint, start_messages: int) -> list[OutboxEntry]:
+    """Append the outbound messages of a turn-ending commit to ``record.outbox`` (call before committing it).
+
+    Args:
+        record: The record about to be committed as ``record.version``; changed in place. A record
+            still ``running`` (a lease let go after an error) ends no turn and records nothing.
+        start_messages: Transcript length when the operation started: its words are the last
+            non-blank assistant text after it (``Outcome.reply``, BEHAVIOUR.md §3.11).
+
+    Returns:
+        The entries recorded: an ``email`` entry (index 0) when the session came in by email and the
+        turn has words for the person, then one ``event`` entry. ``record.outbox`` keeps the newest
+        ``OUTBOX_KEPT``; entries an earlier attempt at the same version recorded are replaced.
+    """
+    detail_type = DETAIL_TYPES.get(record.status)
+    if detail_type is None:
+        return []
+    version = record.version
+    text = _words(record, start_messages)
+    entries: list[OutboxEntry] = []
+    mail = _mail_fields(record)
+    if mail is not None and text.strip() and record.status != SessionStatus.REJECTED:
+        entries.append(OutboxEntry(version=version, index=0, kind="email", detail_type=detail_type, text=text, **mail))
+    entries.append(
+        OutboxEntry(
+            version=version,
+            index=len(entries),
+            kind="event",
+            detail_type=detail_type,
+            text=text,
+            detail=_event_detail(record, text),
+        )
+    )
+    kept = [e for e in record.outbox if e.version != version]
+    record.outbox = (kept + entries)[-OUTBOX_KEPT:]
+    return entries
+
+
+def _words(record: Checkpoint, start_messages: int) -> str:
+    """The operation's words for the person; for a failure, the reason it raised with."""
+    if record.status == SessionStatus.FAILED and record.raised is not None:
+        return record.raised.reason
+    return reply_of(record.messages, start_messages)
+
+
+def _value(record: Checkpoint, name: str) -> Any:
+    variable = record.variables.get(name)
+    return variable.value if variable is not None else None
+
+
+def _mail_fields(record: Checkpoint) -> dict[str, Any] | None:
+    """The reply's addressing and threading, from the email variables; ``None`` when not an email session."""
+    sender = _value(record, "from")
+    if not isinstance(sender, str) or "@" not in sender or "message_id" not in record.variables:
+        return None
+    message_id = _value(record, "message_id")
+    message_id = message_id if isinstance(message_id, str) and message_id else None
+    references = [r for r in _value(record, "references") or [] if isinstance(r, str) and r]
+    for parent in (_value(record, "in_reply_to"), message_id):  # a client that kept no References
+        if isinstance(parent, str) and parent and parent not in references:
+            references.append(parent)
+    to = [a for a in _value(record, "to") or [] if isinstance(a, str) and "@" in a]
+    subject = _value(record, "subject")
+    subject = _CONTROL.sub(" ", subject).strip() if isinstance(subject, str) else ""  # never a header break
+    if not _RE.match(subject):
+        subject = f"Re: {subject}" if subject else "Re: your message"
+    return {
+        "to": [sender],
+        "inbox": to[0] if to else None,
+        "subject": subject,
+        "in_reply_to": message_id,
+        "references": references,
+    }
+
+
+def _event_detail(record: Checkpoint, text: str) -> dict[str, Any]:
+    """The lifecycle event's ``detail``: session id, workflow, state, channel, reason, resume_at, text, exit."""
+    parked = record.status in PARKED_STATUSES
+    pending = (record.pending_input or record.pending_decision) if parked else None
+    reason: str | None = None
+    if record.status == SessionStatus.AWAITING_INPUT and record.pending_input is not None:
+        reason = record.pending_input.reason
+    elif record.status == SessionStatus.FAILED and record.raised is not None:
+        reason = record.raised.reason
+    elif record.status == SessionStatus.REJECTED:
+        reason = record.rejected
+    exit_ = exit_of(record)
+    return {
+        "session_id": record.session_id,
+        "workflow": record.workflow,
+        "status": str(record.status),
+        "state": pending.state if pending is not None else record.position,
+        "channel": record.channel if parked else None,
+        "reason": reason,
+        "resume_at": record.resume_at if parked else None,
+        "text": text,
+        "exit": exit_.model_dump(exclude_none=True) if exit_ is not None else None,
+        "version": record.version,
+    }

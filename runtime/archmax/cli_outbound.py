@@ -10,8 +10,10 @@ from archmax.outbound.dispatch import Sent, describe, sent_path
 def sent_lines(store: Any, session_id: str) -> list[str]:
     """One line per outbound message the session's latest commit recorded: ``sent: ... -> where``.
 
-    An entry without a result record (the in-process send failed, or sending is the stream's job)
-    shows as ``outbox: ... (not sent yet)``.
+    Mail is always shown; a lifecycle event only when it went to a bus (locally it is a file beside
+    the mail, a record for the host rather than a message to anyone). An entry without a result
+    record (the in-process send failed, or sending is the stream's job) shows as
+    ``outbox: ... (not sent yet)``.
     """
     record = store.load(session_id)
     if record is None:
@@ -22,8 +24,10 @@ def sent_lines(store: Any, session_id: str) -> list[str]:
             continue
         data = store.get(session_id, sent_path(entry))
         if data is not None:
-            lines.append(describe(Sent.model_validate_json(data)))
-        else:
+            sent = Sent.model_validate_json(data)
+            if sent.kind == "email" or sent.transport != "file":
+                lines.append(describe(sent))
+        elif entry.kind == "email":
             what = f"mail to {', '.join(entry.to)}" if entry.kind == "email" else f"event '{entry.detail_type}'"
             lines.append(f"outbox: {what} (not sent yet)")
     return lines

@@ -49,7 +49,8 @@ def _mail(c: Collaborators, mail: SesMail) -> dict[str, Any]:
         c.on_refused(mail)
         return {"message_id": mail.message_id, "refused": mail.refused}
     raw = c.fetch_mail(mail.bucket, mail.key)
-    return {"message_id": mail.message_id, **_accepted(c.host.accept(ses_firing(mail, raw)))}
+    firing = c.thread_mail(ses_firing(mail, raw), mail.recipients)  # a reply to what we sent: its session
+    return {"message_id": mail.message_id, **_accepted(c.host.accept(firing))}
 
 
 def _ses(c: Collaborators, event: Mapping[str, Any]) -> dict[str, Any]:

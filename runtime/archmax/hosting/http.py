@@ -47,6 +47,7 @@ ERROR_STATUS: dict[type[e.ArchmaxError], int] = {
     e.ConfigurationError: 500,
     # a dependency failed: the store 503 (retry), the model provider 502 / 503 when throttled
     e.StoreError: 503,
+    e.OutboundError: 502,
     e.ModelError: 502,
     e.ModelThrottledError: 503,
     e.ArchmaxError: 500,

@@ -21,6 +21,9 @@ Settings (environment variables):
 ``INBOX_TABLE``      the DynamoDB inbox (else the filesystem inbox beside the store)
 ``ARCHMAX_ROOT``     the filesystem store's folder (default ``./sessions``)
 ``ARCHMAX_DRAIN``    ``async`` (default inside Lambda: self-invoke ``{"drain": id}``) or ``inline``
+``ARCHMAX_OUTBOUND``  ``inline`` (default with the filesystem store: send in-process) or ``stream``
+                     (default with the AWS store: the outbound function sends); see
+                     :mod:`archmax.outbound.config` for the mail and event settings
 ===================  =======================================================================
 
 boto3 is imported here only when an AWS setting asks for it; like ``hosting/`` this module sits at
@@ -45,6 +48,9 @@ from archmax.models import model_from_config
 from archmax.models.base import Model
 from archmax.spec import load_workflow
 from archmax.workflow_tools import load_checked_tools
+from archmax.outbound.config import dispatcher_from_env, reply_threader
+from archmax.outbound.dispatch import Dispatcher
+from archmax.session.firing import Firing
 
 
 def _no_mail(bucket: str | None, key: str) -> bytes:
@@ -61,6 +67,7 @@ class Collaborators:
         bucket: The bucket SES writes raw mail to, or ``None``.
         fetch_mail: ``(bucket, key) -> raw MIME bytes``; raises ``StoreError`` when unreadable.
         on_refused: Records a refused (spam/virus FAIL) mail; the send function logs it and counts a metric.
+        thread_mail: ``(firing, envelope recipients) -> firing`` threaded onto the session it answers.
     """
 
     agent: Agent
@@ -68,6 +75,15 @@ class Collaborators:
     bucket: str | None = None
     fetch_mail: Callable[[str | None, str], bytes] = _no_mail
     on_refused: Callable[[SesMail], None] = field(default=lambda mail: None)
+    thread_mail: Callable[[Firing, list[str]], Firing] = field(default=lambda firing, recipients: firing)
+    """Points a parsed mail at the session it answers (our ids as aliases, the signed Reply-To)."""
+
+
+def aws_client(service: str) -> Any:
+    """A boto3 client for ``service`` with the environment's settings (region, ``AWS_ENDPOINT_URL``)."""
+    import boto3
+
+    return boto3.client(service)
 
 
 def lambda_waker(client: Any, function_name: str) -> Callable[[str], None]:
@@ -134,34 +150,9 @@ def from_environment(
     workflow = env.get("WORKFLOW_DIR")
     if not workflow:
         raise StoreError("WORKFLOW_DIR is not set: it names the workflow folder this function serves")
-    clients = dict(clients or {})
-    table, bucket, inbox_table = env.get("SESSIONS_TABLE"), env.get("SESSIONS_BUCKET"), env.get("INBOX_TABLE")
-
-    def client(service: str) -> Any:
-        if service not in clients:
-            import boto3
-
-            clients[service] = boto3.client(service)
-        return clients[service]
-
-    if table and bucket:
-        from archmax.stores.aws import AwsStore
-
-        # A prefix keeps session folders apart from the bucket's `inbound/` mail (whose objects expire).
-        ttl = int(env.get("FINISHED_TTL_DAYS") or 0)
-        store: Any = AwsStore(
-            table,
-            bucket,
-            env.get("SESSIONS_PREFIX", "sessions"),
-            dynamodb_client=client("dynamodb"),
-            s3_client=client("s3"),
-            finished_ttl_days=ttl or None,
-        )
-    else:
-        from archmax.stores.filesystem import FilesystemStore
-
-        root = Path(env.get("ARCHMAX_ROOT") or "sessions")
-        store = FilesystemStore(root)
+    client = _client_factory(clients)
+    bucket, inbox_table = env.get("SESSIONS_BUCKET"), env.get("INBOX_TABLE")
+    store = _store(env, client)
     if inbox_table:
         from archmax.hosting.inbox_dynamo import DynamoInbox
 
@@ -182,7 +173,16 @@ def from_environment(
     if model is None and (env.get("ARCHMAX_MODEL") or "").strip():
         # scripted: replays per session, since a session's turns span invocations; a bad value fails here
         model = model_from_config(env["ARCHMAX_MODEL"], env=env, replay_per_session=True)
-    agent = create_agent(spec, store, model, tools=load_checked_tools(spec), clock=clock)
+    aws = bool(env.get("SESSIONS_TABLE") and bucket)
+    prefix = env.get("SESSIONS_PREFIX", "sessions")
+    # On AWS the outbound function sends from the table's stream; locally the dispatcher runs in-process.
+    in_process = (env.get("ARCHMAX_OUTBOUND") or ("stream" if aws else "inline")) == "inline"
+    outbound = (
+        dispatcher_from_env(store, env, clock=clock, clients={"s3": client("s3")} if aws else None, s3_prefix=prefix)
+        if in_process
+        else False
+    )
+    agent = create_agent(spec, store, model, tools=load_checked_tools(spec), clock=clock, outbound=outbound)
     function_name = env.get("AWS_LAMBDA_FUNCTION_NAME")
     if waker is None and env.get("ARCHMAX_DRAIN", "async" if function_name else "inline") == "async":
         if not function_name:
@@ -196,4 +196,66 @@ def from_environment(
         host=host,
         bucket=bucket,
         fetch_mail=s3_reader(client("s3")) if bucket else _no_mail,
+        thread_mail=reply_threader(store, env, s3_client=client("s3") if aws else None, s3_prefix=prefix),
     )
+
+
+def outbound_from_environment(
+    env: Mapping[str, str] = os.environ,
+    *,
+    clock: Clock | None = None,
+    clients: Mapping[str, Any] | None = None,
+) -> tuple[Any, Dispatcher]:
+    """The outbound function's collaborators: the sessions store and the dispatcher that sends from it.
+
+    Reads the store settings of :func:`from_environment` and the outbound settings of
+    :mod:`archmax.outbound.config` (on AWS: ``ARCHMAX_MAIL_TRANSPORT=ses``, ``ARCHMAX_EVENT_BUS``,
+    ``ARCHMAX_MAIL_FROM``); this function is the sender, whatever ``ARCHMAX_OUTBOUND`` says.
+
+    Raises:
+        OutboundError: an unusable outbound setting.
+    """
+    clients = dict(clients or {})
+    store = _store(env, _client_factory(clients))
+    dispatcher = dispatcher_from_env(
+        store,
+        {**env, "ARCHMAX_OUTBOUND": "inline"},
+        clock=clock,
+        clients=clients,
+        s3_prefix=env.get("SESSIONS_PREFIX", "sessions"),
+    )
+    assert dispatcher is not None  # inline mode always builds one
+    return store, dispatcher
+
+
+def _client_factory(clients: Mapping[str, Any] | None) -> Callable[[str], Any]:
+    """``service -> boto3 client``: the prebuilt ones first, each other service built once, on first use."""
+    made = dict(clients or {})
+
+    def client(service: str) -> Any:
+        if service not in made:
+            made[service] = aws_client(service)
+        return made[service]
+
+    return client
+
+
+def _store(env: Mapping[str, str], client: Callable[[str], Any]) -> Any:
+    """The AWS store with ``SESSIONS_TABLE`` and ``SESSIONS_BUCKET``, else the filesystem store."""
+    table, bucket = env.get("SESSIONS_TABLE"), env.get("SESSIONS_BUCKET")
+    if table and bucket:
+        from archmax.stores.aws import AwsStore
+
+        # A prefix keeps session folders apart from the bucket's `inbound/` mail (whose objects expire).
+        ttl = int(env.get("FINISHED_TTL_DAYS") or 0)
+        return AwsStore(
+            table,
+            bucket,
+            env.get("SESSIONS_PREFIX", "sessions"),
+            dynamodb_client=client("dynamodb"),
+            s3_client=client("s3"),
+            finished_ttl_days=ttl or None,
+        )
+    from archmax.stores.filesystem import FilesystemStore
+
+    return FilesystemStore(Path(env.get("ARCHMAX_ROOT") or "sessions"))

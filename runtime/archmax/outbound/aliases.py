@@ -21,7 +21,7 @@ import weakref
 from pathlib import Path
 from typing import Any, Protocol
 
-from archmax.errors import StoreError
+from archmax.errors import PathExistsError, StoreError
 from archmax.inbound.email_ids import normalise_message_id
 from archmax.session.ids import validate_session_id
 
@@ -138,19 +138,15 @@ class S3Aliases:
         Raises:
             StoreError: S3 failed (other than a missing object).
         """
-        from botocore.exceptions import BotoCoreError, ClientError
+        from archmax.stores.aws.errors import aws_call
 
         name = alias_key(message_id)
         if name is None:
             return None
-        try:
-            data = self._s3.get_object(Bucket=self.bucket, Key=self._key(name))["Body"].read()
-        except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") in ("NoSuchKey", "404", "NotFound"):
-                return None
-            raise StoreError(f"cannot read alias {message_id!r}: {exc}") from exc
-        except BotoCoreError as exc:
-            raise StoreError(f"cannot read alias {message_id!r}: {exc}") from exc
+        answer = aws_call(
+            self._s3.get_object, operation="read alias", missing_ok=True, Bucket=self.bucket, Key=self._key(name)
+        )
+        data = answer["Body"].read() if answer is not None else None
         return _session_of(data)
 
     def put(self, message_id: str, session_id: str) -> None:
@@ -159,25 +155,23 @@ class S3Aliases:
         Raises:
             StoreError: S3 failed.
         """
-        from botocore.exceptions import BotoCoreError, ClientError
+        from archmax.stores.aws.errors import aws_call
 
         name = alias_key(message_id)
         if name is None:
             return
         try:
-            self._s3.put_object(
+            aws_call(
+                self._s3.put_object,
+                operation="record alias",
                 Bucket=self.bucket,
                 Key=self._key(name),
                 Body=_doc(message_id, validate_session_id(session_id)),
                 ContentType="application/json",
                 IfNoneMatch="*",
             )
-        except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") in ("PreconditionFailed", "ConditionalRequestConflict"):
-                return
-            raise StoreError(f"cannot record alias {message_id!r}: {exc}") from exc
-        except BotoCoreError as exc:
-            raise StoreError(f"cannot record alias {message_id!r}: {exc}") from exc
+        except PathExistsError:
+            pass  # recorded before (a resend): the first alias stands
 
 
 _MEMORY: weakref.WeakKeyDictionary[Any, MemoryAliases] = weakref.WeakKeyDictionary()

@@ -8,7 +8,7 @@ Rule source: issue 12 item 4 and README "Outbound messages". Settings (environme
                                 stream; nothing in-process) or ``off``
 ``ARCHMAX_MAIL_FROM``           our ``From``, the inbox address (``Support <support@example.com>``);
                                 default: the address the person wrote to
-``ARCHMAX_MAIL_TRANSPORT``      ``ses``, ``smtp`` or ``file``; default ``smtp`` when
+``ARCHMAX_MAIL_TRANSPORT``      ``ses``, ``smtp``, ``file`` or ``off``; default ``smtp`` when
                                 ``ARCHMAX_SMTP_URL`` is set, else ``file``
 ``ARCHMAX_SMTP_URL``            ``smtp://[user:pw@]host[:port]``, ``smtp+starttls://...``, ``smtps://...``
 ``ARCHMAX_SES_CONFIGURATION_SET``  an SES configuration set to send under (optional)
@@ -35,6 +35,7 @@ from archmax.outbound.transports import (
     FileEventWriter,
     FileMailer,
     Mailer,
+    MailOff,
     Publisher,
     SesMailer,
     SmtpMailer,
@@ -131,9 +132,9 @@ def dispatcher_from_env(
 
     def client(service: str) -> Any:
         if service not in made:
-            import boto3
+            from archmax.hosting.wiring import aws_client  # boto3 stays at the platform edge
 
-            made[service] = boto3.client(service)
+            made[service] = aws_client(service)
         return made[service]
 
     smtp_url = env.get("ARCHMAX_SMTP_URL")
@@ -148,10 +149,12 @@ def dispatcher_from_env(
             mailer = SmtpMailer(smtp_url)
         except ValueError as exc:
             raise OutboundError(str(exc)) from None
+    elif transport == "off":
+        mailer = MailOff()
     elif transport == "ses":
         mailer = SesMailer(client("sesv2"), configuration_set=env.get("ARCHMAX_SES_CONFIGURATION_SET") or None)
     else:
-        raise OutboundError(f"ARCHMAX_MAIL_TRANSPORT must be ses, smtp or file, not {transport!r}")
+        raise OutboundError(f"ARCHMAX_MAIL_TRANSPORT must be ses, smtp, file or off, not {transport!r}")
     bus = env.get("ARCHMAX_EVENT_BUS")
     publisher: Publisher = EventBridgePublisher(client("events"), bus) if bus else FileEventWriter(store)
     from archmax.stores.filesystem import FilesystemStore

@@ -7,7 +7,7 @@ on AWS it goes through SESv2 ``SendEmail`` (raw MIME). Lifecycle events go to Ev
 
 Every transport answers a :class:`Delivery`: the provider's id and where the message went. A
 provider failure raises :class:`~archmax.errors.OutboundError` (retryable: nothing was recorded
-as sent); botocore and smtplib errors stop here.
+as sent); AWS errors are mapped by ``archmax.stores.aws.errors.aws_call``, smtplib's stop here.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from email.message import EmailMessage
 from typing import Any, Protocol
 from urllib.parse import unquote, urlsplit
 
-from archmax.errors import OutboundError, PathExistsError
+from archmax.errors import OutboundError, PathExistsError, StoreError
 from archmax.session.ids import folder_name
 from archmax.session.records import OutboxEntry
 
@@ -98,6 +98,14 @@ class FileMailer:
         return Delivery("file", session_path(self.store, session_id, path))
 
 
+class MailOff:
+    """Sends no mail: each reply is recorded as not sent (``ARCHMAX_MAIL_TRANSPORT=off``, no SES identity)."""
+
+    def send(self, msg: EmailMessage, session_id: str, entry: OutboxEntry) -> Delivery:
+        """See :class:`Mailer`; records where it did not go, so the entry is settled, never retried."""
+        return Delivery("off", "not sent: mail is off (ARCHMAX_MAIL_TRANSPORT=off)")
+
+
 class SmtpMailer:
     """Sends through an SMTP server named by a URL (``ARCHMAX_SMTP_URL``).
 
@@ -160,7 +168,7 @@ class SesMailer:
 
     def send(self, msg: EmailMessage, session_id: str, entry: OutboxEntry) -> Delivery:
         """See :class:`Mailer`. SES's ``MessageId`` is returned, and the ids it sends the mail under as aliases."""
-        from botocore.exceptions import BotoCoreError, ClientError
+        from archmax.stores.aws.errors import aws_call
 
         request: dict[str, Any] = {
             "FromEmailAddress": str(msg["From"]),
@@ -170,8 +178,8 @@ class SesMailer:
         if self.configuration_set:
             request["ConfigurationSetName"] = self.configuration_set
         try:
-            answer = self._ses.send_email(**request)
-        except (ClientError, BotoCoreError) as exc:
+            answer = aws_call(self._ses.send_email, operation="SES SendEmail", **request)
+        except StoreError as exc:
             raise OutboundError(f"SES did not send the mail of outbox entry {entry.id}: {exc}") from exc
         ses_id = answer["MessageId"]
         region = self._ses.meta.region_name
@@ -207,11 +215,13 @@ class EventBridgePublisher:
 
     def publish(self, session_id: str, entry: OutboxEntry) -> Delivery:
         """See :class:`Publisher`; a failed entry (``FailedEntryCount``) raises like a failed call."""
-        from botocore.exceptions import BotoCoreError, ClientError
+        from archmax.stores.aws.errors import aws_call
 
         event = event_of(entry)
         try:
-            answer = self._events.put_events(
+            answer = aws_call(
+                self._events.put_events,
+                operation="EventBridge PutEvents",
                 Entries=[
                     {
                         "Source": event["source"],
@@ -219,9 +229,9 @@ class EventBridgePublisher:
                         "Detail": json.dumps(event["detail"], ensure_ascii=False),
                         "EventBusName": self.bus,
                     }
-                ]
+                ],
             )
-        except (ClientError, BotoCoreError) as exc:
+        except StoreError as exc:
             raise OutboundError(f"EventBridge did not take the event of outbox entry {entry.id}: {exc}") from exc
         result = (answer.get("Entries") or [{}])[0]
         if answer.get("FailedEntryCount") or "EventId" not in result:

@@ -47,13 +47,20 @@ def parse_raw(raw: bytes) -> EmailMessage:
 
 
 def reply_mail(*, text: str = "It's ORD-1001.", to: str = "support@example.com", **headers: str) -> bytes:
-    """A customer's reply from Dana; ``headers`` (In_Reply_To=..., References=...) name the threading kept."""
-    msg = EmailMessage()
-    msg["From"] = "Dana Rivers <dana.rivers@example.org>"
-    msg["To"] = to
-    msg["Subject"] = "Re: Question about the café grinder"
-    msg["Message-ID"] = "<dana-reply-1@example.org>"
-    for name, value in headers.items():
-        msg[name.replace("_", "-")] = value
-    msg.set_content(text)
-    return bytes(msg)
+    """A customer's reply from Dana; ``headers`` (In_Reply_To=..., References=...) name the threading kept.
+
+    Written as raw lines, as a mail client does: a long id stays one unfolded token.
+    """
+    lines = [
+        "From: Dana Rivers <dana.rivers@example.org>",
+        f"To: {to}",
+        "Subject: Re: Question about the =?UTF-8?Q?caf=C3=A9?= grinder",
+        "Message-ID: <dana-reply-1@example.org>",
+        *(f"{name.replace('_', '-')}: {value}" for name, value in headers.items()),
+        "MIME-Version: 1.0",
+        "Content-Type: text/plain; charset=UTF-8",
+        "",
+        text,
+        "",
+    ]
+    return "\r\n".join(lines).encode("utf-8")

@@ -1,0 +1,69 @@
+"""The outbound handler: the sessions table's stream feeds the dispatcher, off the turn's path.
+
+Rule source: DESIGN.md §3 "The change stream" (one stream-fed function sends what a commit
+recorded, idempotently by outbox id) and issue 12 item 4. Each stream record names a session
+(``Keys.pk``) and the version its commit wrote (``NewImage.version``); the handler loads the
+session and sends the entries that version recorded and that have no result record yet. A
+redelivered batch therefore sends nothing twice.
+
+Records are processed with Powertools' batch utility (``BatchProcessor`` for DynamoDB Streams):
+a record whose send failed is reported in ``batchItemFailures``, so Lambda retries it (and, after
+the event source's retries, hands it to the DLQ) while the records that succeeded stay done.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
+from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import DynamoDBRecord
+
+from archmax.errors import InvalidEventError
+from archmax.outbound.dispatch import Dispatcher
+
+
+def stream_position(record: DynamoDBRecord) -> tuple[str, int]:
+    """``(session id, committed version)`` of one stream record.
+
+    Raises:
+        InvalidEventError: the record has no ``pk`` key or no numeric ``version`` in its new image.
+    """
+    stream = record.dynamodb
+    keys = stream.keys if stream is not None else None
+    image = stream.new_image if stream is not None else None
+    session_id = keys.get("pk") if keys else None
+    version = image.get("version") if image else None
+    if not isinstance(session_id, str) or version is None:
+        raise InvalidEventError("a sessions-table stream record needs Keys.pk and NewImage.version")
+    try:
+        return session_id, int(version)
+    except (TypeError, ValueError):
+        raise InvalidEventError(f"NewImage.version {version!r} is not a number") from None
+
+
+def build(store: Any, dispatcher: Dispatcher) -> Any:
+    """The outbound function's handler over a store and a dispatcher.
+
+    Args:
+        store: The sessions store (an ``AwsStore`` on Lambda) the dispatcher loads records from.
+        dispatcher: Sends entries and records their results (SES and EventBridge on Lambda).
+
+    Returns:
+        ``handle(event, context) -> {"batchItemFailures": [{"itemIdentifier": <sequence number>}, ...]}``.
+    """
+    processor = BatchProcessor(event_type=EventType.DynamoDBStreams)
+
+    def send(record: DynamoDBRecord) -> None:
+        session_id, version = stream_position(record)
+        current = store.load(session_id)
+        if current is None:
+            return  # the session was deleted since: nothing left to answer
+        dispatcher.dispatch(current, versions={version})
+
+    def handle(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
+        return process_partial_response(
+            event=dict(event), record_handler=send, processor=processor, context=context
+        )
+
+    return handle

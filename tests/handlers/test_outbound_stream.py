@@ -1,0 +1,229 @@
+"""The outbound function on moto: stream records of the sessions table -> SES and EventBridge, each sent once.
+
+Real parts (DESIGN.md §6): the AWS store on the moto server, the table built from template.yaml with its
+stream; DynamoDB Streams records read from moto (``dynamodbstreams``) and handed to the handler as Lambda
+would (the template's filter applied, the Lambda record shape); SESv2 ``SendEmail`` and EventBridge
+``PutEvents`` on moto, whose sent messages and put events (a rule -> SQS) are inspected.
+A crash is a dispatcher that never ran, an SES identity not yet verified, or a store that fails the
+write of the result record once.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from archmax.errors import StoreError
+from archmax.handlers import outbound
+from archmax.hosting.wiring import outbound_from_environment
+from archmax.inbound.email import parse_email
+from archmax.outbound.aliases import S3Aliases
+from archmax.outbound.config import reply_threader
+from archmax.outbound.dispatch import Dispatcher, sent_path
+from archmax.testing import FakeLambdaContext
+from unit.outbound._mail import CUSTOMER_ID, first_mail, parse_raw, reply_mail, send_mail, support_agent
+
+from .conftest import moto_env
+
+TABLE = "archmax-sessions-outbound-test"
+BUS = "archmax-events-test"
+PREFIX = "sessions"
+
+
+def _matches(pattern: dict[str, Any], data: Any) -> bool:
+    """Lambda's event filtering for the pattern forms the template uses (nested keys, lists of values)."""
+    for key, allowed in pattern.items():
+        value = data.get(key) if isinstance(data, dict) else None
+        if isinstance(allowed, dict):
+            if not _matches(allowed, value):
+                return False
+        elif value not in allowed:
+            return False
+    return True
+
+
+class Aws:
+    """moto with a streaming sessions table, the bucket, a verified SES domain and a bus whose events land in SQS."""
+
+    def __init__(self) -> None:
+        env = moto_env()
+        self.server = env.server()
+        self.env = env.fresh_env()
+        client = self.server.client
+        self.ddb, self.s3 = self.env.dynamodb, self.env.s3
+        self.streams, self.ses, self.events, self.sqs = (
+            client("dynamodbstreams"), client("sesv2"), client("events"), client("sqs")
+        )
+        table = env.template_resource("SessionsTable")
+        self.ddb.create_table(
+            TableName=TABLE, StreamSpecification={"StreamEnabled": True, **table["StreamSpecification"]},
+            **env.table_definition(),
+        )
+        self.events.create_event_bus(Name=BUS)
+        queue = self.sqs.create_queue(QueueName="archmax-events-seen")["QueueUrl"]
+        self.queue = queue
+        arn = self.sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+        self.events.put_rule(Name="all-archmax", EventBusName=BUS, EventPattern=json.dumps({"source": ["archmax"]}))
+        self.events.put_targets(Rule="all-archmax", EventBusName=BUS, Targets=[{"Id": "seen", "Arn": arn}])
+        events = env.template_resource("OutboundFunction")["Events"]["SessionChanges"]["Properties"]
+        self.filters = [json.loads(f["Pattern"]) for f in events["FilterCriteria"]["Filters"]]
+        self.settings = {
+            "SESSIONS_TABLE": TABLE, "SESSIONS_BUCKET": env.BUCKET, "SESSIONS_PREFIX": PREFIX,
+            "ARCHMAX_MAIL_TRANSPORT": "ses", "ARCHMAX_MAIL_FROM": "Example Shop Support <support@example.com>",
+            "ARCHMAX_EVENT_BUS": BUS,
+        }
+        self.clients = {"dynamodb": self.ddb, "s3": self.s3, "sesv2": self.ses, "events": self.events}
+        self.store, self.dispatcher = outbound_from_environment(self.settings, clients=self.clients)
+        self.handle = outbound.build(self.store, self.dispatcher)
+
+    def verify_domain(self) -> None:
+        self.ses.create_email_identity(EmailIdentity="example.com")
+
+    def stream_event(self) -> dict[str, Any]:
+        """Every record of the table's stream so far, filtered and shaped as Lambda hands them over."""
+        arn = self.ddb.describe_table(TableName=TABLE)["Table"]["LatestStreamArn"]
+        records = []
+        for shard in self.streams.describe_stream(StreamArn=arn)["StreamDescription"]["Shards"]:
+            iterator = self.streams.get_shard_iterator(
+                StreamArn=arn, ShardId=shard["ShardId"], ShardIteratorType="TRIM_HORIZON"
+            )["ShardIterator"]
+            for record in self.streams.get_records(ShardIterator=iterator)["Records"]:
+                stream = dict(record["dynamodb"])
+                stream["ApproximateCreationDateTime"] = stream["ApproximateCreationDateTime"].timestamp()
+                shaped = {**{k: v for k, v in record.items() if k != "dynamodb"}, "dynamodb": stream,
+                          "eventSourceARN": arn}
+                if any(_matches(f, shaped) for f in self.filters):
+                    records.append(shaped)
+        return {"Records": records}
+
+    def sent_mail(self) -> list[bytes]:
+        from moto.core import DEFAULT_ACCOUNT_ID
+        from moto.ses.models import ses_backends
+
+        return [m.raw_data.encode() for m in ses_backends[DEFAULT_ACCOUNT_ID]["us-east-1"].sent_messages]
+
+    def put_events(self) -> list[dict[str, Any]]:
+        seen = []
+        while True:
+            got = self.sqs.receive_message(QueueUrl=self.queue, MaxNumberOfMessages=10).get("Messages", [])
+            if not got:
+                return seen
+            for message in got:
+                seen.append(json.loads(message["Body"]))
+                self.sqs.delete_message(QueueUrl=self.queue, ReceiptHandle=message["ReceiptHandle"])
+
+
+@pytest.fixture
+def aws() -> Aws:
+    return Aws()
+
+
+def park(aws: Aws) -> Any:
+    """The send function's part: the first mail parks the session; on AWS nothing is sent in-process."""
+    agent = support_agent(aws.store, outbound=False)
+    assert send_mail(agent, first_mail()).kind == "parked"
+    return agent
+
+
+def test_the_stream_sends_the_question_through_ses_and_puts_the_parked_event_once(aws):
+    aws.verify_domain()
+    park(aws)
+    event = aws.stream_event()
+    assert event["Records"] and all(r["dynamodb"]["NewImage"]["status"]["S"] != "running" for r in event["Records"])
+    assert aws.handle(event, FakeLambdaContext()) == {"batchItemFailures": []}
+    (raw,) = aws.sent_mail()
+    msg = parse_raw(raw)
+    assert msg["From"] == "Example Shop Support <support@example.com>" and msg["To"] == "dana.rivers@example.org"
+    assert msg["In-Reply-To"] == f"<{CUSTOMER_ID}>" and msg["Subject"] == "Re: Question about the café grinder"
+    (put,) = aws.put_events()
+    assert put["source"] == "archmax" and put["detail-type"] == "Session Parked"
+    assert put["detail"]["session_id"] == CUSTOMER_ID and put["detail"]["state"] == "clarify"
+    assert put["detail"]["reason"] == "the customer's order number" and "Which order" in put["detail"]["text"]
+    record = aws.store.load(CUSTOMER_ID)
+    result = json.loads(aws.store.get(CUSTOMER_ID, sent_path(record.outbox[0])))
+    assert result["transport"] == "ses" and result["provider_id"] and result["message_id"] in msg["Message-ID"]
+
+
+def test_a_redelivered_stream_batch_sends_nothing_twice(aws):
+    aws.verify_domain()
+    park(aws)
+    event = aws.stream_event()
+    for _ in range(3):
+        assert aws.handle(event, FakeLambdaContext()) == {"batchItemFailures": []}
+    assert len(aws.sent_mail()) == 1 and len(aws.put_events()) == 1
+
+
+def test_a_send_that_fails_is_reported_and_sent_exactly_once_when_the_batch_is_retried(aws):
+    park(aws)  # the SES identity is not verified yet: SendEmail is refused
+    event = aws.stream_event()
+    answer = aws.handle(event, FakeLambdaContext())
+    assert answer["batchItemFailures"], "a refused send must be retried, not dropped"
+    assert aws.sent_mail() == [] and aws.put_events() == []  # the event waits behind its mail
+    aws.verify_domain()
+    assert aws.handle(event, FakeLambdaContext()) == {"batchItemFailures": []}
+    assert aws.handle(event, FakeLambdaContext()) == {"batchItemFailures": []}
+    assert len(aws.sent_mail()) == 1 and len(aws.put_events()) == 1
+
+
+class CrashOnRecord:
+    """The AWS store, except that the next write of a result record fails (the process died there)."""
+
+    def __init__(self, store: Any) -> None:
+        self._store = store
+        self.crashes = 1
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+    def seed(self, session_id: str, files: dict[str, str], create_only: bool = False) -> None:
+        if self.crashes and any(path.endswith(".sent.json") for path in files):
+            self.crashes -= 1
+            raise StoreError("the function timed out before recording the send")
+        self._store.seed(session_id, files, create_only)
+
+
+def test_a_crash_between_send_and_record_resends_at_most_once_with_the_same_message_id(aws):
+    aws.verify_domain()
+    park(aws)
+    event = aws.stream_event()
+    d = aws.dispatcher
+    crashing = Dispatcher(CrashOnRecord(aws.store), mailer=d.mailer, publisher=d.publisher, aliases=d.aliases,
+                          sender=d.sender)
+    assert outbound.build(aws.store, crashing)(event, FakeLambdaContext())["batchItemFailures"]
+    for _ in range(2):
+        assert aws.handle(event, FakeLambdaContext()) == {"batchItemFailures": []}
+    first, second = (parse_raw(raw) for raw in aws.sent_mail())  # the documented window: two, not three
+    assert first["Message-ID"] == second["Message-ID"]
+    assert len(aws.put_events()) == 1
+
+
+def _threaded(aws: Aws, raw: bytes) -> str:
+    threaded = reply_threader(aws.store, {}, s3_client=aws.s3, s3_prefix=PREFIX)(parse_email(raw), ())
+    return threaded.variables["conversation_id"]
+
+
+def test_a_reply_threaded_only_to_our_message_id_or_only_to_the_ses_id_finds_the_session(aws):
+    aws.verify_domain()
+    agent = park(aws)
+    aws.handle(aws.stream_event(), FakeLambdaContext())
+    record = aws.store.load(CUSTOMER_ID)
+    result = json.loads(aws.store.get(CUSTOMER_ID, sent_path(record.outbox[0])))
+    ours, ses_id = result["message_id"], result["provider_id"]
+    assert S3Aliases(aws.s3, moto_env().BUCKET, PREFIX).get(ours) == CUSTOMER_ID
+    assert _threaded(aws, reply_mail(In_Reply_To=f"<{ours}>")) == CUSTOMER_ID
+    assert _threaded(aws, reply_mail(In_Reply_To=f"<{ses_id}@email.amazonses.com>")) == CUSTOMER_ID
+    assert _threaded(aws, reply_mail(References=f"<unrelated@example.org> <{ses_id}@us-east-1.amazonses.com>")) == CUSTOMER_ID
+    assert _threaded(aws, reply_mail(In_Reply_To="<1.0.guess@example.com>")) == "1.0.guess@example.com"
+    # and the reply resumes the session, whose answer the stream then mails back on the same thread
+    reply = reply_threader(aws.store, {}, s3_client=aws.s3, s3_prefix=PREFIX)(
+        parse_email(reply_mail(In_Reply_To=f"<{ses_id}@email.amazonses.com>")), ()
+    )
+    outcome = send_mail(agent, reply)
+    assert outcome.session_id == CUSTOMER_ID and outcome.kind == "completed"
+    aws.handle(aws.stream_event(), FakeLambdaContext())
+    question, answer = (parse_raw(raw) for raw in aws.sent_mail())
+    assert "ORD-1001" in answer.get_content() and answer["In-Reply-To"] == "<dana-reply-1@example.org>"
+    assert f"<{ses_id}@email.amazonses.com>" in answer["References"]
+    assert [e["detail-type"] for e in aws.put_events()] == ["Session Parked", "Session Completed"]

@@ -12,6 +12,7 @@ falls back to its raw text, and :func:`parse_email` never raises on malformed in
 
 from __future__ import annotations
 
+import codecs
 import email.policy
 import hashlib
 import mimetypes
@@ -70,7 +71,8 @@ def parse_email(
           sender's address, str | None), ``to`` (list[str] of addresses), ``subject`` (decoded str,
           ``""`` if absent), ``body`` (the whole text/plain, or text extracted from the HTML when
           there is no plain part; ``\n`` line ends), ``reply_body`` (body without quoted history),
-          ``in_reply_to`` (first usable id or None), ``references`` (list[str], header order);
+          ``in_reply_to`` (first usable id or None), ``references`` (list[str], header order),
+          ``body_charset`` (the codec the body was read with, see :func:`decode_text`; None without a body);
         * ``files``: ``attachment_1``, ``attachment_2``, ... -> :class:`FileIn` with a safe basename
           (the runtime re-validates names, BEHAVIOUR.md §9.5) and the decoded bytes;
         * ``message``: ``reply_body``, else ``body``, else None when both are blank;
@@ -89,8 +91,8 @@ def parse_email(
         raise TypeError(f"parse_email takes the raw message as bytes, not {type(raw).__name__}")
     raw = bytes(raw)
     warnings: list[str] = []
-    msg = BytesParser(policy=email.policy.default).parsebytes(raw)
     digest = hashlib.sha256(raw).hexdigest()
+    msg = BytesParser(policy=email.policy.default).parsebytes(_headers_first(raw, warnings))
 
     own_ids = [i for value in _raw_values(msg, "Message-ID") for i in message_ids_in(value)]
     message_id = own_ids[-1] if own_ids else None
@@ -115,7 +117,7 @@ def parse_email(
         )
 
     body_part = _body_part(msg)
-    body = _body_text(body_part, warnings) if body_part is not None else ""
+    body, charset = _body_text(body_part, warnings) if body_part is not None else ("", None)
     reply_body = strip_quoted(body)
     files = _attachments(msg, body_part, warnings)
 
@@ -129,6 +131,7 @@ def parse_email(
         "reply_body": reply_body,
         "in_reply_to": in_reply_to[0] if in_reply_to else None,
         "references": references,
+        "body_charset": charset,
     }
     if trigger is None:
         trigger = TRIGGER_REPLY if (in_reply_to or references) else TRIGGER_RECEIVED
@@ -148,6 +151,23 @@ def parse_email(
 
 
 # --- headers -------------------------------------------------------------------------------------
+
+_LEADING_BLANK = re.compile(rb"(?:[ \t]*\r?\n)+(?=[!-9;-~]+[ \t]*:)")
+
+
+def _headers_first(raw: bytes, warnings: list[str]) -> bytes:
+    """The message without blank lines before its header block (some relays and archives write one).
+
+    The parser would otherwise read an empty header block and the whole message as its body. Only
+    blank lines followed by a ``Name:`` header line are dropped; anything else is left as it was.
+    """
+    match = _LEADING_BLANK.match(raw)
+    if match is None:
+        return raw
+    lines = match.group(0).count(b"\n")
+    warnings.append(f"{lines} blank line(s) before the header block were skipped")
+    return raw[match.end() :]
+
 
 
 def _clean(text: str) -> str:
@@ -250,22 +270,69 @@ def _body_part(msg: EmailMessage) -> Message | None:
     return None
 
 
-def _body_text(part: Message, warnings: list[str]) -> str:
-    r"""Decoded text of the body part, ``\n`` line ends; HTML reduced to text; flowed text unwrapped."""
+def _body_text(part: Message, warnings: list[str]) -> tuple[str, str | None]:
+    r"""Decoded text of the body part (``\n`` line ends; HTML reduced to text; flowed text unwrapped) and its codec."""
     try:
-        text = part.get_content()
-    except Exception:  # noqa: BLE001 — unknown transfer encoding or charset: decode leniently
-        warnings.append("the body could not be decoded with its declared charset; read as UTF-8")
         payload = part.get_payload(decode=True)
-        text = payload.decode("utf-8", "replace") if isinstance(payload, bytes) else str(payload or "")
-    if not isinstance(text, str):
-        text = text.decode("utf-8", "replace") if isinstance(text, bytes) else str(text)
+    except Exception:  # noqa: BLE001 — an unknown transfer encoding: the raw payload as text
+        payload = None
+    if isinstance(payload, bytes):
+        text, charset = decode_text(payload, part.get_content_charset(), warnings)
+    else:
+        text, charset = str(part.get_payload() or ""), None
     text = _clean(text).replace("\r\n", "\n").replace("\r", "\n")
     if part.get_content_subtype() == "html":
-        return html_to_text(text)
+        return html_to_text(text), charset
     if str(part.get_param("format", "")).lower() == "flowed":
         text = unflow(text, delsp=str(part.get_param("delsp", "")).lower() == "yes")
-    return text
+    return text, charset
+
+
+def _strict(data: bytes, codec: str) -> str | None:
+    try:
+        return data.decode(codec)
+    except (UnicodeDecodeError, LookupError):
+        return None
+
+
+def decode_text(data: bytes, label: str | None, warnings: list[str]) -> tuple[str, str]:
+    """Decode a text part whose declared charset may lie.
+
+    Order: the label (strictly); UTF-8 when the label cannot decode the bytes, or when they are valid
+    UTF-8 that the label reads differently (valid multi-byte UTF-8 is almost never another charset
+    by accident, while a client labelling UTF-8 as ``big5`` or ``iso-8859-1`` happens); then
+    charset-normalizer's best guess; last, UTF-8 with replacement characters. Each fallback is
+    recorded in ``warnings``.
+
+    Args:
+        data: The part's bytes, transfer encoding already undone.
+        label: The declared charset (``None``: ``us-ascii``, RFC 2045).
+        warnings: Appended to when the label was not used.
+
+    Returns:
+        ``(text, codec)``: ``codec`` is Python's name of the codec used (``utf-8``, ``big5``, ``cp1251``).
+    """
+    label = (label or "us-ascii").strip().lower()
+    try:
+        codec: str | None = codecs.lookup(label).name
+    except LookupError:
+        codec = None
+    utf8 = _strict(data, "utf-8")
+    if codec is not None:
+        text = _strict(data, codec)
+        if text is not None and (utf8 is None or utf8 == text):
+            return text, codec
+    if utf8 is not None:
+        warnings.append(f"the body is labelled {label!r} but is UTF-8; it was read as UTF-8")
+        return utf8, "utf-8"
+    from charset_normalizer import from_bytes
+
+    best = from_bytes(data).best()
+    if best is not None:
+        warnings.append(f"the body is neither {label!r} nor UTF-8; charset-normalizer read it as {best.encoding}")
+        return str(best), best.encoding
+    warnings.append(f"the body is neither {label!r} nor UTF-8 and no charset fits; read as UTF-8 with replacements")
+    return data.decode("utf-8", "replace"), "utf-8"
 
 
 # --- attachments ---------------------------------------------------------------------------------

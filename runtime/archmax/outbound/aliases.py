@@ -181,22 +181,21 @@ def aliases_for(store: Any, *, s3_client: Any = None, prefix: str | None = None)
     """The alias index kept beside ``store``'s sessions.
 
     Args:
-        store: A :class:`~archmax.stores.FilesystemStore`, :class:`~archmax.stores.MemoryStore` or
-            :class:`~archmax.stores.aws.AwsStore`.
-        s3_client: For an ``AwsStore``: the S3 client to use (required there).
+        store: A :class:`~archmax.stores.FilesystemStore` (``<root>/.aliases/``), an
+            :class:`~archmax.stores.aws.AwsStore` with ``s3_client`` (``<prefix>/.aliases/`` in its bucket),
+            or any other store (a :class:`~archmax.stores.MemoryStore`, a wrapper): aliases in this
+            process's memory, one index per store object.
+        s3_client: For an ``AwsStore``: the S3 client to use.
         prefix: For an ``AwsStore``: its key prefix (``SESSIONS_PREFIX``).
-
-    Raises:
-        StoreError: an ``AwsStore`` without ``s3_client``, or a store kind with no alias index.
     """
     from archmax.stores.filesystem import FilesystemStore
-    from archmax.stores.memory import MemoryStore
 
     if isinstance(store, FilesystemStore):
         return FileAliases(store.root)
-    if isinstance(store, MemoryStore):
-        return _MEMORY.setdefault(store, MemoryAliases())
     bucket = getattr(store, "bucket", None)
     if isinstance(bucket, str) and s3_client is not None:
         return S3Aliases(s3_client, bucket, prefix or "")
-    raise StoreError(f"no alias index for a {type(store).__name__} (an AwsStore needs its S3 client)")
+    try:
+        return _MEMORY.setdefault(store, MemoryAliases())
+    except TypeError:  # a store object that cannot be a weak key: an index of its own
+        return MemoryAliases()

@@ -26,8 +26,8 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from archmax.clock import Clock
-from archmax.errors import OutboundError, StoreError
-from archmax.outbound.aliases import AliasIndex, aliases_for
+from archmax.errors import OutboundError
+from archmax.outbound.aliases import aliases_for
 from archmax.outbound.dispatch import Dispatcher, ReplyTo
 from archmax.outbound.replies import TokenSession, thread_reply
 from archmax.outbound.transports import (
@@ -90,10 +90,7 @@ def reply_threader(
     secret; what ``archmax email`` and the SES path of the send function apply to every mail.
     """
     env = os.environ if env is None else env
-    try:
-        aliases: AliasIndex | None = aliases_for(store, s3_client=s3_client, prefix=s3_prefix)
-    except StoreError:
-        aliases = None  # a store kind without an index: tokens still thread
+    aliases = aliases_for(store, s3_client=s3_client, prefix=s3_prefix)
     token_session = token_session_from_env(env)
 
     def thread(firing: Firing, recipients: Iterable[str] = ()) -> Firing:
@@ -157,11 +154,8 @@ def dispatcher_from_env(
         raise OutboundError(f"ARCHMAX_MAIL_TRANSPORT must be ses, smtp, file or off, not {transport!r}")
     bus = env.get("ARCHMAX_EVENT_BUS")
     publisher: Publisher = EventBridgePublisher(client("events"), bus) if bus else FileEventWriter(store)
-    from archmax.stores.filesystem import FilesystemStore
-    from archmax.stores.memory import MemoryStore
-
-    local = isinstance(store, (FilesystemStore, MemoryStore))
-    aliases = aliases_for(store, s3_client=None if local else client("s3"), prefix=s3_prefix)
+    in_bucket = isinstance(getattr(store, "bucket", None), str)  # an AwsStore: aliases beside it in S3
+    aliases = aliases_for(store, s3_client=client("s3") if in_bucket else None, prefix=s3_prefix)
     return Dispatcher(
         store,
         mailer=mailer,

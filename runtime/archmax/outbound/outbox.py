@@ -96,6 +96,9 @@ def _mail_fields(record: Checkpoint) -> dict[str, Any] | None:
     message_id = _value(record, "message_id")
     message_id = message_id if isinstance(message_id, str) and message_id else None
     references = [r for r in _value(record, "references") or [] if isinstance(r, str) and r]
+    root = _value(record, "conversation_id")  # the thread's first Message-ID, when the client dropped it
+    if isinstance(root, str) and "@" in root and root not in references:
+        references.insert(0, root)
     for parent in (_value(record, "in_reply_to"), message_id):  # a client that kept no References
         if isinstance(parent, str) and parent and parent not in references:
             references.append(parent)

@@ -21,6 +21,7 @@ from .test_template import _decoded, _OfflinePolicies, _packaged
 
 REPO = Path(__file__).resolve().parents[2]
 FUNCTIONS = ("SendFunction", "DeliverFunction", "ResolveFunction", "TimerFunction")
+STREAM_FUNCTIONS = ("OutboundFunction",)  # invoked by the stream: no model, no async invocations
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +35,7 @@ def test_sam_build_runs_the_makefiles_in_place_as_samconfig_says() -> None:
     assert config["default"]["build"]["parameters"]["build_in_source"] is True
     resources = _decoded()["Resources"]
     assert resources["ArchmaxLayer"]["Metadata"]["BuildMethod"] == "makefile"
-    for name in FUNCTIONS:  # a makefile build needs no python3.12 on the build machine
+    for name in FUNCTIONS + STREAM_FUNCTIONS:  # a makefile build needs no python3.12 on the build machine
         assert resources[name]["Metadata"] == {"BuildMethod": "makefile"}
         folder = REPO / resources[name]["Properties"]["CodeUri"]
         assert f"build-{name}:" in (folder / "Makefile").read_text()

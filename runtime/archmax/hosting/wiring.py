@@ -46,11 +46,11 @@ from archmax.errors import StoreError
 from archmax.inbound.ses import SesMail
 from archmax.models import model_from_config
 from archmax.models.base import Model
-from archmax.spec import load_workflow
-from archmax.workflow_tools import load_checked_tools
 from archmax.outbound.config import dispatcher_from_env, reply_threader
 from archmax.outbound.dispatch import Dispatcher
 from archmax.session.firing import Firing
+from archmax.spec import load_workflow
+from archmax.workflow_tools import load_checked_tools
 
 
 def _no_mail(bucket: str | None, key: str) -> bytes:

@@ -157,3 +157,50 @@ def test_a_reply_to_an_id_we_never_sent_under_is_not_rethreaded(store):
     send_mail(support_agent(store, outbound=dispatcher_from_env(store, {})), first_mail())
     reply = parse_email(reply_mail(In_Reply_To="<1.0.guessed@example.com>"))
     assert reply_threader(store, {})(reply, ()) == reply
+
+
+SECRET = {"ARCHMAX_REPLY_SECRET": "a-reply-secret-of-32-characters!"}
+
+
+def _parked_with_reply_to(store):
+    clock = FakeClock(CLOCK)
+    agent = support_agent(store, outbound=dispatcher_from_env(store, SECRET, clock=clock), clock=clock)
+    send_mail(agent, first_mail())
+    record = store.load(CUSTOMER_ID)
+    return agent, parse_raw(store.get(CUSTOMER_ID, f"outbox/{record.outbox[0].id}.eml"))["Reply-To"]
+
+
+def test_with_a_reply_secret_the_mail_carries_a_signed_reply_to_of_the_inbox_address(store):
+    from archmax.inbound.reply_token import verify
+
+    _, reply_to = _parked_with_reply_to(store)
+    local, _, domain = reply_to.partition("@")
+    base, _, token = local.partition("+")
+    assert (base, domain) == ("support", "example.com")
+    assert verify(token, SECRET["ARCHMAX_REPLY_SECRET"].encode()) == CUSTOMER_ID
+
+
+def test_a_reply_with_no_threading_headers_finds_the_session_through_the_signed_reply_to_alone(store):
+    agent, reply_to = _parked_with_reply_to(store)
+    reply = parse_email(reply_mail(to=reply_to))  # the client dropped In-Reply-To and References
+    assert reply.variables["conversation_id"] == "dana-reply-1@example.org"
+    threaded = reply_threader(store, SECRET)(reply, ())
+    assert threaded.variables["conversation_id"] == CUSTOMER_ID
+    outcome = send_mail(agent, threaded)
+    assert (outcome.session_id, outcome.disposition, outcome.kind) == (CUSTOMER_ID, "deliver", "completed")
+
+
+def test_a_forged_or_foreign_token_threads_nothing_and_the_session_stays_parked(store):
+    from archmax.inbound.reply_token import sign
+
+    agent, reply_to = _parked_with_reply_to(store)
+    local, _, domain = reply_to.partition("@")
+    tampered = local[:-1] + ("a" if local[-1] != "a" else "b")
+    foreign = "support+" + sign(CUSTOMER_ID, b"someone-else's-secret-32-bytes!!")
+    threader = reply_threader(store, SECRET)
+    for address in (f"{tampered}@{domain}", f"{foreign}@{domain}"):
+        reply = threader(parse_email(reply_mail(to=address)), ())
+        assert reply.variables["conversation_id"] == "dana-reply-1@example.org"  # its own, new conversation
+    assert store.load(CUSTOMER_ID).status == "awaiting_input"
+    # and the envelope recipients of an SES receipt are read the same way
+    assert threader(parse_email(reply_mail()), [reply_to]).variables["conversation_id"] == CUSTOMER_ID

@@ -21,7 +21,7 @@ from typing import Any, Protocol
 from urllib.parse import unquote, urlsplit
 
 from archmax.errors import OutboundError, PathExistsError, StoreError
-from archmax.session.ids import folder_name
+from archmax.session.ids import portable_folder_name
 from archmax.session.records import OutboxEntry
 
 EVENT_SOURCE = "archmax"
@@ -73,7 +73,7 @@ def session_path(store: Any, session_id: str, path: str) -> str:
     """How to show a session file: its absolute path on a filesystem store, else ``<session id>/<path>``."""
     root = getattr(store, "root", None)
     if root is not None:
-        return str(root / folder_name(session_id) / path)
+        return str(root / portable_folder_name(session_id) / path)  # the folder FilesystemStore uses
     return f"{session_id}/{path}"
 
 

@@ -6,6 +6,7 @@ A crash is a store that fails the write of the result record once, or a dispatch
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -68,7 +69,9 @@ def test_the_question_is_written_as_a_threaded_eml_with_our_message_id_recorded_
     assert msg["Message-ID"] == f"<{ours}>" and msg["Reply-To"] is None  # no reply secret configured
     assert "Which order is this about?" in msg.get_content()
     assert FileAliases(store.root).get(ours) == CUSTOMER_ID
-    assert b'"transport": "file"' in store.get(CUSTOMER_ID, sent_path(mail))
+    sent = json.loads(store.get(CUSTOMER_ID, sent_path(mail)))
+    assert sent["transport"] == "file" and sent["message_id"] == ours
+    assert Path(sent["where"]).read_bytes() == store.get(CUSTOMER_ID, f"outbox/{mail.id}.eml")  # where it says
     assert store.get(CUSTOMER_ID, f"outbox/{event.id}.event.json") is not None
 
 

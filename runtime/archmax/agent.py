@@ -21,6 +21,7 @@ from archmax.clock import Clock, SystemClock
 from archmax.engine.events import EventEmitter, EventHandler
 from archmax.engine.operations import Operations
 from archmax.engine.runtime import Runtime
+from archmax.engine.subworkflows import WorkflowRegistry
 from archmax.engine.tools import host_tools_from
 from archmax.errors import (
     MissingHookExecutorError,
@@ -329,6 +330,7 @@ def create_agent(
     hooks: Mapping[str, Callable[..., Any]] | None = None,
     hook_model: Model | None = None,
     outbound: Any = None,
+    workflows: Mapping[str, str | os.PathLike[str] | Workflow] | None = None,
 ) -> Agent:
     """Assemble an agent for one workflow (§3).
 
@@ -356,6 +358,9 @@ def create_agent(
             commit (:class:`archmax.outbound.Dispatcher`); ``None`` builds it from the environment
             (:func:`archmax.outbound.config.dispatcher_from_env`: ``.eml`` files, SMTP, SES, EventBridge);
             ``False`` sends nothing in-process (on AWS the stream function sends).
+        workflows: Sub-workflows by slug (a folder, its ``workflow.yaml``, or a loaded :class:`Workflow`),
+            for ``archmax_workflow_<slug>`` tools whose workflow is not the folder ``workflows/<slug>/``
+            beside this one (§5.10). Children share this agent's store, model, tools, hooks and clock.
 
     Raises:
         WorkflowSpecError, ReservedToolNameError, InvalidSessionPathError, InvalidVariableNameError,
@@ -381,21 +386,39 @@ def create_agent(
 
         store = FilesystemStore(Path("sessions"))
     clock = clock or SystemClock()
-    resolver = _model_resolver(model, spec.root)
-    runtime = Runtime(
-        workflow=spec,
-        store=store,
-        model_for=resolver if model_overrides is not False else (lambda _override: resolver(None)),
-        host_tools=host_tools,
-        clock=clock,
-        events=EventEmitter(on_event, clock),
-        assembly_variables=dict(variables or {}),
-        session_path=path,
-        lease_ttl_s=900.0 if lease_ttl_s is None else float(lease_ttl_s),
-        hook_executors=executors,
-        hook_model_for=resolver if model_overrides is not False else _model_resolver(hook_model, spec.root),
-        outbound=_outbound(outbound, store, clock),
-    )
+    events = EventEmitter(on_event, clock)
+    ttl = 900.0 if lease_ttl_s is None else float(lease_ttl_s)
+
+    shared = _model_resolver(model, spec.root)  # the default model is built once, for callers and children
+
+    def make_runtime(workflow_spec: Workflow) -> Runtime:
+        own = shared if workflow_spec is spec else _model_resolver(model, workflow_spec.root)
+
+        def resolver(override: str | None) -> Model:
+            from archmax.models import is_model_spec
+
+            return shared(None) if override is None or not is_model_spec(override) else own(override)
+
+        scripted = model_overrides is False  # one model answers every call, states' own included (§10.4)
+        return Runtime(
+            workflow=workflow_spec,
+            store=store,
+            model_for=(lambda _override: resolver(None)) if scripted else resolver,
+            host_tools=host_tools,
+            clock=clock,
+            events=events,
+            lease_ttl_s=ttl,
+            hook_executors=executors,
+            hook_model_for=_model_resolver(hook_model, workflow_spec.root) if scripted else resolver,
+            workflows=registry,
+        )
+
+    registry = WorkflowRegistry(make_runtime, workflows)
+    runtime = make_runtime(spec)
+    runtime.assembly_variables = dict(variables or {})
+    runtime.session_path = path
+    runtime.outbound = _outbound(outbound, store, clock)  # the caller speaks to the person; children through it
+    registry.add(runtime)
     for state in spec.states.values():  # a state's own model spec fails at assembly, not mid-turn
         if state.model and model_overrides is not False:
             runtime.model_for(state.model)

@@ -32,7 +32,7 @@ def mocked_tools(
 
     Returns:
         Tool name → :class:`HostTool`. ``archmax_workflow_<slug>`` mocks are not host tools and are
-        left out (this version runs no sub-workflows).
+        left out (see :func:`subworkflow_mocks`).
     """
     tools = host_tools_from(real)
     by_name: dict[str, list[Mock]] = {}
@@ -62,3 +62,20 @@ def _answer(name: str, group: list[Mock], fallback: HostTool | None) -> Any:
         )
 
     return call
+
+
+def subworkflow_mocks(mocks: Iterable[Mock]) -> dict[str, Any]:
+    """The case's ``archmax_workflow_<slug>`` mocks: tool name → ``answer(args)`` (§10.1).
+
+    A matching mock answers the call instead of running the child session; ``answer`` raises
+    :class:`NoMockMatchesError` when none matches, and the real sub-workflow runs.
+    """
+    by_name: dict[str, list[Mock]] = {}
+    for mock in mocks:
+        if mock.tool.startswith(SUBWORKFLOW_PREFIX):
+            by_name.setdefault(mock.tool, []).append(mock)
+    return {name: _by_mapping(_answer(name, group, None)) for name, group in by_name.items()}
+
+
+def _by_mapping(answer: Any) -> Any:
+    return lambda args: answer(**args)

@@ -24,7 +24,7 @@ from archmax.agent import Agent, create_agent
 from archmax.cases.assertions import Grader, View, evaluate
 from archmax.cases.discovery import CaseFile, discover_cases, read_case
 from archmax.cases.judge import grade
-from archmax.cases.mocks import mocked_tools
+from archmax.cases.mocks import mocked_tools, subworkflow_mocks
 from archmax.cases.results import AssertionRecord, CaseResult, Verdict
 from archmax.cases.schema import Case, DecideBody, DeliverBody, Step
 from archmax.clock import Clock, SystemClock, epoch_ms
@@ -268,6 +268,7 @@ class _CaseRun:
                 model_overrides=case.model_entries is None,
                 hook_model=self.agent_model,  # rubric hooks keep their configured models (§10.4)
             )
+            self.agent.runtime.workflows.mocks = subworkflow_mocks(case.mocks)
             if case.workspace:
                 self.agent.sessions.seed(self.session_id, case.workspace)
         except ArchmaxError as exc:

@@ -11,6 +11,7 @@ import concurrent.futures
 import json
 from typing import Any
 
+from archmax.engine import subworkflows
 from archmax.engine.hooks import HookRunner
 from archmax.engine.placement import session_file_exists
 from archmax.engine.prompt import shows_reset_instruction, state_block, static_prompt
@@ -35,6 +36,7 @@ from archmax.session.records import (
 from archmax.session.until import UNTIL_HINT, UntilError, parse_until
 from archmax.session.variables import VARIABLE_NAME, UnresolvedReferenceError, substitute_references, title_problem
 from archmax.spec import check_value_type
+from archmax.spec.governance import SUBWORKFLOW_PREFIX, is_subworkflow_tool
 
 PARKED_MOVES = ("archmax_wait", "archmax_advance", "archmax_reset")
 MAX_EVIDENCE = 20
@@ -116,6 +118,10 @@ class TurnLoop:
                 if not self._route_failure():
                     return
                 continue
+            if rec.delegation is not None and rec.status == SessionStatus.RUNNING:
+                subworkflows.settle(self)  # a forwarded resume or a recovery: bring the child's news (§5.10)
+                self.work.commit()
+                continue
             if self._is_parked():
                 if rec.park_phase == "closing":
                     self._handoff_call(self.handoff_directive or "wait")
@@ -130,6 +136,9 @@ class TurnLoop:
                 # The turn's last answer is committed: completion is owed, never another model call.
                 # The loop comes here right after committing that answer, and so does a takeover
                 # (§3.12) of a process that died before letting the lease go: one path for both.
+                if rec.pending_rejection is not None:  # a failed sub-workflow call routes now (§5.7, §5.8)
+                    rec.pending_failure, rec.pending_rejection = rec.pending_rejection.reason, None
+                    continue
                 if self.hooks.at_completion():  # a terminal state's after hooks may send it back (§5.8)
                     continue
                 self._complete()
@@ -170,6 +179,8 @@ class TurnLoop:
                 specs.append(CONTROL_TOOL_SPECS[name])
             elif name in self.rt.host_tools:
                 specs.append(self.rt.host_tools[name].spec)
+            elif is_subworkflow_tool(name):
+                specs.append(self.rt.workflows.tool_spec(name[len(SUBWORKFLOW_PREFIX) :], self.wf))
         return specs
 
     def _call_model(self, handoff: str | None, reason: str | None = None) -> ModelResponse | None:
@@ -367,6 +378,8 @@ class TurnLoop:
         if self.rec.status == SessionStatus.FAILED:
             return blocked(f"{name} rejected: the session has raised")
         args = call.args if isinstance(call.args, dict) else {}
+        if is_subworkflow_tool(name):
+            return _Result(*subworkflows.call(self, slug, call, args))
         handler = getattr(self, "_tool_" + name, None) if name in CONTROL_TOOL_SPECS else None
         if handler is not None:
             return handler(slug, call, args)
@@ -479,7 +492,7 @@ class TurnLoop:
         self._advanced_to = to
         rec.position = to
         rec.moved_since_open = True
-        rec.pending_failure = None
+        rec.pending_failure = rec.pending_rejection = None
         rec.state_turns = 0
         self.rt.trail(rec, "agent", to, reason.strip())
         if target.type == "human":
@@ -497,7 +510,7 @@ class TurnLoop:
         rec.position = entry
         rec.moved_since_open = True
         rec.before_done = []
-        rec.pending_failure = None
+        rec.pending_failure = rec.pending_rejection = None
         rec.state_turns = 0
         self.rt.trail(rec, "reset", entry, reason.strip())
         return ok(f"Reset to state '{entry}', where the conversation began. Serve the request from here.")
@@ -514,7 +527,7 @@ class TurnLoop:
             return error("archmax_raise rejected: a non-empty 'reason' is required")
         rec.raised = Raised(code=code, reason=reason, state=slug)
         rec.status = SessionStatus.FAILED
-        rec.pending_failure = None
+        rec.pending_failure = rec.pending_rejection = None
         self.rt.events.emit(rec, "raised", state=slug, code=code, reason=reason, call_id=call.id)
         return ok(f"Raised '{code}'. The session has ended as failed.")
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
+from archmax.engine import subworkflows
 from archmax.engine.artifacts import write_artifacts
 from archmax.engine.deliveries import refuse_duplicate, remember_delivery
 from archmax.engine.loop import TurnLoop
@@ -442,6 +443,7 @@ class Operations:
         notes += seed_host_variables(rec.variables, dict(variables or {}))
         set_trigger_variable(rec.variables, trigger)
         rec.pending_failure = None  # 5. the turn's own mechanics
+        rec.pending_rejection = rec.delegation = None  # a new turn abandons a sub-workflow call in flight
         rec.raised = None
         rec.rejected = None
         rec.hook_iterations = {}
@@ -544,6 +546,10 @@ class Operations:
         delivery_id: str | None = None,
     ) -> Outcome:
         assert rec is not None and rec.pending_input is not None
+        if rec.delegation is not None:  # the park belongs to a delegated child: forward it (§3.5, §5.10)
+            return subworkflows.forward_delivery(
+                self, rec, trigger, variables, message, prepared, disposition, warnings, delivery_id
+            )
         rt = self.rt
         record = rec  # a load is the caller's own object (SessionStore.load): no copy
         work = Work(rt.store, rt.clock, rt.lease_ttl_s, record, rec.version, warnings=list(warnings))
@@ -560,7 +566,7 @@ class Operations:
         rt.trail(record, "trigger", state, trigger)
         record.pending_input = None
         record.park_phase = None
-        record.pending_failure = None
+        record.pending_failure = record.pending_rejection = None
         record.status = SessionStatus.RUNNING
         remember_delivery(rt.store, record, delivery_id)
         self.preflight_model(state)
@@ -603,6 +609,8 @@ class Operations:
             raise SessionNotParkedError(session_id, str(rec.status) if rec else None)
         if not isinstance(message, str) or not message.strip():
             raise EmptyMessageError(session_id)
+        if rec.delegation is not None:  # type: ignore[union-attr]  # the child's decision: forward (§5.10)
+            return subworkflows.forward_reply(self, rec, message, list(_warnings or []), _delivery_id)  # type: ignore[arg-type]
         rt = self.rt
         record = rec  # type: ignore[assignment]  # a load is the caller's own object (SessionStore.load)
         work = Work(rt.store, rt.clock, rt.lease_ttl_s, record, rec.version, warnings=list(_warnings or []))  # type: ignore[union-attr]
@@ -636,6 +644,8 @@ class Operations:
         rec = self.load(session_id)
         if self.parked_channel(rec) != "decision":
             raise SessionNotParkedError(session_id, str(rec.status) if rec else None)
+        if rec.delegation is not None:  # type: ignore[union-attr]  # the child's decision: forward (§5.10)
+            return subworkflows.forward_decision(self, rec, to, comment)  # type: ignore[arg-type]
         pending = rec.pending_decision  # type: ignore[union-attr]
         valid = [t.to for t in pending.transitions if t.to != pending.state]
         target = to.strip() if isinstance(to, str) else ""
@@ -655,7 +665,7 @@ class Operations:
         record.before_done = [s for s in record.before_done if s != target]  # its before hooks run again (§2.4)
         record.pending_decision = None
         record.park_phase = None
-        record.pending_failure = None
+        record.pending_failure = record.pending_rejection = None
         record.state_turns = 0
         record.status = SessionStatus.RUNNING
         self.preflight_model(target)
@@ -762,4 +772,5 @@ def build_outcome(work: Work, disposition: str) -> Outcome:
         usage=work.usage,
         recovered=work.recovered,
         warnings=list(work.warnings),
+        delegation=subworkflows.delegation_view(rec),
     )

@@ -239,6 +239,35 @@ class OutboxEntry(_Record):
         return f"{self.version:010d}-{self.index}"
 
 
+class Delegation(_Record):
+    """A sub-workflow call in flight: the caller waits on (or is parked through) its child session (§5.10)."""
+
+    session_id: str
+    """The child's id ``<parent>~<state>:<workflow>:<n>`` (§4.1)."""
+    workflow: str
+    """The child workflow's slug."""
+    state: str
+    """The calling state."""
+    call_id: str
+    """The ``archmax_workflow_<slug>`` tool call that started it."""
+    variables: dict[str, Any] = Field(default_factory=dict)
+    """The call's plain arguments, seeded locked in the child (``title`` unlocked)."""
+    files: dict[str, str] = Field(default_factory=dict)
+    """File arguments: child variable → the path in the caller's session, copied into the child."""
+    after: Literal["decision", "delivery"] | None = None
+    """What was last forwarded to the child, for the failure note (§5.10)."""
+    child_state: str | None = None
+    """The child's parked state while the caller mirrors its park."""
+
+
+class PendingRejection(_Record):
+    """A failed sub-workflow call pending on its calling state (§5.7): routed when the model finishes."""
+
+    state: str
+    workflow: str
+    reason: str
+
+
 class Checkpoint(_Record):
     """The whole session at one committed version (§9.3). The highest version is the session."""
 
@@ -285,6 +314,12 @@ class Checkpoint(_Record):
     """Whether the position changed since the turn opened (§8)."""
     event_seq: int = 0
     """The last event ``seq`` emitted for this session."""
+    delegation: Delegation | None = None
+    """The sub-workflow call this session waits on (§5.10)."""
+    pending_rejection: PendingRejection | None = None
+    """A failed sub-workflow call not yet recovered, cleared or routed (§5.7)."""
+    subworkflow_calls: dict[str, int] = Field(default_factory=dict)
+    """Sub-workflow calls made per calling state in the session (the child id's ordinal, §5.10)."""
     delivery_ids: list[str] = Field(default_factory=list)
     """Ids of the last firings applied (newest last, at most ``DELIVERY_IDS_KEPT``), so a redelivered event
     is recognised and applied once; ids older than these are kept as markers (``archmax.engine.deliveries``)."""

@@ -51,8 +51,9 @@ def offered_tool_names(
 
     Returns:
         Control tools in :data:`CONTROL_TOOLS` order, then granted host tools in ``host_tools``
-        order, each at most once. ``archmax_*`` host names are never offered: the runtime owns
-        that prefix (``create_agent`` refuses such tools with ``ReservedToolNameError``).
+        order, then granted sub-workflow tools ``archmax_workflow_<slug>`` in grant order (§5.10),
+        each at most once. Other ``archmax_*`` host names are never offered: the runtime owns that
+        prefix (``create_agent`` refuses such tools with ``ReservedToolNameError``).
     """
     removed_set = set(removed)
     if WILDCARD in removed_set:
@@ -66,4 +67,12 @@ def offered_tool_names(
             continue
         if name in granted_set and name not in removed_set:
             names.append(name)
+    for name in granted:
+        if is_subworkflow_tool(name) and name not in removed_set and name not in names:
+            names.append(name)
     return names
+
+
+def is_subworkflow_tool(name: str) -> bool:
+    """Whether ``name`` is a sub-workflow tool ``archmax_workflow_<slug>`` with a non-empty slug (§5.10)."""
+    return name.startswith(SUBWORKFLOW_PREFIX) and len(name) > len(SUBWORKFLOW_PREFIX)

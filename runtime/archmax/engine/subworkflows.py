@@ -1,0 +1,579 @@
+"""Sub-workflows: the ``archmax_workflow_<slug>`` tool, child sessions, delegated parks, forwarding.
+
+Rule source: BEHAVIOUR.md §5.10 (the tool, child ids, locked arguments, file arguments and returns,
+parks that delegate, forwarding, notes, refusals, depth and cycles), §5.7 (a failed call stays
+pending on its state), §4.1 (child ids), §7 (``[sub-workflow: <slug>]`` notes), §9.5 (file placement);
+seed "Files handed to a session".
+
+A child is an ordinary session of the same store, run by an ordinary :class:`Operations` of the
+child workflow. The caller records the call in flight as ``Checkpoint.delegation`` (committed before
+the child starts), so any process can finish the pair: :func:`settle` looks at the child's latest
+checkpoint and either mirrors its park on the caller, or answers the caller with its result, starting
+or recovering the child first when it has no checkpoint yet or its turn died (§3.12).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from archmax.engine.placement import place_files, prepare_files, session_file_exists
+from archmax.errors import ArchmaxError, SessionNotAwaitingInputError, SessionNotParkedError, WorkflowSpecError
+from archmax.models.base import ToolSpec
+from archmax.session.files import is_text
+from archmax.session.ids import parent_session_id, validate_session_id
+from archmax.session.notes import make_note, subworkflow_note_text
+from archmax.session.records import (
+    Checkpoint,
+    Delegation,
+    PendingDecision,
+    PendingInput,
+    PendingRejection,
+    SessionStatus,
+    ToolCall,
+)
+from archmax.session.variables import VARIABLE_NAME, UnresolvedReferenceError, substitute_references
+from archmax.spec import Workflow, check_value_type, load_workflow
+from archmax.spec.governance import SUBWORKFLOW_PREFIX
+
+if TYPE_CHECKING:
+    from archmax.engine.loop import TurnLoop
+    from archmax.engine.operations import Operations
+    from archmax.engine.runtime import Runtime
+    from archmax.session.results import Outcome
+
+MAX_DEPTH = 5
+"""A child may sit at most this many levels below the session that started the chain (§5.10)."""
+_JSON_TYPES = {
+    "string": {"type": "string"},
+    "integer": {"type": "integer"},
+    "number": {"type": "number"},
+    "boolean": {"type": "boolean"},
+    "date": {"type": "string", "format": "date"},
+    "date-time": {"type": "string", "format": "date-time"},
+    "object": {"type": "object"},
+    "array": {"type": "array"},
+    "file": {"type": "string", "description": "A path of a file in your session (it is copied to the sub-workflow)."},
+}
+
+
+class WorkflowRegistry:
+    """The workflows a session may call, and one runtime per workflow, built on first use.
+
+    A child is ``workflows/<slug>/`` beside the calling workflow's folder, or the folder given at
+    assembly (``create_agent(..., workflows={slug: path})``) (§5.10).
+    """
+
+    def __init__(
+        self,
+        make_runtime: Callable[[Workflow], Runtime],
+        paths: Mapping[str, str | os.PathLike[str] | Workflow] | None = None,
+    ) -> None:
+        self._make_runtime = make_runtime
+        self._paths = dict(paths or {})
+        self._runtimes: dict[str, Runtime] = {}
+        self.mocks: dict[str, Callable[[dict[str, Any]], Any]] = {}
+        """Test-case mocks of ``archmax_workflow_<slug>`` tools: a match answers instead of a child (§10.1)."""
+
+    def add(self, runtime: Runtime) -> None:
+        """Register an already-built runtime (the assembled agent's own)."""
+        self._runtimes.setdefault(runtime.workflow.slug, runtime)
+
+    def runtime(self, slug: str, beside: Workflow) -> Runtime:
+        """The runtime of workflow ``slug``.
+
+        Raises:
+            WorkflowSpecError: no such workflow, or it does not load.
+        """
+        if slug not in self._runtimes:
+            given = self._paths.get(slug)
+            if isinstance(given, Workflow):
+                spec = given
+            elif given is not None:
+                spec = load_workflow(Path(given))
+            elif beside.root is not None and (beside.root.parent / slug / "workflow.yaml").is_file():
+                spec = load_workflow(beside.root.parent / slug)
+            else:
+                raise WorkflowSpecError([], source=slug) from None
+            self._runtimes[slug] = self._make_runtime(spec)
+        return self._runtimes[slug]
+
+    def tool_spec(self, slug: str, beside: Workflow) -> ToolSpec:
+        """The tool the model is offered: parameters from the child's ``manual`` trigger ``requires`` (§5.10)."""
+        name = SUBWORKFLOW_PREFIX + slug
+        try:
+            child = self.runtime(slug, beside).workflow
+        except WorkflowSpecError:
+            return ToolSpec(name=name, description=f"Run the '{slug}' workflow (not available).")
+        decl = child.trigger_decl("manual")
+        props: dict[str, Any] = {}
+        for spec in (decl.requires if decl else []) or []:
+            schema = dict(_JSON_TYPES.get(spec.type or "", {}))
+            if spec.description:
+                schema["description"] = spec.description
+            props[spec.name] = schema
+        title = child.title or slug
+        description = f"Run the '{slug}' workflow ({title}) as a sub-workflow and get its result."
+        return ToolSpec(
+            name=name,
+            description=description,
+            parameters={"type": "object", "properties": props, "required": list(props)},
+        )
+
+
+# ---------------------------------------------------------------------------------------- the call
+
+
+def call(loop: TurnLoop, slug: str, tool_call: ToolCall, args: dict[str, Any]) -> tuple[str, str]:
+    """Run ``archmax_workflow_<child>`` from state ``slug`` (§5.10).
+
+    Returns:
+        ``(status, text)`` of the tool result: ``blocked`` for a refusal before any child is composed,
+        ``error`` for a failed call (a pending rejection stays on ``slug``), ``success`` otherwise.
+    """
+    rt, rec = loop.rt, loop.rec
+    child_slug = tool_call.name[len(SUBWORKFLOW_PREFIX) :]
+    refusal = f"{tool_call.name} rejected:"
+    if rec.status in (SessionStatus.AWAITING_INPUT, SessionStatus.AWAITING_DECISION):
+        return "blocked", f"{refusal} the session is parked"
+    mocked = _mocked(rt, rec, slug, child_slug, tool_call.name, args)
+    if mocked is not None:
+        return "success", mocked
+    try:
+        child_rt = rt.workflows.runtime(child_slug, rt.workflow)
+    except WorkflowSpecError as exc:
+        detail = f": {exc}" if exc.diagnostics else ""
+        return "blocked", f"{refusal} workflow '{child_slug}' is not available{detail}"
+    child = child_rt.workflow
+    if child.disabled:
+        return "blocked", f"{refusal} workflow '{child_slug}' is disabled"
+    path = call_path(rt, rec)
+    if child_slug in path:
+        return "blocked", f"{refusal} workflow '{child_slug}' is already on the call path ({' → '.join(path)})"
+    if len(path) > MAX_DEPTH:
+        return "blocked", f"{refusal} the call would be deeper than {MAX_DEPTH} levels of sub-workflows"
+    try:
+        args = substitute_references(args, rec.variables)
+    except UnresolvedReferenceError as exc:
+        return "blocked", f"{refusal} {exc}"
+    problem, variables, files = _arguments(loop, child, args)
+    if problem:
+        return "blocked", f"{refusal} {problem}"
+    ordinal = rec.subworkflow_calls.get(slug, 0) + 1
+    child_id = f"{rec.session_id}~{slug}:{child_slug}:{ordinal}"
+    try:
+        validate_session_id(child_id)
+    except ArchmaxError as exc:
+        return "blocked", f"{refusal} {exc}"
+    rec.subworkflow_calls = {**rec.subworkflow_calls, slug: ordinal}
+    rec.delegation = Delegation(
+        session_id=child_id, workflow=child_slug, state=slug, call_id=tool_call.id, variables=variables, files=files
+    )
+    loop.work.commit()  # the call in flight is on record before the child exists: any process can finish it
+    return settle(loop, answering=True)  # type: ignore[return-value]
+
+
+def _mocked(rt: Runtime, rec: Checkpoint, slug: str, child_slug: str, name: str, args: dict) -> str | None:
+    """A test case's mock answering the call, as the result text; ``None`` when no mock matches (§10.1)."""
+    mock = rt.workflows.mocks.get(name)
+    if mock is None:
+        return None
+    try:
+        value = mock(args)
+    except LookupError:  # no mock matches this input: the real sub-workflow runs
+        return None
+    rt.trail(rec, "sub-workflow", slug, None, workflow=child_slug, status="ok")
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _arguments(loop: TurnLoop, child: Workflow, args: dict[str, Any]) -> tuple[str | None, dict, dict]:
+    """Check the call's arguments against the child's ``manual`` ``requires``: ``(problem, variables, files)``."""
+    rec = loop.rec
+    decl = child.trigger_decl("manual")
+    specs = {s.name: s for s in (decl.requires if decl else []) or []}
+    for name in args:
+        if not isinstance(name, str) or not VARIABLE_NAME.fullmatch(name):
+            return f"'{name}' is not a valid parameter name", {}, {}
+    missing = [n for n in specs if n not in args]
+    if missing:
+        return f"missing parameter(s): {', '.join(repr(n) for n in missing)}", {}, {}
+
+    def exists(path: str) -> bool:
+        return session_file_exists(loop.rt.store, rec.session_id, path)
+
+    variables, files = {}, {}
+    for name, value in args.items():
+        spec = specs.get(name)
+        if spec is not None and not check_value_type(value, spec.type, file_exists=exists):
+            return f"parameter '{name}' must be of type '{spec.type}'", {}, {}
+        if spec is not None and spec.type == "file":
+            files[name] = value
+        else:
+            variables[name] = value
+    return None, variables, files
+
+
+def call_path(rt: Runtime, rec: Checkpoint) -> list[str]:
+    """The workflows from the chain's first session down to ``rec``'s own (§5.10 cycles and depth).
+
+    A child's id names its workflow in its last segment (§4.1); the first session's workflow is read
+    from its checkpoint.
+    """
+    chain = []
+    sid = rec.session_id
+    while (parent := parent_session_id(sid)) is not None:
+        chain.append(sid.rpartition("~")[2].split(":")[1])
+        sid = parent
+    if not chain:
+        return [rec.workflow]
+    root = rt.store.load(sid)
+    return ([root.workflow] if root is not None else []) + list(reversed(chain))
+
+
+# ---------------------------------------------------------------------------------------- settling
+
+
+def settle(loop: TurnLoop, *, answering: bool = False) -> tuple[str, str] | None:
+    """Bring the caller up to date with its child (§5.10).
+
+    Starts the child when it has no checkpoint, recovers it when its turn died (§3.12), then: a parked
+    child parks the caller (on ``input`` with the child's reason, or at the child's decision); a
+    finished child ends the call with its result, which either answers the tool call
+    (``answering=True``) or arrives as a ``[sub-workflow: <slug>]`` note (``[error]`` on failure).
+
+    Returns:
+        With ``answering``, the tool result ``(status, text)``; else ``None``.
+
+    Raises:
+        SessionNotResumableError: another process holds the child's live lease.
+    """
+    rt, rec = loop.rt, loop.rec
+    d = rec.delegation
+    assert d is not None
+    child_rt = rt.workflows.runtime(d.workflow, rt.workflow)
+    ops = child_operations(child_rt)
+    try:
+        child = _drive(ops, d, rec)
+    except ArchmaxError as exc:  # the child could not be started (bad file, capability): the call fails
+        return _finish(loop, "failed", f"sub-workflow '{d.workflow}' could not start: {exc}", answering)
+    parked = ops.parked_channel(child)
+    if parked is not None:
+        return _mirror_park(loop, child, parked, answering)
+    if child.status == SessionStatus.COMPLETED:
+        try:
+            text = _result_text(rt, child_rt, rec, child)
+        except ArchmaxError as exc:
+            return _finish(loop, "failed", f"sub-workflow '{d.workflow}' returned a file that could not be copied: {exc}", answering)
+        return _finish(loop, "ok", text, answering)
+    if child.status == SessionStatus.FAILED and child.raised is not None:
+        why = f"raised '{child.raised.code}' in state '{child.raised.state}': {child.raised.reason}"
+        return _finish(loop, "failed", why, answering)
+    return _finish(loop, "rejected", _rejection_text(child_rt, child), answering)
+
+
+def _drive(ops: Operations, d: Delegation, parent: Checkpoint) -> Checkpoint:
+    """The child's latest checkpoint after starting it (no checkpoint yet) or recovering its dead turn."""
+    store = ops.rt.store
+    child = store.load(d.session_id)
+    if child is None:
+        files = {
+            name: {"name": path.rsplit("/", 1)[-1], "content": store.get(parent.session_id, path) or b""}
+            for name, path in d.files.items()
+        }
+        listed = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False, default=str)}" for k, v in d.variables.items())
+        message = (
+            f"Sub-workflow call from session '{parent.session_id}' (state '{d.state}')"
+            + (f" with {listed}" if listed else "")
+            + (f" and files {', '.join(d.files)}" if d.files else "")
+            + "."
+        )
+        ops.send(d.session_id, message, trigger="manual", variables=d.variables, files=files)
+    elif child.status == SessionStatus.RUNNING and not ops.lease_live(child):
+        ops.recover(d.session_id)
+    elif child.status == SessionStatus.RUNNING:
+        from archmax.errors import SessionNotResumableError
+
+        raise SessionNotResumableError(d.session_id, str(child.status))
+    latest = store.load(d.session_id)
+    assert latest is not None
+    return latest
+
+
+def _mirror_park(loop: TurnLoop, child: Checkpoint, channel: str, answering: bool) -> tuple[str, str] | None:
+    """Park the caller through its child: its reason on ``input``, its decision on ``decision`` (§5.10)."""
+    rt, rec = loop.rt, loop.rec
+    d = rec.delegation
+    assert d is not None
+    state = rt.workflow.states[d.state]
+    title = (state.title or "").strip() or None
+    if channel == "input":
+        park = child.pending_input
+        assert park is not None
+        rec.pending_input = PendingInput(
+            state=d.state, title=title, reason=park.reason, parked_at=rt.now(), resume_at=park.resume_at
+        )
+        rec.pending_decision = None
+        rec.status = SessionStatus.AWAITING_INPUT
+        rt.events.emit(rec, "parked", state=d.state, awaiting="input", reason=park.reason, resume_at=park.resume_at)
+        waiting = f"waiting for: {park.reason}"
+    else:
+        pending = child.pending_decision
+        assert pending is not None
+        rec.pending_decision = PendingDecision(
+            state=d.state,
+            title=pending.title,
+            seq=pending.seq,
+            transitions=pending.transitions,
+            evidence=pending.evidence,
+            created_at=pending.created_at,
+        )
+        rec.pending_input = None
+        rec.status = SessionStatus.AWAITING_DECISION
+        rt.events.emit(rec, "parked", state=d.state, awaiting="decision")
+        waiting = f"awaiting a person's decision in its state '{pending.state}'"
+    rec.delegation = d.model_copy(update={"child_state": (child.pending_input or child.pending_decision).state})  # type: ignore[union-attr]
+    rec.park_phase = "suspend"  # the child wrote the park message; the caller spends no handoff call
+    text = (
+        f"Sub-workflow '{d.workflow}' (session '{d.session_id}') is parked, {waiting}. This session is parked "
+        "with it and continues here when it finishes; stop working now."
+    )
+    return ("success", text) if answering else None
+
+
+def _finish(loop: TurnLoop, status: str, text: str, answering: bool) -> tuple[str, str] | None:
+    """End the call: trail step; a success recovers a pending rejection of the same call, a failure leaves one."""
+    rt, rec = loop.rt, loop.rec
+    d = rec.delegation
+    assert d is not None
+    rec.delegation = None
+    rt.trail(rec, "sub-workflow", d.state, None, workflow=d.workflow, status=status)
+    pending = rec.pending_rejection
+    if status == "ok":
+        if pending is not None and pending.state == d.state and pending.workflow == d.workflow:
+            rec.pending_rejection = None
+        if answering:
+            return "success", text
+        rec.messages.extend(make_note("sub-workflow", subworkflow_note_text(d.workflow, text)))
+        return None
+    reason = f"sub-workflow '{d.workflow}' failed: {text}"
+    rec.pending_rejection = PendingRejection(state=d.state, workflow=d.workflow, reason=reason)
+    if answering:
+        return "error", reason
+    after = d.after or "call"
+    rec.messages.extend(make_note("error", f"[error] sub-workflow '{d.workflow}' failed after the {after}: {text}"))
+    return None
+
+
+def _result_text(rt: Runtime, child_rt: Runtime, rec: Checkpoint, child: Checkpoint) -> str:
+    """``{"message", "returns"}`` as JSON, or just the message when the child declares no ``returns``.
+
+    File returns are copied into the caller's ``scratchpad/attachments/`` (§9.5 naming) and the
+    result names the placed path.
+    """
+    message = _last_text(child)
+    decl = child_rt.workflow.trigger_decl("manual")
+    returns = (decl.returns if decl else []) or []
+    if not returns:
+        return message
+    values: dict[str, Any] = {}
+    files = {}
+    for spec in returns:
+        var = child.variables.get(spec.name)
+        value = var.value if var is not None else None
+        if spec.type == "file" and isinstance(value, str):
+            content = rt.store.get(child.session_id, value) or b""
+            text = content.decode("utf-8") if is_text(content) else content
+            files[spec.name] = {"name": value.rsplit("/", 1)[-1], "content": text}
+        else:
+            values[spec.name] = value
+    if files:
+        values.update(place_files(rt.store, rec.session_id, prepare_files(rt.store, rec.session_id, files)))
+    ordered = {s.name: values.get(s.name) for s in returns}
+    return json.dumps({"message": message, "returns": ordered}, ensure_ascii=False, default=str)
+
+
+def _rejection_text(child_rt: Runtime, child: Checkpoint) -> str:
+    """Why a rejected child failed the call; a missing return is named as §5.10 words it."""
+    decl = child_rt.workflow.trigger_decl("manual")
+    for spec in (decl.returns if decl else []) or []:
+        if child.rejected and f"without setting '{spec.name}'" in child.rejected:
+            return f"Not all return variables were set by the sub-workflow: '{spec.name}' was not set."
+    return f"was rejected in state '{child.position}': {child.rejected}"
+
+
+def _last_text(rec: Checkpoint) -> str:
+    from archmax.session.notes import runtime_note_kind
+
+    for message in reversed(rec.messages):
+        if message.role == "assistant" and runtime_note_kind(message) is None and message.content.strip():
+            return message.content
+    return ""
+
+
+def child_operations(child_rt: Runtime) -> Operations:
+    """The :class:`Operations` of a child workflow (a child is an ordinary session of the same store)."""
+    from archmax.engine.operations import Operations
+
+    return Operations(child_rt)
+
+
+# ---------------------------------------------------------------------------------------- forwarding
+
+
+def child_of(ops: Operations, rec: Checkpoint, channel: str) -> tuple[Operations, Checkpoint]:
+    """The delegated child of a parked caller, checked to be parked on ``channel`` (§3.5, §5.10).
+
+    Raises:
+        SessionNotAwaitingInputError / SessionNotParkedError: the child is no longer parked there.
+    """
+    d = rec.delegation
+    assert d is not None
+    child_ops = child_operations(ops.rt.workflows.runtime(d.workflow, ops.rt.workflow))
+    child = child_ops.load(d.session_id)
+    if child_ops.parked_channel(child) != channel:
+        status = str(child.status) if child else "no such session"
+        if channel == "input":
+            raise SessionNotAwaitingInputError(d.session_id, status)
+        raise SessionNotParkedError(d.session_id, status)
+    return child_ops, child  # type: ignore[return-value]
+
+
+def delegation_view(rec: Checkpoint) -> dict[str, Any] | None:
+    """``Outcome.delegation`` for a caller parked at its child's decision: ``{session_id, state, transitions}``."""
+    d = rec.delegation
+    if d is None or rec.status != SessionStatus.AWAITING_DECISION or rec.pending_decision is None:
+        return None
+    return {
+        "session_id": d.session_id,
+        "state": d.child_state,
+        "transitions": [t.model_dump(exclude_none=True) for t in rec.pending_decision.transitions],
+    }
+
+
+def forward_delivery(
+    ops: Operations,
+    rec: Checkpoint,
+    trigger: str,
+    variables: Mapping[str, Any] | None,
+    message: str | None,
+    prepared: list,
+    disposition: str,
+    warnings: list[str],
+    delivery_id: str | None,
+) -> Outcome:
+    """A delivery to a caller parked through its child: the child gets it, then the caller settles (§3.5, §5.10).
+
+    The caller is claimed first (so of two racing deliveries one proceeds), then the child takes the
+    delivery as an ordinary one; the caller's loop then mirrors the child's next park or takes its result.
+
+    Raises:
+        SessionNotAwaitingInputError: the child is not parked on ``input`` (nothing changes), or the
+            caller's park was claimed by another firing first.
+    """
+    from archmax.engine.operations import remember_delivery
+
+    child_ops, child = child_of(ops, rec, "input")
+    work = _claim_caller(ops, rec, warnings, after="delivery", delivery_id=delivery_id, remember=remember_delivery)
+    answers: list[Outcome] = []
+
+    def body() -> None:
+        answers.append(child_ops._deliver(child, trigger, variables, message, prepared, "deliver", [], delivery_id))
+        _run(ops, work)
+
+    return _with_child_reply(ops._guarded(work, body, disposition), answers)
+
+
+def forward_reply(
+    ops: Operations, rec: Checkpoint, message: str, warnings: list[str], delivery_id: str | None
+) -> Outcome:
+    """A person's message to a caller parked at its child's decision: the child answers it (§3.6, §5.10).
+
+    The caller's record is unchanged (it stays parked on the same record); the Outcome carries the
+    child's answer and ``delegation``.
+    """
+    from archmax.engine.operations import build_outcome
+    from archmax.engine.work import Work
+
+    child_ops, child = child_of(ops, rec, "decision")
+    answer = child_ops.reply(child.session_id, message, _rec=child, _delivery_id=delivery_id)
+    rt = ops.rt
+    outcome = build_outcome(Work(rt.store, rt.clock, rt.lease_ttl_s, rec, rec.version, warnings=warnings), "reply")
+    return outcome.model_copy(update={"reply": answer.reply, "usage": answer.usage})
+
+
+def forward_decision(ops: Operations, rec: Checkpoint, to: str | None, comment: str | None) -> Outcome:
+    """A decision sent to a caller parked at its child's decision is the child's (§3.7, §5.10).
+
+    ``to`` is checked against the child's record before anything is written.
+
+    Raises:
+        InvalidDecisionTargetError: ``to`` is missing or not an edge of the child's record.
+        SessionNotParkedError: the child is no longer parked at its decision.
+    """
+    from archmax.errors import InvalidDecisionTargetError
+
+    child_ops, child = child_of(ops, rec, "decision")
+    pending = child.pending_decision
+    assert pending is not None
+    valid = [t.to for t in pending.transitions if t.to != pending.state]
+    target = to.strip() if isinstance(to, str) else ""
+    if not target or target not in valid:
+        raise InvalidDecisionTargetError(target or None, valid, session_id=rec.session_id)
+    work = _claim_caller(ops, rec, [], after="decision")
+    answers: list[Outcome] = []
+
+    def body() -> None:
+        answers.append(child_ops.decide(child.session_id, to=target, comment=comment))
+        _run(ops, work)
+
+    return _with_child_reply(ops._guarded(work, body, "decide"), answers)
+
+
+def _claim_caller(
+    ops: Operations,
+    rec: Checkpoint,
+    warnings: list[str],
+    *,
+    after: str,
+    delivery_id: str | None = None,
+    remember: Callable[[Checkpoint, str | None], None] | None = None,
+):
+    """Take the caller's park and lease before the child is touched; the loser of a race learns it is not parked."""
+    from archmax.engine.work import Work
+    from archmax.errors import CommitConflictError
+
+    rt = ops.rt
+    channel = rec.channel
+    work = Work(rt.store, rt.clock, rt.lease_ttl_s, rec, rec.version, warnings=list(warnings))
+    rec.pending_input = rec.pending_decision = None
+    rec.park_phase = None
+    rec.status = SessionStatus.RUNNING
+    rec.delegation = rec.delegation.model_copy(update={"after": after, "child_state": None})  # type: ignore[union-attr]
+    if remember is not None:
+        remember(rec, delivery_id)
+    ops.preflight_model(rec.delegation.state)
+    try:
+        work.claim()
+    except CommitConflictError:
+        now = rt.store.load(rec.session_id)
+        status = str(now.status) if now else None
+        if channel == "input":
+            raise SessionNotAwaitingInputError(rec.session_id, status) from None
+        raise SessionNotParkedError(rec.session_id, status) from None
+    return work
+
+
+def _run(ops: Operations, work: Any) -> None:
+    from archmax.engine.loop import TurnLoop
+
+    TurnLoop(ops.rt, work).run()
+
+
+def _with_child_reply(outcome: Outcome, answers: list[Outcome]) -> Outcome:
+    """When the caller wrote nothing (it parked again through the child), its Outcome shows the child's words."""
+    if outcome.reply or not answers:
+        return outcome
+    return outcome.model_copy(update={"reply": answers[0].reply})

@@ -514,6 +514,25 @@ def _instant(value: str) -> str:
         raise UsageError(f"--now '{value}': {exc}") from exc
 
 
+def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
+    """Parse ``argv``; words after the flags join the command's words (§11, the seed's own form).
+
+    ``archmax run support-inbox --trigger email_reply --variables '{...}' "About the thing…"``: argparse
+    stops collecting a ``nargs="*"`` positional at the first flag, so the prompt after the flags comes
+    back unrecognised and is appended here, in order.
+
+    Raises:
+        UsageError: a leftover that looks like a flag, or words for a command that takes none.
+    """
+    args, extra = build_parser().parse_known_args(argv)
+    if extra:
+        flags = [word for word in extra if word.startswith("-")]
+        if flags or not isinstance(getattr(args, "words", None), list):
+            raise UsageError(f"unrecognized arguments: {' '.join(flags or extra)}")
+        args.words = [*args.words, *extra]
+    return args
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one ``archmax`` command and return its exit code (§11).
 
@@ -524,7 +543,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         0 for success or a park; 1 for a failed/rejected result or an ``ArchmaxError``; 2 for a usage error.
     """
     try:
-        args = build_parser().parse_args(argv)
+        args = _parse(argv)
         if args.command is None:
             raise UsageError(f"choose a command: {', '.join(COMMANDS)} (archmax -h for help)")
         cli = _Cli(args)

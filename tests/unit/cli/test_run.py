@@ -194,3 +194,20 @@ def test_a_whole_sentence_as_the_first_word_in_a_folder_without_workflows_is_not
     run = cli("--root", str(tmp_path), "run", "Where is my order?", "--model", INBOX_SCRIPT)
     assert run.code == 2
     assert run.err == f"error: no workflows/*/workflow.yaml under '{tmp_path}'; name a workflow or pass --root\n"
+
+
+def test_the_prompt_may_follow_the_flags_in_the_seeds_own_form(cli, examples, tmp_path):
+    run = cli(*examples, "run", "support-inbox", "--trigger", "email_received",
+              "--session-path", "triggers.-1.conversationId",
+              "--variables", '{"triggers": [{"conversationId": "AAQk1"}]}', "--model", INBOX_SCRIPT,
+              "About the thing", "we discussed")
+    assert run.code == 0, run.err
+    record = FilesystemStore(tmp_path / "examples-store").load("AAQk1")
+    assert record.messages[0].content == "About the thing we discussed"
+
+
+def test_a_leftover_flag_after_the_prompt_is_still_a_usage_error(cli, examples):
+    run = cli(*examples, "run", "support-inbox", "--model", INBOX_SCRIPT, "Hello", "--bogus")
+    assert run.code == 2 and run.err == "error: unrecognized arguments: --bogus\n"
+    run = cli(*examples, "sessions", "extra-word", "another")
+    assert run.code == 2 and "unrecognized arguments: another" in run.err

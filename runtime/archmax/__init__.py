@@ -47,6 +47,7 @@ from archmax.session.records import (
 )
 from archmax.session.results import Outcome, Resolution, SessionExit, SessionSummary
 from archmax.spec import Workflow, load_workflow
+from archmax.stores.backend import SessionBackend, create_backend_session_store
 from archmax.stores.base import SessionStore, StoreCapabilities
 from archmax.stores.filesystem import FilesystemStore
 from archmax.stores.memory import MemoryStore
@@ -89,6 +90,7 @@ __all__ = [
     "SessionNotParkedError",
     "SessionNotResumableError",
     "SessionStatus",
+    "SessionBackend",
     "SessionStore",
     "SessionStoreCapabilityError",
     "SessionSummary",
@@ -105,6 +107,7 @@ __all__ = [
     "WorkflowOperations",
     "WorkflowSpecError",
     "create_agent",
+    "create_backend_session_store",
     "is_finished",
     "is_runtime_note",
     "load_workflow",

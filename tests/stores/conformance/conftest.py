@@ -35,6 +35,7 @@ from archmax.session.records import (
     TransitionRef,
     Variable,
 )
+from archmax.stores.backend import MemoryBackend, create_backend_session_store
 from archmax.stores.base import SessionStore
 from archmax.stores.filesystem import FilesystemStore
 from archmax.stores.memory import MemoryStore
@@ -52,6 +53,8 @@ STORE_FACTORIES: dict[str, Callable[[pytest.FixtureRequest, Path], SessionStore]
     "memory": lambda request, tmp_path: MemoryStore(),
     "filesystem": lambda request, tmp_path: FilesystemStore(tmp_path / "sessions"),
     "aws": lambda request, tmp_path: _aws_store(request),
+    "backend": lambda request, tmp_path: create_backend_session_store(MemoryBackend(binary=True)),
+    "backend-text-only": lambda request, tmp_path: create_backend_session_store(MemoryBackend()),
 }
 
 

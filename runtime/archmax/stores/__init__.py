@@ -1,5 +1,7 @@
-"""Session stores: the ``SessionStore`` protocol and its memory, filesystem and AWS implementations, and
-``create_backend_session_store`` over any key-value ``SessionBackend``.
+"""Session stores: the ``SessionStore`` protocol, its implementations and a store over any backend.
+
+Memory, filesystem and AWS stores, and ``create_backend_session_store`` over any key-value
+``SessionBackend``.
 
 The protocol is in :mod:`archmax.stores.base` (BEHAVIOUR.md §9.1); every store passes one shared
 conformance suite (DESIGN.md §3, §6). Only :mod:`archmax.stores.aws` imports boto3.

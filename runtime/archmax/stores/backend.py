@@ -25,7 +25,7 @@ import threading
 from typing import Any, Protocol, runtime_checkable
 
 from archmax.errors import CommitConflictError, PathExistsError, SessionStoreCapabilityError, StoreError
-from archmax.session.ids import folder_name, validate_session_id
+from archmax.session.ids import folder_name
 from archmax.session.records import Checkpoint
 from archmax.stores import common as _common
 from archmax.stores.base import SessionHead, StoreCapabilities

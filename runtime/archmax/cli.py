@@ -44,7 +44,7 @@ from archmax.errors import (
     InvalidVariableNameError,
     MissingDeliveryTriggerError,
 )
-from archmax.workflow_tools import load_tools, tool_diagnostics, tool_names
+from archmax.workflow_tools import load_tools, load_workspace_tools, tool_diagnostics, tool_names
 
 USAGE_ERRORS = (
     InvalidSessionIdError,
@@ -202,7 +202,7 @@ class _Cli:
         from archmax.agent import create_agent
 
         model = build_model(model_spec(self.model_flag), record=self.record_flag)
-        return create_agent(workflow_dir, self.store, model, tools=load_tools(workflow_dir), clock=clock)
+        return create_agent(workflow_dir, self.store, model, tools=load_workspace_tools(workflow_dir), clock=clock)
 
     def session_workflow(self, session_id: str) -> Path:
         """``--workflow``, else the workflow the session's checkpoint names, else the only one."""
@@ -451,7 +451,7 @@ class _Cli:
             workflow_dir,
             filter=case_filter,
             store=self.store if self.store_flag is not None else None,
-            tools=load_tools(workflow_dir),
+            tools=load_workspace_tools(workflow_dir),
             model=build_model(spec) if spec is not None else None,
         )
         if self.json:

@@ -58,6 +58,29 @@ def load_tools(workflow_dir: str | Path) -> list[Any]:
     return list(tools)
 
 
+def load_workspace_tools(workflow_dir: str | Path) -> list[Any]:
+    """A workflow's tools, then the new ones of the sibling workflows it may run as sub-workflows (§5.10).
+
+    A child session runs with its caller's agent, so each ``workflows/<slug>/tools.py`` beside the
+    caller (in folder order) adds the tools whose names are new. A tool is still offered only where
+    a workflow's allow lists grant it (§2.3).
+
+    Raises:
+        WorkflowSpecError: as :func:`load_tools`, for any of the folders.
+    """
+    folder = Path(workflow_dir)
+    tools = load_tools(folder)
+    names = set(tool_names(tools))
+    for sibling in sorted(p for p in folder.parent.iterdir() if p.is_dir() and p.resolve() != folder.resolve()):
+        if not (sibling / "workflow.yaml").is_file():
+            continue
+        for tool, name in zip(extra := load_tools(sibling), tool_names(extra), strict=True):
+            if name not in names:
+                names.add(name)
+                tools.append(tool)
+    return tools
+
+
 def tool_names(tools: list[Any]) -> list[str]:
     """The names the host registers ``tools`` under (a ``HostTool``'s ``name``, else ``__name__``)."""
     return [str(getattr(tool, "name", None) or getattr(tool, "__name__", "")) for tool in tools]
@@ -90,13 +113,13 @@ def tool_diagnostics(spec: Workflow, provided: list[str]) -> list[Diagnostic]:
 
 
 def load_checked_tools(spec: Workflow) -> list[Any]:
-    """:func:`load_tools` of the workflow's folder, refusing grants no tool provides (a host's start-up).
+    """:func:`load_workspace_tools` of the workflow's folder, refusing grants no tool provides (a host's start-up).
 
     Raises:
         WorkflowSpecError: what :func:`load_tools` raises, or one line per grant no host tool
             provides (:func:`tool_diagnostics`).
     """
-    tools = load_tools(spec.root) if spec.root is not None else []
+    tools = load_workspace_tools(spec.root) if spec.root is not None else []  # children run with these too
     problems = tool_diagnostics(spec, tool_names(tools))
     if problems:
         raise WorkflowSpecError(problems, source=str(spec.root))

@@ -29,6 +29,7 @@ from archmax.session.notes import make_note, subworkflow_note_text
 from archmax.session.records import (
     Checkpoint,
     Delegation,
+    Message,
     PendingDecision,
     PendingInput,
     PendingRejection,
@@ -336,6 +337,10 @@ def _mirror_park(loop: TurnLoop, child: Checkpoint, channel: str, answering: boo
         waiting = f"awaiting a person's decision in its state '{pending.state}'"
     rec.delegation = d.model_copy(update={"child_state": (child.pending_input or child.pending_decision).state})  # type: ignore[union-attr]
     rec.park_phase = "suspend"  # the child wrote the park message; the caller spends no handoff call
+    message = _park_message(child)
+    if message:  # what the person reads is the caller's too (its Outcome.reply, a mail a host sends)
+        rec.messages.append(Message(role="assistant", content=message, handoff=True))
+        rt.events.emit(rec, "agent_text", text=message)
     text = (
         f"Sub-workflow '{d.workflow}' (session '{d.session_id}') is parked, {waiting}. This session is parked "
         "with it and continues here when it finishes; stop working now."
@@ -402,6 +407,18 @@ def _rejection_text(child_rt: Runtime, child: Checkpoint) -> str:
         if child.rejected and f"without setting '{spec.name}'" in child.rejected:
             return f"Not all return variables were set by the sub-workflow: '{spec.name}' was not set."
     return f"was rejected in state '{child.position}': {child.rejected}"
+
+
+def _park_message(child: Checkpoint) -> str:
+    """The child's park message: its last assistant text since the last user message or note, else ``""``."""
+    from archmax.session.notes import is_runtime_note
+
+    for message in reversed(child.messages):
+        if message.role == "user" or is_runtime_note(message):
+            return ""
+        if message.role == "assistant" and message.content.strip():
+            return message.content
+    return ""
 
 
 def _last_text(rec: Checkpoint) -> str:

@@ -273,6 +273,7 @@ def test_a_child_that_waits_parks_the_caller_on_input_and_a_delivery_to_the_call
     out = h.agent.workflow.send("s", "go")
     assert (out.kind, out.parked_channel, out.state) == ("parked", "input", "ask")
     assert out.pending.reason == "the order number" and out.pending.resume_at == "2025-01-02T00:00:00.000Z"
+    assert out.reply == "Which order?"  # the child's park message is what the caller's person reads
     assert h.load("s").park_counts == {}  # a child's park shown on the caller does not count (§5.4)
     assert h.agent.sessions.get("s~ask:lookup:1").status == SessionStatus.AWAITING_INPUT
     out = h.agent.workflow.deliver("s", trigger="email_reply", variables={"reply_body": "ORD-1"})
@@ -294,7 +295,7 @@ def test_a_child_at_a_human_state_makes_the_caller_present_its_decision_and_deci
     ]
     h = agent_for(tmp_path, entries, {"parent": caller(), "lookup": WAITING})
     out = h.agent.workflow.send("s", "go")
-    assert (out.kind, out.parked_channel) == ("parked", "decision")
+    assert (out.kind, out.parked_channel, out.reply) == ("parked", "decision", "Please approve the refund.")
     assert out.delegation == {
         "session_id": "s~ask:lookup:1",
         "state": "review",

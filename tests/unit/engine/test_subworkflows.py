@@ -449,3 +449,36 @@ def test_a_raise_replaces_a_pending_rejection(tmp_path):
     out = h.agent.workflow.send("s", "go")
     assert (out.kind, out.state, out.exit.code) == ("failed", "ask", "lookup-down")  # not routed to on_error
     assert h.load("s").pending_rejection is None
+
+
+class DiesAfterTheChildFinished(MemoryStore):
+    """A store under a process that dies once the child completed: no caller commit after that lands.
+
+    ``dead`` is cleared to play the next process (the one whose sweep recovers the caller).
+    """
+
+    dead = None
+
+    def commit(self, session_id, record, expected_version, *, lease_owner=None):
+        if session_id == "s" and self.dead is None:
+            child = self.load("s~ask:lookup:1")
+            if child is not None and child.status == SessionStatus.COMPLETED:
+                self.dead = True
+        if session_id == "s" and self.dead:
+            raise KeyboardInterrupt("the process stopped before the caller took the result")
+        return super().commit(session_id, record, expected_version, lease_owner=lease_owner)
+
+
+def test_a_crash_after_the_child_finished_but_before_the_caller_took_the_result_is_recovered(tmp_path):
+    entries = [call_lookup(), setv(status="shipped"), {"say": "ORD-1 shipped."}, {"say": "It shipped."}]
+    store = DiesAfterTheChildFinished()
+    h = agent_for(tmp_path, entries, {"parent": caller(), "lookup": LOOKUP}, store=store)
+    with pytest.raises(KeyboardInterrupt):
+        h.agent.workflow.send("s", "go")
+    assert h.load("s").delegation is not None and h.load("s~ask:lookup:1").status == SessionStatus.COMPLETED
+    store.dead = False  # the next process
+    h.clock.advance(seconds=901)  # the caller's lease expires: its turn is stale
+    out = h.agent.workflow.recover("s")
+    assert (out.kind, out.reply) == ("completed", "It shipped.")
+    assert h.model.calls == 4  # the finished child was not run again
+    assert [s.status for s in out.trail if s.kind == "sub-workflow"] == ["ok"]

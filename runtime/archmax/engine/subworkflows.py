@@ -21,7 +21,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from archmax.engine.placement import place_files, prepare_files, session_file_exists
-from archmax.errors import ArchmaxError, SessionNotAwaitingInputError, SessionNotParkedError, WorkflowSpecError
+from archmax.errors import (
+    ArchmaxError,
+    CallerError,
+    SessionNotAwaitingInputError,
+    SessionNotParkedError,
+    SessionStateError,
+    SessionStoreCapabilityError,
+    WorkflowError,
+    WorkflowSpecError,
+)
 from archmax.models.base import ToolSpec
 from archmax.session.files import is_text
 from archmax.session.ids import parent_session_id, validate_session_id
@@ -258,7 +267,11 @@ def settle(loop: TurnLoop, *, answering: bool = False) -> tuple[str, str] | None
     ops = child_operations(child_rt)
     try:
         child = _drive(ops, d, rec)
-    except ArchmaxError as exc:  # the child could not be started (bad file, capability): the call fails
+    except SessionStateError:
+        raise  # another writer holds the child: nothing is decided, the caller's turn stays resumable
+    except (CallerError, WorkflowError, SessionStoreCapabilityError) as exc:
+        # The child cannot start (a bad file name, binary content without upload_files): the call fails.
+        # A model or store outage propagates instead: both sessions stay resumable (§3.12).
         return _finish(loop, "failed", f"sub-workflow '{d.workflow}' could not start: {exc}", answering)
     parked = ops.parked_channel(child)
     if parked is not None:

@@ -106,6 +106,7 @@ class BackendSessionStore:
 
         Raises:
             InvalidSessionIdError: for an id failing §4.1.
+            SessionIdMismatchError: the folder holds another session's record (ids the backend folds together).
             StoreError: a chunk of the chain is missing (deleted while read) or corrupt.
         """
         folder = folder_name(session_id)
@@ -114,7 +115,7 @@ class BackendSessionStore:
             return None
         versions = chunk_versions_to_load(latest)
         chunks = [latest if v == latest["version"] else self._chunk(folder, v, session_id) for v in versions]
-        return decode_chunks(chunks)
+        return _common.same_session(session_id, decode_chunks(chunks))
 
     def head(self, session_id: str) -> SessionHead | None:
         """The latest version's head, or ``None``.
@@ -123,7 +124,7 @@ class BackendSessionStore:
             InvalidSessionIdError: for an id failing §4.1.
         """
         latest = self._latest_chunk(folder_name(session_id))
-        return head_of_chunk(latest) if latest is not None else None
+        return _common.same_session(session_id, head_of_chunk(latest) if latest is not None else None)
 
     def commit(
         self, session_id: str, record: Checkpoint, expected_version: int, *, lease_owner: str | None = None

@@ -503,7 +503,7 @@ def forward_delivery(
         SessionNotAwaitingInputError: the child is not parked on ``input`` (nothing changes), or the
             caller's park was claimed by another firing first.
     """
-    from archmax.engine.operations import remember_delivery
+    from archmax.engine.deliveries import remember_delivery
 
     child_ops, child = child_of(ops, rec, "input")
     work = _claim_caller(ops, rec, warnings, after="delivery", delivery_id=delivery_id, remember=remember_delivery)
@@ -569,7 +569,7 @@ def _claim_caller(
     *,
     after: str,
     delivery_id: str | None = None,
-    remember: Callable[[Checkpoint, str | None], None] | None = None,
+    remember: Callable[[Any, Checkpoint, str | None], None] | None = None,
 ):
     """Take the caller's park and lease before the child is touched; the loser of a race learns it is not parked."""
     from archmax.engine.work import Work
@@ -583,7 +583,7 @@ def _claim_caller(
     rec.status = SessionStatus.RUNNING
     rec.delegation = rec.delegation.model_copy(update={"after": after, "child_state": None})  # type: ignore[union-attr]
     if remember is not None:
-        remember(rec, delivery_id)
+        remember(rt.store, rec, delivery_id)
     ops.preflight_model(rec.delegation.state)
     try:
         work.claim()

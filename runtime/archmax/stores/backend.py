@@ -28,7 +28,7 @@ from archmax.errors import CommitConflictError, PathExistsError, SessionStoreCap
 from archmax.session.ids import folder_name
 from archmax.session.records import Checkpoint
 from archmax.stores import common as _common
-from archmax.stores.base import SessionHead, StoreCapabilities
+from archmax.stores.base import DuePark, SessionHead, StoreCapabilities
 from archmax.stores.codec import (
     chunk_bytes,
     chunk_counts,
@@ -158,6 +158,10 @@ class BackendSessionStore:
     def due(self, now: str, workflow: str | None = None) -> list[tuple[str, str]]:
         """``(session_id, resume_at)`` of due input parks, by ``resume_at`` then id (§11 ``sweep``)."""
         return _common.due_of(self._heads(), now, workflow)
+
+    def due_parks(self, now: str, workflow: str | None = None) -> list[DuePark]:
+        """:meth:`due` with the version each park was found at (what a timer delivery names)."""
+        return _common.due_parks_of(self._heads(), now, workflow)
 
     def stale(self, now: str, workflow: str | None = None) -> list[str]:
         """Ids of ``running`` sessions whose lease expired or is missing, sorted."""

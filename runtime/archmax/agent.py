@@ -28,6 +28,7 @@ from archmax.errors import (
     SessionNotResumableError,
     SessionStoreCapabilityError,
 )
+from archmax.inbound.quarantine import held_ids
 from archmax.models.base import Model
 from archmax.session.files import check_seed_path, encode_seed_value
 from archmax.session.ids import parent_session_id, validate_session_id
@@ -164,9 +165,13 @@ class Sessions:
         self._store = ops.rt.store
 
     def get(self, session_id: str) -> SessionSummary | None:
-        """The summary of a session, or None when it has no checkpoint."""
+        """The summary of a session, or None when it has no checkpoint; ``quarantined`` names held mail (issue 13)."""
         rec = self._ops.load(session_id)
-        return summary_of(rec, parent_session_id(session_id), self._ops.rt.now()) if rec else None
+        if rec is None:
+            return None
+        summary = summary_of(rec, parent_session_id(session_id), self._ops.rt.now())
+        held = held_ids(self._store, session_id)
+        return summary.model_copy(update={"quarantined": held}) if held else summary
 
     def list(self) -> list[SessionSummary]:
         """Every session with a checkpoint, sorted by id.

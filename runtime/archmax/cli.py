@@ -55,7 +55,9 @@ USAGE_ERRORS = (
 )
 """Archmax errors that come from command-line input and therefore exit 2 (§11)."""
 
-COMMANDS = ("run", "deliver", "decide", "reply", "sessions", "validate", "test", "sweep", "email", "serve", "invoke")
+COMMANDS = (
+    "run", "deliver", "decide", "reply", "sessions", "validate", "test", "sweep", "email", "serve", "invoke", "quarantine",
+)  # fmt: skip
 
 
 class _Parser(argparse.ArgumentParser):
@@ -145,6 +147,9 @@ def build_parser() -> argparse.ArgumentParser:
     from archmax.cli_invoke import add_parser as add_invoke
 
     add_invoke(add)
+    from archmax.cli_quarantine import add_parser as add_quarantine
+
+    add_quarantine(add)
     return parser
 
 
@@ -301,7 +306,11 @@ class _Cli:
             if record is None:
                 self.note(f"error: no session '{a.session}' in the store")
                 return 1
-            pairs = [(record, summary_of(record, parent_session_id(a.session)))]
+            from archmax.inbound.quarantine import held_ids
+
+            held = held_ids(self.store, a.session)
+            summary = summary_of(record, parent_session_id(a.session))
+            pairs = [(record, summary.model_copy(update={"quarantined": held}) if held else summary)]
         else:
             if not self.store.capabilities.list:
                 from archmax.errors import SessionStoreCapabilityError
@@ -426,6 +435,11 @@ class _Cli:
         model = build_model(model_spec(self.model_flag))
         main_loop(serve(workflow_dir, root=store_dir, port=self.args.port, sweep_interval_s=self.args.sweep_every, model=model))
         return 0
+
+    def cmd_quarantine(self) -> int:
+        from archmax.cli_quarantine import run
+
+        return run(self)
 
     def cmd_invoke(self) -> int:
         from archmax.cli_invoke import run

@@ -46,6 +46,14 @@ ROUTES = [
     ("POST", re.compile(r"^/triggers/(?P<trigger>[^/]+)$"), "/triggers/{trigger}", "send"),
     ("POST", re.compile(r"^/sessions/(?P<id>[^/]+)/deliveries$"), "/sessions/{id}/deliveries", "deliver"),
     ("POST", re.compile(r"^/sessions/(?P<id>[^/]+)/decisions$"), "/sessions/{id}/decisions", "deliver"),
+    ("GET", re.compile(r"^/sessions/(?P<id>[^/]+)/quarantine$"), "/sessions/{id}/quarantine", "deliver"),
+    (
+        "POST",
+        re.compile(r"^/sessions/(?P<id>[^/]+)/quarantine/(?P<delivery>[^/]+)/release$"),
+        "/sessions/{id}/quarantine/{delivery}/release",
+        "deliver",
+    ),
+    ("POST", re.compile(r"^/webhooks/(?P<trigger>[^/]+)$"), "/webhooks/{trigger}", "send"),
     ("GET", re.compile(r"^/sessions/(?P<id>[^/]+)$"), "/sessions/{id}", "resolve"),
     ("POST", re.compile(r"^/resolve$"), "/resolve", "resolve"),
 ]

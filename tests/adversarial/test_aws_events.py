@@ -299,8 +299,13 @@ def test_an_ses_receipt_with_missing_or_unsafe_fields_is_a_typed_400(deploy: Any
         lambda e: e.__setitem__("detail", "[1, 2]"),
         lambda e: e.__setitem__("detail", "{not json"),
         lambda e: e.__setitem__("id", ""),
+        lambda e: e.__setitem__("replay-name", 7),
+        lambda e: e.__setitem__("replay-name", {"name": "x"}),
+        lambda e: e.__setitem__("id", ["a"]),
+        lambda e: e.__setitem__("source", ["aws.events"]),
     ],
-    ids=["source-ec2", "source-custom", "detail-type", "detail-list", "detail-not-json", "blank-id"],
+    ids=["source-ec2", "source-custom", "detail-type", "detail-list", "detail-not-json", "blank-id",
+         "replay-name-number", "replay-name-object", "id-list", "source-list"],  # fmt: skip
 )
 def test_a_timer_event_of_the_wrong_shape_sweeps_nothing(deploy: Any, clock: FakeClock, mutate: Any) -> None:
     d = deploy(

@@ -141,12 +141,14 @@ def test_an_ses_sample_reads_its_mail_where_the_receipt_says_and_inboxes_it_unde
     action = ses["receipt"].get("action", {})
     raw = (shared_samples / "emails" / "aws-lambda-ses-forwarder__message.txt").read_bytes()
     if action.get("type") == "S3":
-        # The S3 action names its own bucket ("my-S3-bucket", not a legal S3 name, so moto refuses
-        # to create it): a reader that has exactly that object stands in for S3.
-        where = (action["bucketName"], action["objectKey"])
-        d.collaborators.fetch_mail = lambda bucket, key: {where: raw}[(bucket, key)]
-    else:
-        d.put_mail(f"inbound/{ses['mail']['messageId']}", raw)
+        # The S3 action names its own bucket ("my-S3-bucket"), not the configured one: a forged
+        # receipt must not make the function read another bucket (issue 13 item 5), so it is a 400.
+        before = d.snapshot()
+        answer = d.call("send", evt)
+        assert answer["ok"] is False and answer["status"] == 400 and "my-S3-bucket" in answer["message"]
+        assert d.snapshot() == before
+        return
+    d.put_mail(f"inbound/{ses['mail']['messageId']}", raw)
     answer = d.call("send", evt)
     assert answer["ok"] is True
     (record,) = answer["records"]

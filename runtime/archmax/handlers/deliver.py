@@ -35,6 +35,9 @@ from archmax.handlers.common import (
     json_response,
 )
 from archmax.inbound.apigw import delivery_firing, json_object
+from archmax.inbound.email import parse_email
+from archmax.inbound.quarantine import listing, release
+from archmax.session.ids import validate_session_id
 from archmax.session.results import Outcome
 
 if TYPE_CHECKING:
@@ -120,6 +123,18 @@ def build(c: Collaborators) -> Handler:
                 delivery_id=firing.delivery_id,
             )
             return json_response(200, outcome_view(outcome))
+
+        @router.get("/sessions/<session_id>/quarantine")
+        def get_quarantine(session_id: str) -> Any:
+            sid = validate_session_id(session_id)
+            return json_response(200, {"session_id": sid, "mails": [m.model_dump(mode="json") for m in listing(c.agent.store, sid)]})
+
+        @router.post("/sessions/<session_id>/quarantine/<delivery_id>/release")
+        def post_release(session_id: str, delivery_id: str) -> Any:
+            def parse(raw: bytes, trigger: str | None) -> Any:
+                return parse_email(raw, trigger=trigger, caps=c.caps)
+
+            return json_response(200, release(c.host, session_id, delivery_id, parse=parse))
 
         @router.post("/sessions/<session_id>/decisions")
         def post_decision(session_id: str) -> Any:

@@ -11,10 +11,12 @@ asynchronous invocation) and §3 "Inbox". Events it takes:
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from archmax.errors import CallerError
+from archmax.clock import format_instant
+from archmax.errors import CallerError, DuplicateDeliveryError, SessionNotResumableError, UnauthenticatedEventError
 from archmax.handlers.common import (
     Handler,
     direct,
@@ -26,8 +28,22 @@ from archmax.handlers.common import (
     refuse,
     unrecognised,
 )
-from archmax.inbound.apigw import message_firing, trigger_firing
+from archmax.inbound.apigw import message_firing, raw_body, trigger_firing
+from archmax.inbound.mail_auth import (
+    DEFAULT_POLICY,
+    authentication_failure,
+    is_participant,
+    normal_address,
+    record_participant,
+    sent_to,
+    token_session,
+)
+from archmax.inbound.quarantine import QuarantinedMail, hold
 from archmax.inbound.ses import SesMail, is_ses_event, ses_firing, ses_mails
+from archmax.inbound.webhook import verify as verify_webhook
+from archmax.session.firing import Firing
+
+log = logging.getLogger("archmax.handlers.send")
 
 if TYPE_CHECKING:
     from archmax.hosting.wiring import Collaborators
@@ -44,13 +60,94 @@ def _accepted(accepted: Any) -> dict[str, Any]:
 
 
 def _mail(c: Collaborators, mail: SesMail) -> dict[str, Any]:
-    """One SES record: refused mail is recorded and not read; the rest is read from S3 and accepted."""
+    """One SES record: refused, quarantined, or accepted (its sender then noted as a participant).
+
+    Spam/virus FAIL is recorded and not read; a mail that may not speak into its session is kept in
+    that session's quarantine (issue 13 item 1).
+    """
     if mail.refused is not None:
         c.on_refused(mail)
         return {"message_id": mail.message_id, "refused": mail.refused}
     raw = c.fetch_mail(mail.bucket, mail.key)
-    firing = c.thread_mail(ses_firing(mail, raw), mail.recipients)  # a reply to what we sent: its session
-    return {"message_id": mail.message_id, **_accepted(c.host.accept(firing))}
+    firing = c.thread_mail(ses_firing(mail, raw, caps=c.caps), mail.recipients)  # a reply to what we sent
+    session_id, reason = _admission(c, mail, raw, firing)
+    if reason is not None:
+        held = QuarantinedMail(
+            session_id=session_id,
+            delivery_id=mail.message_id,  # SES's id: a safe file name for the held mail
+            reason=reason,
+            sender=firing.variables.get("from"),
+            subject=firing.variables.get("subject") or "",
+            trigger=firing.trigger,
+            quarantined_at=format_instant(c.host.clock.now()),
+        )
+        hold(c.agent.store, held, raw)
+        return {"message_id": mail.message_id, "session_id": session_id, "quarantined": reason}
+    accepted = c.host.accept(firing, session_id=session_id)
+    record_participant(c.agent.store, accepted.session_id, firing.variables.get("from"))
+    answer = {"message_id": mail.message_id, **_accepted(accepted)}
+    refused = firing.variables.get("attachments_refused")
+    if refused:  # recorded: in the answer, the log, and the session's attachments_refused variable
+        log.warning("mail %s: %s", mail.message_id, refused["reason"])
+        answer["attachments_refused"] = refused["reason"]
+    return answer
+
+
+def _admission(c: Collaborators, mail: SesMail, raw: bytes, firing: Firing) -> tuple[str | None, str | None]:
+    """``(explicit session id or None, quarantine reason or None)`` for one mail (archmax.inbound.mail_auth).
+
+    A valid reply token names the session outright. A session with no checkpoint yet admits anyone;
+    an existing one needs the trigger's authentication policy met and a participant or its token.
+    """
+    sender = firing.variables.get("from")
+    recipients = [*mail.recipients, *(firing.variables.get("to") or [])]
+    token_sid = token_session(recipients, c.reply_secret())
+    try:
+        sid = c.agent.workflow.resolve_session(
+            trigger=firing.trigger, variables=firing.variables, session_id=token_sid
+        ).session_id
+    except SessionNotResumableError as exc:  # mid-turn: it exists
+        sid = str(exc.session_id)
+    store = c.agent.store
+    if store.head(sid) is None:
+        return token_sid, None
+    if firing.delivery_id and c.host.inbox.get(sid, firing.delivery_id) is not None:
+        return sid, None  # SES re-invoked a receipt this session already accepted: the inbox de-duplicates it
+    decl = c.agent.spec.trigger_decl(firing.trigger or "")
+    policy = (decl.mail_auth if decl is not None else None) or DEFAULT_POLICY
+    failure = authentication_failure(policy, mail.verdicts, sender, raw)
+    if failure is not None:
+        return sid, failure
+    if token_sid == sid or is_participant(store, sid, None, sender):
+        return sid, None
+    if sender and normal_address(sender) in sent_to(store.load(sid)):
+        return sid, None
+    return sid, (
+        f"sender {sender!r} is not a participant of session {sid!r} (no mail was received from or sent to it) "
+        "and the mail carries no valid reply token"
+    )
+
+
+def _signed_webhook(c: Collaborators, event: Any, trigger: str) -> Any:
+    """``POST /webhooks/{trigger}``: verified (401 otherwise), then inboxed like ``/triggers/{trigger}``.
+
+    A replayed delivery id is answered 200 ``DuplicateDeliveryError`` without writing anything.
+    """
+    decl = c.agent.spec.trigger_decl(trigger)
+    if decl is None or decl.signature is None:
+        raise UnauthenticatedEventError(f"trigger {trigger!r} declares no signature: it takes no signed webhooks")
+    secret = c.read_secret(decl.signature.secret)
+    delivery_id = verify_webhook(event.headers, raw_body(event), decl.signature, secret, c.host.clock.now())
+    firing = trigger_firing(event, trigger=trigger, message_path=decl.message)
+    firing = firing.model_copy(update={"delivery_id": delivery_id})
+    c.caps.check(firing)
+    try:
+        sid = c.agent.workflow.resolve_session(trigger=trigger, variables=firing.variables).session_id
+    except SessionNotResumableError as exc:
+        sid = str(exc.session_id)
+    if c.host.inbox.get(sid, delivery_id) is not None:
+        raise DuplicateDeliveryError(sid, delivery_id)  # a replay: refused, nothing written
+    return json_response(202, _accepted(c.host.accept(firing, session_id=sid)))
 
 
 def _ses(c: Collaborators, event: Mapping[str, Any]) -> dict[str, Any]:
@@ -59,6 +156,7 @@ def _ses(c: Collaborators, event: Mapping[str, Any]) -> dict[str, Any]:
         try:
             results.append(_mail(c, mail))
         except CallerError as exc:  # a bad conversation id etc.: retrying the receipt cannot help
+            log.warning("mail %s refused: %s: %s", mail.message_id, type(exc).__name__, exc)
             results.append({"message_id": mail.message_id, "error": type(exc).__name__, "message": str(exc)})
     return {"records": results}
 
@@ -75,6 +173,7 @@ def build(c: Collaborators) -> Handler:
         @router.post("/sessions/<session_id>/messages")
         def post_message(session_id: str) -> Any:
             firing = message_firing(router.current_event, session_id=session_id)
+            c.caps.check(firing, session_id=session_id)
             return json_response(202, _accepted(c.host.accept(firing, session_id=session_id)))
 
         @router.post("/triggers/<trigger>")
@@ -83,7 +182,12 @@ def build(c: Collaborators) -> Handler:
             firing = trigger_firing(
                 router.current_event, trigger=trigger, message_path=decl.message if decl else None
             )
+            c.caps.check(firing)
             return json_response(202, _accepted(c.host.accept(firing)))
+
+        @router.post("/webhooks/<trigger>")
+        def post_webhook(trigger: str) -> Any:
+            return _signed_webhook(c, router.current_event, trigger)
 
     http = http_app(routes)
 

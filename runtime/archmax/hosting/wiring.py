@@ -24,6 +24,9 @@ Settings (environment variables):
 ``ARCHMAX_OUTBOUND``  ``inline`` (default with the filesystem store: send in-process) or ``stream``
                      (default with the AWS store: the outbound function sends); see
                      :mod:`archmax.outbound.config` for the mail and event settings
+``ARCHMAX_REPLY_SECRET`` / ``ARCHMAX_REPLY_SECRET_PARAM``  the reply-token secret, or the SSM
+                     parameter / ``secretsmanager:`` secret holding it (:mod:`archmax.inbound.reply_token`)
+``ARCHMAX_MAX_ATTACHMENTS`` / ``ARCHMAX_MAX_ATTACHMENT_BYTES``  attachment caps (:mod:`archmax.inbound.caps`)
 ===================  =======================================================================
 
 boto3 is imported here only when an AWS setting asks for it; like ``hosting/`` this module sits at
@@ -43,6 +46,7 @@ from typing import Any
 from archmax.agent import Agent, create_agent
 from archmax.clock import Clock
 from archmax.errors import StoreError
+from archmax.inbound.caps import AttachmentCaps
 from archmax.inbound.ses import SesMail
 from archmax.models import model_from_config
 from archmax.models.base import Model
@@ -68,6 +72,9 @@ class Collaborators:
         fetch_mail: ``(bucket, key) -> raw MIME bytes``; raises ``StoreError`` when unreadable.
         on_refused: Records a refused (spam/virus FAIL) mail; the send function logs it and counts a metric.
         thread_mail: ``(firing, envelope recipients) -> firing`` threaded onto the session it answers.
+        caps: Attachment caps (issue 13 item 5).
+        reply_secret: ``() -> bytes | None``: the reply-token secret, read when first needed.
+        read_secret: ``(reference) -> bytes``: a webhook signing secret by reference (Powertools Parameters).
     """
 
     agent: Agent
@@ -77,6 +84,9 @@ class Collaborators:
     on_refused: Callable[[SesMail], None] = field(default=lambda mail: None)
     thread_mail: Callable[[Firing, list[str]], Firing] = field(default=lambda firing, recipients: firing)
     """Points a parsed mail at the session it answers (our ids as aliases, the signed Reply-To)."""
+    caps: AttachmentCaps = field(default_factory=AttachmentCaps)
+    reply_secret: Callable[[], bytes | None] = field(default=lambda: None)
+    read_secret: Callable[[str], bytes] = field(default=lambda reference: _secret_by_reference(reference))
 
 
 def aws_client(service: str) -> Any:
@@ -84,6 +94,12 @@ def aws_client(service: str) -> Any:
     import boto3
 
     return boto3.client(service)
+
+
+def _secret_by_reference(reference: str) -> bytes:
+    from archmax.inbound.secrets import read_secret
+
+    return read_secret(reference)
 
 
 def lambda_waker(client: Any, function_name: str) -> Callable[[str], None]:
@@ -191,12 +207,16 @@ def from_environment(
             )
         waker = lambda_waker(client("lambda"), function_name)
     host = Host(agent, inbox, waker=waker, clock=clock)
+    from archmax.inbound.reply_token import configured_secret
+
     return Collaborators(
         agent=agent,
         host=host,
         bucket=bucket,
         fetch_mail=s3_reader(client("s3")) if bucket else _no_mail,
         thread_mail=reply_threader(store, env, s3_client=client("s3") if aws else None, s3_prefix=prefix),
+        caps=AttachmentCaps.from_env(env),
+        reply_secret=lambda: configured_secret(env),
     )
 
 

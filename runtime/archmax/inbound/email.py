@@ -22,6 +22,7 @@ from email.message import EmailMessage, Message
 from email.parser import BytesParser
 from typing import Any
 
+from archmax.inbound.caps import AttachmentCaps
 from archmax.inbound.email_ids import message_ids_in, thread_root
 from archmax.inbound.email_text import html_to_text, strip_quoted, unflow
 from archmax.session.firing import FileIn, Firing
@@ -43,6 +44,7 @@ def parse_email(
     *,
     trigger: str | None = None,
     known_message_ids: Mapping[str, str] | Collection[str] | None = None,
+    caps: AttachmentCaps | None = None,
 ) -> Firing:
     r"""Turn one raw email into a firing for the session of its conversation.
 
@@ -63,6 +65,9 @@ def parse_email(
         known_message_ids: Optional host knowledge for threading: a mapping of normalised
             Message-ID -> conversation id already filed, or a collection of ids that are
             conversation ids. Joins threads the headers alone cannot (typos, In-Reply-To cycles).
+        caps: Attachment caps (issue 13 item 5). Attachments past ``max_attachments``, or that would
+            take the total past ``max_attachment_bytes``, are refused: not decoded, not handed on,
+            named in ``warnings`` and in the ``attachments_refused`` variable. ``None``: the defaults.
 
     Returns:
         A :class:`Firing` with
@@ -75,7 +80,9 @@ def parse_email(
           ``body_charset`` (the codec the body was read with, see :func:`decode_text`; None without a body);
         * ``files``: ``attachment_1``, ``attachment_2``, ... -> :class:`FileIn` with a safe basename
           (the runtime re-validates names, BEHAVIOUR.md §9.5) and the decoded bytes;
-        * ``message``: ``reply_body``, else ``body``, else None when both are blank;
+        * ``attachments_refused`` (only when caps refused some): ``{"count", "reason"}``;
+        * ``message``: ``reply_body``, else ``body``, else a line naming the attachments, else the
+          subject (a mail that is only a subject still says something), else None;
         * ``delivery_id``: the normalised Message-ID, else the sha256 hex of ``raw``;
         * ``trigger`` as above; ``warnings``: one sentence per oddity worked around.
 
@@ -119,7 +126,7 @@ def parse_email(
     body_part = _body_part(msg)
     body, charset = _body_text(body_part, warnings) if body_part is not None else ("", None)
     reply_body = strip_quoted(body)
-    files = _attachments(msg, body_part, warnings)
+    files, refused = _attachments(msg, body_part, warnings, caps or AttachmentCaps())
 
     variables: dict[str, Any] = {
         "conversation_id": conversation_id,
@@ -133,6 +140,8 @@ def parse_email(
         "references": references,
         "body_charset": charset,
     }
+    if refused:
+        variables["attachments_refused"] = refused
     if trigger is None:
         trigger = TRIGGER_REPLY if (in_reply_to or references) else TRIGGER_RECEIVED
     message = reply_body if reply_body.strip() else (body.strip() or None)
@@ -140,6 +149,8 @@ def parse_email(
         # An email that is only attachments still says something: it must be able to open a turn.
         names = ", ".join(f.name for f in files.values())
         message = f"(The email has no text; it carries {len(files)} attachment(s): {names}.)"
+    if message is None and variables["subject"].strip():
+        message = variables["subject"].strip()  # a subject-only mail: the subject is what it says
     return Firing(
         trigger=trigger,
         variables=variables,
@@ -366,11 +377,21 @@ def _filename(part: Message) -> str | None:
     return _clean(str(name)) if name else None
 
 
-def _attachments(msg: EmailMessage, body_part: Message | None, warnings: list[str]) -> dict[str, FileIn]:
-    """Attachments as ``attachment_<n>`` -> FileIn, numbered from 1 in message order."""
+def _attachments(
+    msg: EmailMessage, body_part: Message | None, warnings: list[str], caps: AttachmentCaps
+) -> tuple[dict[str, FileIn], dict[str, Any] | None]:
+    """Attachments as ``attachment_<n>`` -> FileIn, numbered from 1 in message order, within ``caps``.
+
+    Returns:
+        The files, and ``{"count", "reason"}`` of the attachments the caps refused (else None).
+    """
     files: dict[str, FileIn] = {}
+    total, over_count, over_bytes = 0, 0, 0
     for part in _leaves(msg):
         if part is body_part or not _is_attachment(part):
+            continue
+        if len(files) >= caps.max_attachments:
+            over_count += 1  # counted, never decoded: a 500-part mail costs no more than the cap
             continue
         try:
             if part.get_content_maintype() == "message":
@@ -381,12 +402,25 @@ def _attachments(msg: EmailMessage, body_part: Message | None, warnings: list[st
         except Exception:  # noqa: BLE001 — keep the raw payload rather than drop the file
             content = _clean(str(part.get_payload())).encode("utf-8")
             warnings.append("an attachment could not be decoded; its raw payload was kept")
+        if total + len(content) > caps.max_attachment_bytes:
+            over_bytes += 1
+            continue
+        total += len(content)
         n = len(files) + 1
         name = safe_filename(
             _filename(part), fallback=f"attachment-{n}", content_type=part.get_content_type()
         )
         files[f"attachment_{n}"] = FileIn(name=name, content=content)
-    return files
+    reasons = []
+    if over_count:
+        reasons.append(f"{over_count} over the cap of {caps.max_attachments} attachments per mail")
+    if over_bytes:
+        reasons.append(f"{over_bytes} over the cap of {caps.max_attachment_bytes} attachment bytes per firing")
+    if not reasons:
+        return files, None
+    reason = "attachments refused: " + "; ".join(reasons)
+    warnings.append(reason)
+    return files, {"count": over_count + over_bytes, "reason": reason}
 
 
 def safe_filename(name: str | None, *, fallback: str, content_type: str | None = None) -> str:

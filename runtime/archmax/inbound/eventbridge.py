@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from aws_lambda_powertools.utilities.data_classes import EventBridgeEvent
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from archmax.errors import InvalidEventError
 
@@ -55,7 +55,7 @@ def parse_schedule(event: Mapping[str, Any]) -> Schedule:
     Raises:
         InvalidEventError: not a mapping; ``source`` not one of :data:`SCHEDULE_SOURCES`;
             ``detail-type`` not ``Scheduled Event``; a missing id; a ``detail`` that is neither an
-            object nor a string holding one.
+            object nor a string holding one; a ``replay-name`` that is not a string.
     """
     if not isinstance(event, Mapping):
         raise InvalidEventError("a scheduled event must be a JSON object")
@@ -81,10 +81,17 @@ def parse_schedule(event: Mapping[str, Any]) -> Schedule:
     if not isinstance(detail, dict):
         raise InvalidEventError(f"detail must be an object, got {type(detail).__name__}")
     time = event.get("time")
-    return Schedule(
-        event_id=event_id,
-        source=source,
-        time=time if isinstance(time, str) else None,
-        detail=detail,
-        replay=data.replay_name,
-    )
+    replay = event.get("replay-name")
+    if replay is not None and not isinstance(replay, str):
+        raise InvalidEventError(f"replay-name must be a string, got {type(replay).__name__}")
+    try:
+        return Schedule(
+            event_id=event_id,
+            source=source,
+            time=time if isinstance(time, str) else None,
+            detail=detail,
+            replay=data.replay_name,
+        )
+    except ValidationError as exc:  # any field this reading missed: a 400, never a crash (issue 13 item 5)
+        first = exc.errors()[0]
+        raise InvalidEventError(f"{'.'.join(map(str, first['loc']))}: {first['msg']}") from None

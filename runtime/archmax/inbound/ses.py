@@ -27,13 +27,15 @@ from aws_lambda_powertools.utilities.data_classes import SESEvent
 from pydantic import BaseModel, ConfigDict
 
 from archmax.errors import InvalidEventError
+from archmax.inbound.caps import AttachmentCaps
 from archmax.inbound.email import parse_email
+from archmax.inbound.mail_auth import Verdicts, verdicts_of
 from archmax.session.firing import Firing
 
 INBOUND_PREFIX = "inbound/"
 """The receipt rule's S3 ``ObjectKeyPrefix`` in template.yaml; the bucket's lifecycle expires it."""
 
-_SES_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
+SES_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
 
 
 class SesMail(BaseModel):
@@ -52,6 +54,8 @@ class SesMail(BaseModel):
     """The receipt's recipients (the addresses this rule matched)."""
     refused: str | None = None
     """Why the message must not be delivered (a spam or virus verdict of FAIL), else ``None``."""
+    verdicts: Verdicts = Verdicts()
+    """SES's SPF, DKIM and DMARC verdicts (issue 13: the mail authentication policy reads them)."""
 
 
 def is_ses_event(event: Mapping[str, Any]) -> bool:
@@ -86,9 +90,11 @@ def ses_mails(event: Mapping[str, Any], *, bucket: str | None, prefix: str = INB
 
     Raises:
         InvalidEventError: no records, a record that is not from ``aws:ses``, a missing or unsafe
-            ``mail.messageId``, an S3 action without bucket and key, or an S3 action naming ``bucket``
-            with a key outside ``prefix`` (the sessions bucket also holds every session's files, which
-            a forged receipt must not read as mail).
+            ``mail.messageId``, an S3 action without bucket and key, an S3 action naming any bucket
+            but ``bucket`` (a forged receipt must not make the function read another bucket; with no
+            bucket configured there is nothing to read), or one naming ``bucket`` with a key outside
+            ``prefix`` (the sessions bucket also holds every session's files, which a forged receipt
+            must not read as mail).
     """
     if not is_ses_event(event):
         raise InvalidEventError("not an SES receipt event: expected Records[0].eventSource 'aws:ses'")
@@ -103,7 +109,7 @@ def ses_mails(event: Mapping[str, Any], *, bucket: str | None, prefix: str = INB
         if not isinstance(mail, Mapping) or not isinstance(receipt, Mapping):
             raise InvalidEventError(f"{where}.ses needs 'mail' and 'receipt' objects")
         message_id = mail.get("messageId")
-        if not isinstance(message_id, str) or not _SES_ID.fullmatch(message_id):
+        if not isinstance(message_id, str) or not SES_ID.fullmatch(message_id):
             raise InvalidEventError(f"{where}.ses.mail.messageId {message_id!r} is not an SES message id")
         action = receipt.get("action") if isinstance(receipt.get("action"), Mapping) else {}
         where_bucket, key = bucket, prefix + message_id
@@ -113,8 +119,13 @@ def ses_mails(event: Mapping[str, Any], *, bucket: str | None, prefix: str = INB
                 raise InvalidEventError(
                     f"{where}.ses.receipt.action is an S3 action without bucketName/objectKey"
                 )
+            if where_bucket != bucket:
+                raise InvalidEventError(
+                    f"{where}.ses.receipt.action.bucketName {where_bucket!r} is not the configured mail bucket"
+                    + ("" if bucket else " (none is configured: set SESSIONS_BUCKET)")
+                )
             inside = key.startswith(prefix) and len(key) > len(prefix)
-            if where_bucket == bucket and (not inside or {".", ".."} & set(key.split("/"))):
+            if not inside or {".", ".."} & set(key.split("/")):
                 # the sessions bucket holds every session's files: only the rule's mail folder is mail
                 raise InvalidEventError(
                     f"{where}.ses.receipt.action.objectKey {key!r} is not under '{prefix}' of the sessions bucket"
@@ -130,18 +141,22 @@ def ses_mails(event: Mapping[str, Any], *, bucket: str | None, prefix: str = INB
                 if isinstance(recipients, list)
                 else [],
                 refused=f"SES {' and '.join(failed)} is FAIL: not delivered" if failed else None,
+                verdicts=verdicts_of(receipt),
             )
         )
     return mails
 
 
-def ses_firing(mail: SesMail, raw: bytes, *, trigger: str | None = None) -> Firing:
+def ses_firing(
+    mail: SesMail, raw: bytes, *, trigger: str | None = None, caps: AttachmentCaps | None = None
+) -> Firing:
     """The firing of one received message: the email adapter's reading of the raw MIME.
 
     Args:
         mail: The record (its SES message id only says where the raw mail was).
         raw: The raw message as the S3 action stored it.
         trigger: Overrides the adapter's ``email_received`` / ``email_reply`` choice.
+        caps: Attachment caps (see :func:`~archmax.inbound.email.parse_email`).
 
     Returns:
         :func:`archmax.inbound.email.parse_email`'s firing unchanged: its ``delivery_id`` is the
@@ -149,4 +164,4 @@ def ses_firing(mail: SesMail, raw: bytes, *, trigger: str | None = None) -> Firi
         reaches SES twice, under two SES message ids, is one event and its second delivery a no-op.
     """
     del mail  # the transport's id is not the event's identity
-    return parse_email(raw, trigger=trigger)
+    return parse_email(raw, trigger=trigger, caps=caps)

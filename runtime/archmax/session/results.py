@@ -102,6 +102,8 @@ class SessionSummary(_Result):
     updated_at: str
     lease_expires_at: str | None = None
     """Only while ``running``."""
+    quarantined: list[str] | None = None
+    """Delivery ids of mail held in the session's quarantine, not yet released (issue 13); only when some are."""
 
 
 def variables_view(record: Checkpoint) -> dict[str, dict[str, Any]]:

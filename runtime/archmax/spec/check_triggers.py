@@ -9,6 +9,7 @@ rules (one id in two states, no trigger anywhere) live in :mod:`archmax.spec.che
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from archmax.errors import InvalidSessionPathError
@@ -22,10 +23,12 @@ from archmax.spec.checks import (
     optional_text,
     unknown_keys,
 )
-from archmax.spec.model import ReturnSpec, TriggerDecl
+from archmax.spec.model import ReturnSpec, TriggerDecl, WebhookSignature
 from archmax.spec.value_types import VALUE_TYPES
 
-_KNOWN = ("session", "message", "connection", "description", "requires", "returns")
+_KNOWN = ("session", "message", "connection", "description", "requires", "returns", "signature", "mail_auth")
+_SIGNATURE_KEYS = ("secret", "header", "timestamp_header", "delivery_header", "tolerance_s")
+_HEADER = re.compile(r"^[A-Za-z0-9-]{1,64}$")
 _FORBIDDEN = ("entry", "name")  # wiring the runtime reads elsewhere: the declaring state is the entry
 _ENTRY_KEYS = ("name", "type", "description")
 _RESERVED_RETURNS = ("trigger", "title", "note")
@@ -83,6 +86,10 @@ def trigger_decl(value: Any, path: str, out: Collector) -> TriggerDecl | None:
     description = optional_text(value, "description", path, out, non_blank=True)
     requires = signature(value.get("requires"), at(path, "requires"), out, returns=False)
     returns = signature(value.get("returns"), at(path, "returns"), out, returns=True)
+    webhook = _webhook_signature(value.get("signature"), at(path, "signature"), out)
+    mail_auth = optional_text(value, "mail_auth", path, out, non_blank=True)
+    if mail_auth is not None and mail_auth not in _MAIL_POLICIES:
+        out.error(at(path, "mail_auth"), f"must be one of {', '.join(_MAIL_POLICIES)}")
     if len(out.errors) != before:
         return None
     return TriggerDecl(
@@ -92,8 +99,40 @@ def trigger_decl(value: Any, path: str, out: Collector) -> TriggerDecl | None:
         description=description,
         requires=requires,
         returns=returns,
+        signature=webhook,
+        mail_auth=mail_auth,
         extra=extra,
     )
+
+
+_MAIL_POLICIES = ("dmarc_or_aligned_dkim", "dmarc", "aligned_dkim", "spf", "none")  # archmax.inbound.mail_auth.POLICIES
+
+
+def _webhook_signature(value: Any, path: str, out: Collector) -> WebhookSignature | None:
+    """``signature: {secret, header?, timestamp_header?, delivery_header?, tolerance_s?}`` (issue 13 item 2)."""
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        out.error(path, "must be a mapping with a 'secret' reference (ssm:<name> or secretsmanager:<name>)")
+        return None
+    before = len(out.errors)
+    unknown_keys(value, _SIGNATURE_KEYS, path, out)
+    secret = optional_text(value, "secret", path, out, non_blank=True)
+    if secret is None and "secret" not in value:
+        out.error(at(path, "secret"), "is required: where the signing secret is (ssm:<name> or secretsmanager:<name>)")
+    headers = {}
+    for key in ("header", "timestamp_header", "delivery_header"):
+        text = optional_text(value, key, path, out, non_blank=True)
+        if text is not None and not _HEADER.fullmatch(text):
+            out.error(at(path, key), "must be an HTTP header name (letters, digits and '-')")
+        elif text is not None:
+            headers[key] = text
+    tolerance = value.get("tolerance_s", 300)
+    if not isinstance(tolerance, int) or isinstance(tolerance, bool) or not 1 <= tolerance <= 3600:
+        out.error(at(path, "tolerance_s"), "must be a whole number of seconds from 1 to 3600")
+    if len(out.errors) != before:
+        return None
+    return WebhookSignature(secret=secret, tolerance_s=tolerance, **headers)
 
 
 def _path_key(

@@ -33,6 +33,25 @@ class ReturnSpec(_Value):
     """What the variable holds, for whoever supplies or reads it."""
 
 
+class WebhookSignature(_Value):
+    """``signature:`` of a trigger declaration: third parties sign their webhooks with a shared secret (issue 13 item 2).
+
+    A request to ``POST /webhooks/{trigger}`` is accepted only when the header ``header`` holds
+    ``sha256=<hex>`` (or bare hex; several comma-separated values allow secret rotation) equal to
+    HMAC-SHA256(secret, ``<timestamp>.<raw body>``), the header ``timestamp_header`` holds Unix
+    seconds within ``tolerance_s`` of now, and ``delivery_header`` holds the delivery id that
+    de-duplicates replays.
+    """
+
+    secret: str
+    """Where the secret is: ``ssm:<parameter>``, ``secretsmanager:<secret>`` or a bare SSM name (never the secret)."""
+    header: str = "X-Archmax-Signature"
+    timestamp_header: str = "X-Archmax-Timestamp"
+    delivery_header: str = "X-Archmax-Delivery"
+    tolerance_s: int = 300
+    """Seconds a signed timestamp stays acceptable, either side of now."""
+
+
 class TriggerDecl(_Value):
     """A trigger's declaration under ``states.<s>.triggers.<id>`` (§2.2). ``null`` gives all defaults."""
 
@@ -48,6 +67,10 @@ class TriggerDecl(_Value):
     """Variables a firing must supply for a turn to open (checked at turn opening, §8)."""
     returns: list[ReturnSpec] = Field(default_factory=list)
     """Variables the session guarantees when a turn completes (§5.8)."""
+    signature: WebhookSignature | None = None
+    """Signed third-party webhooks (issue 13 item 2); ``None``: the trigger takes no unsigned-but-signed route."""
+    mail_auth: str | None = None
+    """Mail authentication policy for mail firing this trigger (issue 13 item 1); ``None``: the default."""
     extra: dict[str, Any] = Field(default_factory=dict)
     """Unknown declaration keys, kept as written (each produced a load warning)."""
 

@@ -101,7 +101,8 @@ def test_empty_in_reply_to_is_ignored_and_the_message_starts_its_own_conversatio
     assert firing.trigger == "email_received"
     assert firing.variables["subject"] == "illegal copy of our patient education software"
     # multipart/related with no parts at all: no body, no message, nothing raised.
-    assert firing.variables["body"] == "" and firing.message is None
+    # a subject-only mail says its subject (issue 13: it used to be refused as an empty message)
+    assert firing.variables["body"] == "" and firing.message == "illegal copy of our patient education software"
     assert any("In-Reply-To is present but holds no usable message id" in w for w in firing.warnings)
 
 

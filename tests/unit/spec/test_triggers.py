@@ -239,3 +239,31 @@ def test_errors_in_several_states_are_all_reported_with_the_duplicate_trigger(er
         "states.a.colour: Unknown key 'colour'",
         "states.b.triggers.manual: Trigger 'manual' is declared by both 'a' and 'b'",
     ]
+
+
+# --- issue 13: signature: (signed webhooks) and mail_auth: on a trigger declaration ---
+
+
+def test_signature_and_mail_auth_load_and_are_checked():
+    from archmax.errors import WorkflowSpecError
+    from archmax.spec import workflow_from_dict
+
+    def load(decl):
+        return workflow_from_dict({"states": {"a": {"triggers": {"hook": decl}}}}, "wf")
+
+    wf = load({"signature": {"secret": "ssm:/x", "header": "Stripe-Signature", "tolerance_s": 60}, "mail_auth": "dmarc"})
+    decl = wf.trigger_decl("hook")
+    assert decl.signature.secret == "ssm:/x" and decl.signature.header == "Stripe-Signature"
+    assert decl.signature.tolerance_s == 60 and decl.signature.timestamp_header == "X-Archmax-Timestamp"
+    assert decl.mail_auth == "dmarc" and not wf.warnings
+    for bad, where in [
+        ({"signature": {}}, "signature.secret"),
+        ({"signature": "ssm:/x"}, "signature"),
+        ({"signature": {"secret": "ssm:/x", "tolerance_s": 0}}, "signature.tolerance_s"),
+        ({"signature": {"secret": "ssm:/x", "header": "Bad Header"}}, "signature.header"),
+        ({"signature": {"secret": "ssm:/x", "algo": "md5"}}, "signature.algo"),
+        ({"mail_auth": "strict"}, "mail_auth"),
+    ]:
+        with pytest.raises(WorkflowSpecError) as info:
+            load(bad)
+        assert f"states.a.triggers.hook.{where}" in str(info.value)

@@ -1,0 +1,117 @@
+"""Signed third-party webhooks (issue 13 item 2): ``POST /webhooks/{trigger}`` on moto.
+
+The trigger declares ``signature: {secret: ssm:<name>}``; the secret lives in SSM (moto) and is read
+through Powertools Parameters. A signed request is accepted; a bad signature, a stale timestamp, a
+missing header and a replayed delivery id are each refused, and nothing is written.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from archmax.inbound.secrets import read_secret
+from archmax.inbound.webhook import signature_for
+
+from .conftest import PARK, SUPPORT_INBOX
+
+SECRET = "whsec_test_secret_value_0001"
+NOW = 1735689600  # 2025-01-01T00:00:00Z, the fixture clock
+
+
+@pytest.fixture
+def signed(aws: Any, tmp_path: Path) -> Any:
+    workflow = tmp_path / "support-inbox"
+    shutil.copytree(SUPPORT_INBOX, workflow)
+    spec = yaml.safe_load((workflow / "workflow.yaml").read_text())
+    spec["states"]["intake"]["triggers"]["payment_event"] = {
+        "session": "conversation_id",
+        "description": "A payment provider's signed webhook.",
+        "signature": {"secret": "ssm:/archmax/payments-webhook", "tolerance_s": 300},
+    }
+    (workflow / "workflow.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+    d = aws(PARK, workflow=workflow)
+    ssm = importlib.import_module("stores.aws.moto_env").server().client("ssm")
+    ssm.put_parameter(Name="/archmax/payments-webhook", Value=SECRET, Type="SecureString")
+    d.collaborators.read_secret = lambda reference: read_secret(reference, ssm_client=ssm)
+    return d
+
+
+def webhook(trigger: str, body: bytes, headers: dict[str, str]) -> dict[str, Any]:
+    return {
+        "version": "2.0",
+        "routeKey": "POST /webhooks/{trigger}",
+        "rawPath": f"/webhooks/{trigger}",
+        "rawQueryString": "",
+        "headers": {"content-type": "application/json", **{k.lower(): v for k, v in headers.items()}},
+        "requestContext": {"http": {"method": "POST", "path": f"/webhooks/{trigger}", "sourceIp": "203.0.113.7"},
+                           "routeKey": "POST /webhooks/{trigger}", "stage": "$default", "requestId": "r1"},  # fmt: skip
+        "body": body.decode(),
+        "isBase64Encoded": False,
+    }
+
+
+BODY = json.dumps({"conversation_id": "pay-1", "message": "Payment pi_1 succeeded."}).encode()
+
+
+def headers(body: bytes = BODY, *, ts: int = NOW, delivery: str = "evt_1", secret: str = SECRET) -> dict[str, str]:
+    return {
+        "X-Archmax-Timestamp": str(ts),
+        "X-Archmax-Signature": signature_for(secret.encode(), str(ts), body),
+        "X-Archmax-Delivery": delivery,
+    }
+
+
+def test_a_signed_webhook_is_accepted(signed: Any) -> None:
+    answer = signed.call("send", webhook("payment_event", BODY, headers()))
+    assert answer["statusCode"] == 202, answer["body"]
+    accepted = json.loads(answer["body"])
+    assert accepted["session_id"] == "pay-1" and accepted["delivery_id"] == "evt_1"
+    assert signed.collaborators.agent.sessions.get("pay-1").status == "awaiting_input"
+
+
+@pytest.mark.parametrize(
+    "forge",
+    [
+        lambda: headers(secret="whsec_wrong"),  # bad signature
+        lambda: {**headers(), "X-Archmax-Signature": "sha256=" + "0" * 64},
+        lambda: headers(ts=NOW - 301),  # stale
+        lambda: headers(ts=NOW + 301),  # from the future
+        lambda: {k: v for k, v in headers().items() if k != "X-Archmax-Signature"},  # unsigned
+        lambda: {k: v for k, v in headers().items() if k != "X-Archmax-Timestamp"},
+        lambda: {k: v for k, v in headers().items() if k != "X-Archmax-Delivery"},
+        lambda: {**headers(), "X-Archmax-Timestamp": "1e9"},
+        lambda: headers(body=BODY + b" "),  # signed another body
+    ],
+    ids=["wrong-secret", "zero-mac", "stale", "future", "unsigned", "no-timestamp", "no-delivery", "float-ts",
+         "other-body"],  # fmt: skip
+)
+def test_a_bad_stale_or_unsigned_request_is_a_401_and_writes_nothing(signed: Any, forge: Any) -> None:
+    before = signed.snapshot()
+    answer = signed.call("send", webhook("payment_event", BODY, forge()))
+    assert answer["statusCode"] == 401 and json.loads(answer["body"])["error"] == "UnauthenticatedEventError"
+    assert signed.snapshot() == before
+
+
+def test_a_replayed_delivery_id_is_refused_and_writes_nothing(signed: Any) -> None:
+    assert signed.call("send", webhook("payment_event", BODY, headers()))["statusCode"] == 202
+    before = signed.snapshot()
+    replay = signed.call("send", webhook("payment_event", BODY, headers(ts=NOW + 5)))  # re-signed, same delivery id
+    assert json.loads(replay["body"])["error"] == "DuplicateDeliveryError"
+    assert signed.snapshot() == before
+
+
+def test_a_trigger_without_a_signature_takes_no_webhooks_and_the_iam_route_stays(signed: Any) -> None:
+    before = signed.snapshot()
+    answer = signed.call("send", webhook("email_received", BODY, headers()))
+    assert answer["statusCode"] == 401 and signed.snapshot() == before
+    iam = webhook("email_received", BODY, {})
+    iam["routeKey"], iam["rawPath"] = "POST /triggers/{trigger}", "/triggers/email_received"
+    iam["requestContext"]["http"]["path"] = "/triggers/email_received"
+    assert signed.call("send", iam)["statusCode"] == 202

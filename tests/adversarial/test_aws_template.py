@@ -32,6 +32,9 @@ PSEUDO = {
     "AWS::StackName": "stk",
 }
 FUNCTIONS = ["SendFunction", "DeliverFunction", "ResolveFunction", "TimerFunction"]
+DEFAULT_MODEL = "anthropic.claude-3-5-haiku-20241022-v1:0"
+PARAMETERS = {"ModelId": f"bedrock:{DEFAULT_MODEL}"}  # the template's default
+TABLE_ARNS = {f"{t}.Arn": f"arn:aws:dynamodb:us-east-1:123456789012:table/{t}" for t in ("SessionsTable", "InboxTable")}
 
 
 class _OfflinePolicies:
@@ -62,9 +65,17 @@ def _render(value: Any) -> str:
     if isinstance(value, str):
         return value
     if isinstance(value, dict) and "Ref" in value:
-        return {"SessionsBucket": "BUCKET"}.get(value["Ref"], PSEUDO.get(value["Ref"], value["Ref"]))
+        ref = value["Ref"]
+        return {"SessionsBucket": "BUCKET", **PARAMETERS}.get(ref, PSEUDO.get(ref, ref))
+    if isinstance(value, dict) and "Fn::Select" in value:
+        index, items = value["Fn::Select"]
+        return _render(items)[int(index)] if isinstance(items, dict) else _render(items[int(index)])
+    if isinstance(value, dict) and "Fn::Split" in value:
+        sep, text = value["Fn::Split"]
+        return _render(text).split(sep)  # type: ignore[return-value]
     if isinstance(value, dict) and "Fn::GetAtt" in value:
-        return {("SessionsBucket", "Arn"): BUCKET}.get(tuple(value["Fn::GetAtt"]), ".".join(value["Fn::GetAtt"]))
+        name = ".".join(value["Fn::GetAtt"])
+        return {"SessionsBucket.Arn": BUCKET, **TABLE_ARNS}.get(name, name)
     if isinstance(value, dict) and "Fn::Sub" in value:
         sub = value["Fn::Sub"]
         text, names = (sub, {}) if isinstance(sub, str) else (sub[0], sub[1])
@@ -75,8 +86,12 @@ def _render(value: Any) -> str:
                 return _render(names[key])
             if key in PSEUDO:
                 return PSEUDO[key]
+            if key in PARAMETERS:
+                return PARAMETERS[key]
             if key == "SessionsBucket.Arn":
                 return BUCKET
+            if key in TABLE_ARNS:
+                return TABLE_ARNS[key]
             if key == "SessionsBucket":
                 return "BUCKET"
             return key
@@ -169,3 +184,65 @@ def test_ses_may_invoke_the_send_function_only_from_this_stacks_receipt_rule_set
     assert "SourceArn" in permission, "any SES receipt rule of the account could invoke the send function"
     arn = _render(permission["SourceArn"])
     assert arn.startswith("arn:aws:ses:us-east-1:123456789012:receipt-rule-set/InboundMailRuleSet:receipt-rule/")
+
+
+# ---------------------------------------------------------------- issue 13 item 6: least privilege, statement by statement
+
+
+def conditions(output: dict[str, Any], function: str, action: str) -> list[dict[str, Any]]:
+    role = output["Resources"][f"{function}Role"]["Properties"]
+    return [
+        st.get("Condition") or {}
+        for policy in role.get("Policies", [])
+        for st in policy["PolicyDocument"]["Statement"]
+        if action in (st["Action"] if isinstance(st["Action"], list) else [st["Action"]])
+    ]
+
+
+@pytest.mark.parametrize(("function", "name"), [("SendFunction", "send"), ("DeliverFunction", "deliver"), ("TimerFunction", "timer")])
+def test_a_function_may_invoke_exactly_itself(output: Any, function: str, name: str) -> None:
+    arn = "arn:aws:lambda:us-east-1:123456789012:function:stk-"
+    assert allowed(output, function, "lambda:InvokeFunction", arn + name)
+    for other in (f"{name}er", f"{name}-x", "send", "deliver", "timer", "resolve"):
+        if other != name:
+            assert not allowed(output, function, "lambda:InvokeFunction", arn + other), other
+    assert not allowed(output, "ResolveFunction", "lambda:InvokeFunction", arn + "resolve")
+
+
+@pytest.mark.parametrize("function", ["SendFunction", "DeliverFunction", "TimerFunction"])
+def test_bedrock_is_limited_to_the_model_the_model_id_parameter_names(output: Any, function: str) -> None:
+    assert allowed(output, function, "bedrock:InvokeModel", f"arn:aws:bedrock:us-east-1::foundation-model/{DEFAULT_MODEL}")
+    assert allowed(output, function, "bedrock:InvokeModel", f"arn:aws:bedrock:us-west-2::foundation-model/{DEFAULT_MODEL}")
+    assert allowed(
+        output, function, "bedrock:InvokeModel",
+        f"arn:aws:bedrock:us-east-1:123456789012:inference-profile/{DEFAULT_MODEL}",
+    )  # fmt: skip
+    for other in ("anthropic.claude-3-opus-20240229-v1:0", "meta.llama3-70b-instruct-v1:0"):
+        assert not allowed(output, function, "bedrock:InvokeModel", f"arn:aws:bedrock:us-east-1::foundation-model/{other}")
+    assert not allowed(output, function, "bedrock:InvokeModel", "arn:aws:bedrock:us-east-1:123456789012:inference-profile/x")
+
+
+@pytest.mark.parametrize("function", FUNCTIONS)
+def test_listing_the_bucket_is_conditioned_on_the_store_prefix(output: Any, function: str) -> None:
+    found = conditions(output, function, "s3:ListBucket")
+    assert found and all(c == {"StringLikeIfExists": {"s3:prefix": [f"{sessions_prefix(output)}/*"]}} for c in found)
+
+
+UNUSED_DYNAMODB = ["dynamodb:Scan", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem", "dynamodb:BatchGetItem",
+                   "dynamodb:DeleteTable", "dynamodb:UpdateTable", "dynamodb:PutItem"]  # fmt: skip
+SESSIONS = "arn:aws:dynamodb:us-east-1:123456789012:table/SessionsTable"
+INBOX = "arn:aws:dynamodb:us-east-1:123456789012:table/InboxTable"
+
+
+@pytest.mark.parametrize("function", FUNCTIONS)
+def test_dynamodb_actions_are_only_those_the_code_calls(output: Any, function: str) -> None:
+    for action in UNUSED_DYNAMODB:
+        assert not allowed(output, function, action, SESSIONS), action
+    for action in ("dynamodb:Scan", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem"):
+        assert not allowed(output, function, action, INBOX), action
+    assert allowed(output, function, "dynamodb:GetItem", SESSIONS)
+    writes = function != "ResolveFunction"
+    assert allowed(output, function, "dynamodb:UpdateItem", SESSIONS) is writes
+    assert allowed(output, function, "dynamodb:Query", SESSIONS + "/index/due-parks") is writes
+    for action in ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query"):
+        assert allowed(output, function, action, INBOX) is writes, action

@@ -97,9 +97,14 @@ def test_archmax_serve_routes_exactly_the_http_api_routes_of_the_template_to_the
 def test_a_function_whose_host_wakes_sessions_may_read_the_inbox_and_invoke_itself(function: str) -> None:
     """The waker self-invokes the running function (AWS_LAMBDA_FUNCTION_NAME) with {"drain": id}."""
     props = _template_functions()[function]
-    policies = props["Policies"]
-    assert {"DynamoDBCrudPolicy": {"TableName": {"Ref": "InboxTable"}}} in policies
-    assert {"LambdaInvokePolicy": {"FunctionName": props["FunctionName"]}} in policies
+    statements = [st for policy in props["Policies"] for st in policy.get("Statement", [])]
+    inbox = [st for st in statements if isinstance(st["Resource"], list) and {"Fn::GetAtt": ["InboxTable", "Arn"]} in st["Resource"]]
+    assert inbox and {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query"} <= set(
+        inbox[0]["Action"]
+    )
+    own_name = props["FunctionName"]["Fn::Sub"]  # "${AWS::StackName}-<name>": exactly this function (issue 13)
+    invoke = [st for st in statements if st["Action"] == "lambda:InvokeFunction"]
+    assert [st["Resource"]["Fn::Sub"].rsplit(":function:", 1)[1] for st in invoke] == [own_name]
 
 
 @pytest.mark.parametrize("name", ["send", "deliver", "timer"])

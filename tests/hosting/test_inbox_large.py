@@ -298,7 +298,9 @@ def _s3_allows(function: str, action: str, key: str) -> bool:
             actions = st["Action"] if isinstance(st["Action"], list) else [st["Action"]]
             resources = st["Resource"] if isinstance(st["Resource"], list) else [st["Resource"]]
             arns = [
-                r["Fn::Sub"].replace("${SessionsBucket.Arn}", "arn:aws:s3:::B") for r in resources if "Fn::Sub" in r
+                r["Fn::Sub"].replace("${SessionsBucket.Arn}", "arn:aws:s3:::B")
+                for r in resources
+                if isinstance(r, dict) and isinstance(r.get("Fn::Sub"), str)
             ]
             if action in actions and any(fnmatchcase(f"arn:aws:s3:::B/{key}", a) for a in arns):
                 return True
@@ -309,7 +311,13 @@ def _s3_allows(function: str, action: str, key: str) -> bool:
 def test_each_function_that_uses_the_inbox_may_write_and_read_inbox_bodies(function: str):
     key = f"sessions/.inbox/{SID}/{'a' * 64}-{'b' * 32}.json"
     policies = moto_env().template_resource(function)["Policies"]
-    assert {"DynamoDBCrudPolicy": {"TableName": {"Ref": "InboxTable"}}} in policies
+    inbox = [  # the inbox's own DynamoDB statement (issue 13: only the actions DynamoInbox calls)
+        st
+        for policy in policies
+        for st in policy.get("Statement", [])
+        if isinstance(st["Resource"], list) and {"Fn::GetAtt": ["InboxTable", "Arn"]} in st["Resource"]
+    ]
+    assert inbox and "dynamodb:PutItem" in inbox[0]["Action"]
     assert _s3_allows(function, "s3:PutObject", key) and _s3_allows(function, "s3:GetObject", key)
 
 

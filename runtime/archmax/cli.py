@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from archmax import cli_views
 from archmax.cli_render import print_outcome, session_lines, sweep_lines, to_json
 from archmax.cli_workspace import (
     UsageError,
@@ -121,6 +122,7 @@ def build_parser() -> argparse.ArgumentParser:
     sessions = add("sessions", "List all sessions, or show one.")
     sessions.add_argument("session", nargs="?")
     _workflow_flag(sessions)
+    cli_views.add_flags(sessions)
 
     validate = add("validate", "Check a workflow and print its diagnostics.")
     validate.add_argument("workflow", nargs="?")
@@ -300,12 +302,15 @@ class _Cli:
         from archmax.session.results import summary_of
 
         a = self.args
+        cli_views.check_flags(a, UsageError)
         if a.session is not None:
             validate_session_id(a.session)
             record = self.store.load(a.session)
             if record is None:
                 self.note(f"error: no session '{a.session}' in the store")
                 return 1
+            if cli_views.wants_view(a):
+                return cli_views.show(self, record, self._spec(record.workflow, {}))
             from archmax.inbound.quarantine import held_ids
 
             held = held_ids(self.store, a.session)
@@ -322,7 +327,7 @@ class _Cli:
             pairs = []
             for sid in self.store.list():
                 record = self.store.load(sid)
-                if record is not None and (slug is None or record.workflow == slug):
+                if record is not None and (slug is None or record.workflow == slug) and cli_views.keep(record, a.status):
                     pairs.append((record, summary_of(record, parent_session_id(sid))))
         if self.json:
             summaries = [s for _r, s in pairs]

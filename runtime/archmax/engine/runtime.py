@@ -57,7 +57,11 @@ class Runtime:
 
     def trail(self, record: Checkpoint, kind: str, to: str, reason: str | None = None, **extra: Any) -> None:
         """Append one trail step (epoch-ms timestamp)."""
-        record.trail.append(TrailStep(to=to, kind=kind, reason=reason, ts=epoch_ms(self.clock.now()), **extra))
+        record.trail.append(
+            TrailStep(
+                to=to, kind=kind, reason=reason, ts=epoch_ms(self.clock.now()), at_message=len(record.messages), **extra
+            )
+        )
 
     def warn(self, record: Checkpoint, scope: str, message: str) -> None:
         """Emit a ``warning {scope, message}`` event for the session (§3.11 events).

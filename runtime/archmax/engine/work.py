@@ -12,7 +12,7 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import timedelta
 
-from archmax.clock import Clock, format_instant
+from archmax.clock import Clock, epoch_ms, format_instant
 from archmax.outbound.outbox import record_outbox
 from archmax.session.records import Checkpoint, Lease, Usage
 from archmax.stores.base import SessionStore
@@ -46,6 +46,7 @@ class Work:
 
     def __post_init__(self) -> None:
         self.start_messages = len(self.record.messages)
+        self._unstamped = self.start_messages  # messages before this index already carry their commit time
 
     def now(self) -> str:
         """The injected clock's now as an instant string ``YYYY-MM-DDTHH:MM:SS.mmmZ`` (BEHAVIOUR.md conventions)."""
@@ -73,6 +74,10 @@ class Work:
         rec = self.record
         rec.version = self.version + 1
         rec.updated_at = format_instant(now)
+        ms = epoch_ms(now)
+        for message in rec.messages[self._unstamped :]:  # what this operation appended since its last commit
+            if message.ts is None:
+                message.ts = ms
         rec.lease = (
             Lease(owner=self.owner, expires_at=format_instant(now + timedelta(seconds=self.lease_ttl_s))) if lease else None
         )
@@ -83,6 +88,7 @@ class Work:
         )
         self.version = rec.version
         self.holds_lease = lease
+        self._unstamped = len(rec.messages)
 
     def spend(self, usage: Usage | None) -> None:
         """Add a model call's usage to the operation's and the session's totals."""

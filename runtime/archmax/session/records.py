@@ -114,6 +114,9 @@ class Message(_Record):
     usage: Usage | None = None
     """On an assistant message a model wrote: that one call's token usage (the session's total is
     ``Checkpoint.usage``)."""
+    ts: int | None = None
+    """Epoch milliseconds of the commit that first stored the message (set by the engine at commit;
+    absent on messages of older records). Read by the derived views (issue 15), not by the model."""
 
 
 class Variable(_Record):
@@ -148,6 +151,9 @@ class TrailStep(_Record):
     """For ``hook`` steps: the verdict as counted (a fail-closed hook is a ``veto``)."""
     ts: int
     """Epoch milliseconds."""
+    at_message: int | None = None
+    """The transcript length when the step was taken: it happened before ``messages[at_message]``.
+    Lets the derived views place the step in the conversation (absent on older records)."""
 
 
 class TransitionRef(_Record):

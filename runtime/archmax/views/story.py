@@ -1,0 +1,471 @@
+"""A session's story, derived from its checkpoint: the timeline, the conversation, the wait or the exit.
+
+Rule source: BEHAVIOUR.md §9.5 (artifacts are views of the checkpoint, which stays the one record),
+§7 and the seed's "Delivering the event" (derived views skip the ``archmax_note`` pair: a runtime
+note is shown as a runtime event, never as a tool call), §3.1/§3.11 (statuses, park records,
+``SessionSummary``), issue 15 (the three questions: what is it waiting for, how did it get here,
+what did it say).
+
+Nothing here reads anything but the record and, when given, the workflow. Times come from the
+record: trail steps carry their own (``ts``), messages the time of the commit that stored them
+(``Message.ts``), park records their ``parked_at``/``created_at``. A step's ``at_message`` places
+it in the conversation; older records without it list their steps by time. Every instant is
+ISO-8601 UTC (``YYYY-MM-DDTHH:MM:SS.mmmZ``).
+
+Example:
+    >>> story = story_of(agent.sessions_store.load("AAQk-1"), workflow)  # doctest: +SKIP
+    >>> [e.kind for e in story.timeline]  # doctest: +SKIP
+    ['turn', 'park', 'delivery', 'completed']
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from archmax.clock import format_instant
+from archmax.session.notes import NOTE_TOOL, runtime_note_kind
+from archmax.session.records import Checkpoint, Message, SessionStatus, TrailStep, Usage
+from archmax.session.until import UntilError, parse_until
+
+EntryKind = Literal[
+    "turn", "delivery", "advance", "decision", "reset", "on_error", "sub-workflow", "hook", "park", "raised",
+    "completed", "failed", "rejected",
+]
+
+
+class TimelineEntry(BaseModel):
+    """One thing that happened to the session, with its time.
+
+    ``kind``: ``turn`` (a turn opened under ``trigger`` in ``state``), ``delivery`` (``trigger``
+    resumed the input park in ``state``), ``advance`` (the agent moved to ``state``), ``decision``
+    (a person chose ``state``, with ``comment``), ``reset``, ``on_error`` (a failure routed to
+    ``state``), ``sub-workflow``, ``hook`` (an ``[after]`` check that did not pass), ``park``
+    (``channel`` input or decision, ``reason``, ``resume_at``), ``raised``, and the end:
+    ``completed``, ``failed``, ``rejected``.
+    """
+
+    kind: EntryKind
+    seq: int = 0
+    """Position in the whole story (timeline and conversation share the count), so a log can interleave them."""
+    at: str | None = None
+    """ISO-8601 instant; ``None`` only for a record that kept no time for it."""
+    state: str | None = None
+    """Where it happened, or where it moved to."""
+    trigger: str | None = None
+    channel: Literal["input", "decision"] | None = None
+    reason: str | None = None
+    """The agent's reason, the failure, or the rejection."""
+    comment: str | None = None
+    """A decision's comment."""
+    resume_at: str | None = None
+    code: str | None = None
+    """``raised``/``failed``: the agent's code."""
+
+
+class ConversationEntry(BaseModel):
+    """One line of the conversation as a person reads it.
+
+    ``role``: ``person`` (a user message: a turn's prompt, a delivery's words, a reply at a human
+    state), ``agent`` (the agent's words; ``handoff`` marks a park message), ``tool`` (a call with
+    its result, shown folded), ``runtime`` (a runtime note: ``note`` is its kind, ``text`` what
+    the runtime told the session).
+    """
+
+    role: Literal["person", "agent", "tool", "runtime"]
+    seq: int = 0
+    """Position in the whole story (see :attr:`TimelineEntry.seq`)."""
+    at: str | None = None
+    text: str = ""
+    handoff: bool = False
+    tool: str | None = None
+    args: dict[str, Any] | None = None
+    result: str | None = None
+    status: str | None = None
+    """A tool result's status: ``success``, ``error`` or ``blocked``."""
+    note: str | None = None
+
+
+class Wait(BaseModel):
+    """What a parked session waits for (§3.1)."""
+
+    channel: Literal["input", "decision"]
+    state: str
+    since: str
+    reason: str | None = None
+    resume_at: str | None = None
+    transitions: list[dict[str, Any]] = Field(default_factory=list)
+    """A decision park's choices: ``{to, description?, type?}``."""
+    evidence: list[str] = Field(default_factory=list)
+    triggers: list[str] = Field(default_factory=list)
+    """For an input park: the triggers the workflow declares (any id resumes a park; these are the
+    ones the workflow names)."""
+
+
+class Exit(BaseModel):
+    """How a finished session ended."""
+
+    status: Literal["completed", "failed", "rejected"]
+    at: str
+    code: str | None = None
+    reason: str | None = None
+
+
+class GraphState(BaseModel):
+    """A state of the workflow graph as the page draws it."""
+
+    slug: str
+    type: str
+    terminal: bool
+    visited: bool = False
+    current: bool = False
+
+
+class GraphEdge(BaseModel):
+    """A transition; ``taken`` when the session moved along it."""
+
+    source: str
+    target: str
+    type: str | None = None
+    taken: bool = False
+
+
+class Story(BaseModel):
+    """Everything the page and ``--log`` show (issue 15)."""
+
+    session_id: str
+    workflow: str
+    status: str
+    classification: Literal["open", "finished"]
+    position: str | None
+    created_at: str
+    updated_at: str
+    wait: Wait | None = None
+    exit: Exit | None = None
+    path: list[str] = Field(default_factory=list)
+    """The states the session stood in, in order (a state repeats only after leaving it)."""
+    timeline: list[TimelineEntry] = Field(default_factory=list)
+    conversation: list[ConversationEntry] = Field(default_factory=list)
+    variables: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    """``name → {value, locked}``."""
+    usage: Usage | None = None
+    states: list[GraphState] = Field(default_factory=list)
+    """Empty when the workflow was not available."""
+    edges: list[GraphEdge] = Field(default_factory=list)
+
+
+def instant_of_ms(ms: int | None) -> str | None:
+    """An epoch-millisecond timestamp as an ISO-8601 instant, ``None`` for ``None``."""
+    if ms is None:
+        return None
+    return format_instant(datetime.fromtimestamp(ms / 1000, tz=UTC))
+
+
+def _is_note(message: Message) -> bool:
+    return runtime_note_kind(message) is not None or any(c.name == NOTE_TOOL for c in message.tool_calls)
+
+
+def _placed(record: Checkpoint) -> list[tuple[int, int, TrailStep, bool]]:
+    """``(message index, trail index, step, delivered)`` of each trail step, in transcript order.
+
+    The index is the step's ``at_message``; a record written before steps carried it is placed by
+    the message each kind of step writes (:func:`_anchor`). ``delivered`` tells a delivery's
+    ``trigger`` step from a turn opening's.
+    """
+    n = len(record.messages)
+    placed = []
+    cursor = 0
+    for k, step in enumerate(record.trail):
+        if step.at_message is not None:
+            where = min(step.at_message, n)
+        else:
+            found = _anchor(record, step, cursor)
+            where = n if found is None else found
+        cursor = where
+        note = _event_note_before(record, where) if step.kind == "trigger" else None
+        if note is not None:
+            where = note  # a delivery reads before the note it wrote (§3.5)
+        placed.append((where, k, step, note is not None))
+    return sorted(placed, key=lambda p: (p[0], p[1]))
+
+
+_NOTE_OF_STEP = {"human": "decision", "on_error": "error", "sub-workflow": "sub-workflow"}
+_TOOL_OF_STEP = {"agent": "archmax_advance", "reset": "archmax_reset"}
+
+
+def _anchor(record: Checkpoint, step: TrailStep, start: int) -> int | None:
+    """Where a step without ``at_message`` was taken, or ``None`` when no message matches.
+
+    Searched from ``start`` for the message each kind of step goes with: a turn's prompt, a
+    delivery's ``[event]`` note, a decision's or error's note, a successful advance or reset.
+    """
+    messages = record.messages
+    for i in range(start, len(messages)):
+        m, kind = messages[i], runtime_note_kind(messages[i])
+        if step.kind == "trigger":
+            if kind == "event" and m.role == "tool":
+                return i + 2 if i + 1 < len(messages) and messages[i + 1].role == "user" else i + 1
+            after_event = i > 0 and runtime_note_kind(messages[i - 1]) == "event"
+            if m.role == "user" and kind is None and not after_event:
+                return i
+        elif step.kind in _NOTE_OF_STEP:
+            if kind == _NOTE_OF_STEP[step.kind] and m.role == "tool":
+                return i - 1 if step.kind == "human" else i + 1
+        elif m.role == "tool" and m.name == _TOOL_OF_STEP.get(step.kind) and m.status == "success":
+            return i
+    return None
+
+
+def _event_note_before(record: Checkpoint, where: int) -> int | None:
+    """Index of the ``[event]`` note call just before ``where``, or ``None`` when the step opened a turn.
+
+    A delivery appends the note, then maybe the delivered message, then its trigger step (§3.5).
+    """
+    for back in (2, 3):
+        i = where - back
+        if i >= 0 and runtime_note_kind(record.messages[i]) == "event" and record.messages[i].role == "assistant":
+            return i
+    return None
+
+
+def _resume_at(args: dict[str, Any], ts: int | None) -> str | None:
+    """A past park's ``resume_at``: its ``until`` read at the commit that stored the park (§5.3)."""
+    until = args.get("until")
+    if not isinstance(until, str) or ts is None:
+        return None
+    try:
+        return parse_until(until, datetime.fromtimestamp(ts / 1000, tz=UTC))
+    except UntilError:
+        return None
+
+
+def story_of(record: Checkpoint, workflow: Any | None = None) -> Story:
+    """Derive a session's :class:`Story` from its checkpoint.
+
+    Args:
+        record: The latest checkpoint (``store.load(id)``).
+        workflow: The session's :class:`~archmax.spec.Workflow`, for the graph, human states
+            (decision parks of the past) and the declared triggers; ``None`` leaves those out.
+
+    Returns:
+        The story: timeline and conversation in the order they happened, the wait or the exit,
+        variables, usage, the path and the graph with visited states and taken edges marked.
+    """
+    states = workflow.states if workflow is not None else {}
+    results = {m.tool_call_id: m for m in record.messages if m.role == "tool" and m.tool_call_id}
+    timeline = _Tracked()
+    conversation = _Tracked()
+    order: list[Any] = []  # every entry in the order it happened
+    timeline.order = conversation.order = order
+    path: list[str] = []
+    taken: set[tuple[str, str]] = set()
+    here: str | None = None
+
+    def stand(state: str) -> None:
+        if not path or path[-1] != state:
+            path.append(state)
+
+    def on_step(step: TrailStep, delivered: bool) -> None:
+        nonlocal here
+        at = instant_of_ms(step.ts)
+        if step.kind == "trigger":
+            if delivered:
+                timeline.append(TimelineEntry(kind="delivery", at=at, state=step.to, trigger=step.reason))
+            else:
+                timeline.append(TimelineEntry(kind="turn", at=at, state=step.to, trigger=step.reason))
+        elif step.kind == "agent":
+            timeline.append(TimelineEntry(kind="advance", at=at, state=step.to, reason=step.reason))
+        elif step.kind == "human":
+            timeline.append(TimelineEntry(kind="decision", at=at, state=step.to, comment=step.reason))
+        elif step.kind == "reset":
+            timeline.append(TimelineEntry(kind="reset", at=at, state=step.to, reason=step.reason))
+        elif step.kind == "on_error":
+            timeline.append(TimelineEntry(kind="on_error", at=at, state=step.to, reason=step.reason))
+        else:
+            timeline.append(
+                TimelineEntry(kind="sub-workflow", at=at, state=step.to, trigger=step.workflow, reason=step.status)
+            )
+        if step.kind != "trigger" and here is not None and here != step.to:
+            taken.add((here, step.to))
+        here = step.to
+        stand(step.to)
+        target = states.get(step.to)
+        opened_or_moved = step.kind != "trigger" or timeline[-1].kind == "turn"
+        if opened_or_moved and target is not None and target.type == "human":  # §5.1, §3.7, §8 step 8
+            timeline.append(TimelineEntry(kind="park", at=at, state=step.to, channel="decision"))
+
+    steps = _placed(record)
+    s = 0
+    for i, message in enumerate(record.messages):
+        while s < len(steps) and steps[s][0] <= i:
+            on_step(steps[s][2], steps[s][3])
+            s += 1
+        at = instant_of_ms(message.ts)
+        kind = runtime_note_kind(message)
+        if kind is not None or _is_note(message):
+            if message.role == "tool":  # the note's text; its call half is not a call the session made
+                conversation.append(ConversationEntry(role="runtime", at=at, text=message.content, note=kind))
+                if kind == "after":
+                    timeline.append(TimelineEntry(kind="hook", at=at, state=here, reason=message.content))
+            continue
+        if message.role == "user":
+            conversation.append(ConversationEntry(role="person", at=at, text=message.content))
+        elif message.role == "assistant":
+            if message.content.strip():
+                conversation.append(ConversationEntry(role="agent", at=at, text=message.content, handoff=message.handoff))
+            for call in message.tool_calls:
+                result = results.get(call.id)
+                conversation.append(
+                    ConversationEntry(
+                        role="tool",
+                        at=instant_of_ms(result.ts) if result is not None else at,
+                        tool=call.name,
+                        args=call.args,
+                        result=result.content if result is not None else None,
+                        status=result.status if result is not None else None,
+                    )
+                )
+                ok = result is not None and result.status == "success"
+                if ok and call.name == "archmax_wait":
+                    timeline.append(
+                        TimelineEntry(
+                            kind="park",
+                            at=instant_of_ms(result.ts),
+                            state=here,
+                            channel="input",
+                            reason=str(call.args.get("reason", "")).strip() or None,
+                            resume_at=_resume_at(call.args, result.ts),
+                        )
+                    )
+                elif ok and call.name == "archmax_raise":
+                    timeline.append(
+                        TimelineEntry(
+                            kind="raised",
+                            at=instant_of_ms(result.ts),
+                            state=here,
+                            code=str(call.args.get("code")),
+                            reason=str(call.args.get("reason")),
+                        )
+                    )
+    while s < len(steps):
+        on_step(steps[s][2], steps[s][3])
+        s += 1
+
+    wait = _wait(record, workflow)
+    if wait is not None:
+        _pin_current_park(timeline, wait)
+    exit_ = _exit(record)
+    if exit_ is not None:
+        timeline.append(
+            TimelineEntry(kind=exit_.status, at=exit_.at, state=record.position, code=exit_.code, reason=exit_.reason)
+        )
+    if record.position and (not path or path[-1] != record.position):
+        stand(record.position)
+    for n, item in enumerate(order):
+        item.seq = n + 1
+    return Story(
+        session_id=record.session_id,
+        workflow=record.workflow,
+        status=str(record.status),
+        classification="finished" if exit_ is not None else "open",
+        position=record.position,
+        created_at=record.created_at,
+        updated_at=record.updated_at,
+        wait=wait,
+        exit=exit_,
+        path=path,
+        timeline=list(timeline),
+        conversation=list(conversation),
+        variables={n: {"value": v.value, "locked": v.locked} for n, v in record.variables.items()},
+        usage=None if record.usage.is_zero() else record.usage,
+        states=[
+            GraphState(
+                slug=st.slug,
+                type=st.type,
+                terminal=st.is_terminal,
+                visited=st.slug in path,
+                current=st.slug == (wait.state if wait is not None else record.position),
+            )
+            for st in states.values()
+        ],
+        edges=[
+            GraphEdge(source=st.slug, target=t.to, type=t.type, taken=(st.slug, t.to) in taken)
+            for st in states.values()
+            for t in st.transitions
+        ],
+    )
+
+
+class _Tracked(list):  # type: ignore[type-arg]
+    """A list that also records each appended item in a shared order (for ``seq``)."""
+
+    order: list[Any]
+
+    def append(self, item: Any) -> None:
+        super().append(item)
+        self.order.append(item)
+
+
+def _wait(record: Checkpoint, workflow: Any | None) -> Wait | None:
+    if record.status == SessionStatus.AWAITING_INPUT and record.pending_input is not None:
+        p = record.pending_input
+        return Wait(
+            channel="input",
+            state=p.state,
+            since=p.parked_at,
+            reason=p.reason,
+            resume_at=p.resume_at,
+            triggers=workflow.declared_triggers() if workflow is not None else [],
+        )
+    if record.status == SessionStatus.AWAITING_DECISION and record.pending_decision is not None:
+        d = record.pending_decision
+        return Wait(
+            channel="decision",
+            state=d.state,
+            since=d.created_at,
+            transitions=[t.model_dump(exclude_none=True) for t in d.transitions],
+            evidence=list(d.evidence or []),
+        )
+    return None
+
+
+def _pin_current_park(timeline: list[TimelineEntry], wait: Wait) -> None:
+    """Give the latest park its record's exact time and details, or add it when the trail had none."""
+    for entry in reversed(timeline):
+        if entry.kind == "park" and entry.channel == wait.channel:
+            entry.at, entry.state = wait.since, wait.state
+            entry.reason, entry.resume_at = wait.reason or entry.reason, wait.resume_at
+            return
+        if entry.kind in ("delivery", "decision", "turn"):
+            break
+    timeline.append(
+        TimelineEntry(
+            kind="park", at=wait.since, state=wait.state, channel=wait.channel, reason=wait.reason, resume_at=wait.resume_at
+        )
+    )
+
+
+def _exit(record: Checkpoint) -> Exit | None:
+    if record.status == SessionStatus.COMPLETED:
+        return Exit(status="completed", at=record.updated_at)
+    if record.status == SessionStatus.FAILED:
+        raised = record.raised
+        return Exit(
+            status="failed",
+            at=record.updated_at,
+            code=raised.code if raised else None,
+            reason=raised.reason if raised else None,
+        )
+    if record.status == SessionStatus.REJECTED:
+        return Exit(status="rejected", at=record.updated_at, reason=record.rejected)
+    return None
+
+
+def compact(value: Any, limit: int = 200) -> str:
+    """A JSON value on one line, cut to ``limit`` characters with ``…``."""
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"

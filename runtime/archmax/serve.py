@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
 
 from archmax.clock import Clock
 from archmax.handlers import deliver, resolve, send, timer
@@ -55,6 +55,12 @@ ROUTES = [
     ),
     ("POST", re.compile(r"^/webhooks/(?P<trigger>[^/]+)$"), "/webhooks/{trigger}", "send"),
     ("GET", re.compile(r"^/sessions/(?P<id>[^/]+)$"), "/sessions/{id}", "resolve"),
+    # read-only views (issue 15): the session page, transcript, trail, the list (and `/` as HTML)
+    ("GET", re.compile(r"^/sessions/(?P<id>[^/]+)/view$"), "/sessions/{id}/view", "resolve"),
+    ("GET", re.compile(r"^/sessions/(?P<id>[^/]+)/transcript$"), "/sessions/{id}/transcript", "resolve"),
+    ("GET", re.compile(r"^/sessions/(?P<id>[^/]+)/trail$"), "/sessions/{id}/trail", "resolve"),
+    ("GET", re.compile(r"^/sessions$"), "/sessions", "resolve"),
+    ("GET", re.compile(r"^/$"), "/", "resolve"),
     ("POST", re.compile(r"^/resolve$"), "/resolve", "resolve"),
 ]
 
@@ -105,6 +111,9 @@ def http_event(method: str, target: str, headers: Mapping[str, str], body: bytes
     }
     if params:
         event["pathParameters"] = params
+    if parts.query:  # as API Gateway sends them: decoded, a repeated name's values joined by commas
+        query = parse_qs(parts.query, keep_blank_values=True)
+        event["queryStringParameters"] = {k: ",".join(v) for k, v in query.items()}
     if body:
         event["body"] = text
     return event

@@ -40,10 +40,12 @@ def test_a_message_webhook_answers_202_once_inboxed_and_its_turn_parks_the_sessi
     d = deploy(PARK)
     answer = d.call("send", event("apigw_send_message.json"))
     assert answer["statusCode"] == 202
+    poll = "/sessions/AAQk-1/transcript?delivery_id=msg-AAQk-1-0001"  # issue 15: where to read the outcome
     assert body(answer) == {
         "session_id": "AAQk-1", "disposition": "turn", "delivery_id": "msg-AAQk-1-0001",
-        "duplicate": False, "warnings": [],
+        "duplicate": False, "warnings": [], "poll": poll,
     }  # fmt: skip
+    assert answer["headers"]["Location"] == poll
     summary = d.collaborators.agent.sessions.get("AAQk-1")
     assert summary is not None and summary.status == "awaiting_input" and summary.state == "clarify"
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from archmax.errors import InvalidEventError
+from archmax.handlers import views
 from archmax.handlers.common import Handler, direct, http_app, is_http_event, json_response
 from archmax.inbound.apigw import json_object
 from archmax.session.ids import validate_session_id
@@ -95,6 +96,8 @@ def build(c: Collaborators) -> Handler:
             if call.action != "resolve":
                 raise InvalidEventError("POST /resolve only resolves; read a session with GET /sessions/{id}")
             return json_response(200, resolution(c, call))
+
+        views.register(router, c)  # GET /sessions, /sessions/{id}/view|transcript|trail (issue 15)
 
     http = http_app(routes)
 

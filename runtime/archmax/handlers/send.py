@@ -28,6 +28,7 @@ from archmax.handlers.common import (
     refuse,
     unrecognised,
 )
+from archmax.handlers.views import base_path, transcript_location
 from archmax.inbound.apigw import message_firing, raw_body, trigger_firing
 from archmax.inbound.mail_auth import (
     DEFAULT_POLICY,
@@ -170,11 +171,18 @@ def build(c: Collaborators) -> Handler:
     """
 
     def routes(router: Any) -> None:
+        def accepted(answer: Any) -> Any:
+            """202 with ``Location``: the transcript to poll for the outcome and the agent's words (issue 15)."""
+            poll = transcript_location(base_path(router.current_event.raw_event), answer.session_id, answer.delivery_id)
+            response = json_response(202, {**_accepted(answer), "poll": poll})
+            response.headers["Location"] = poll
+            return response
+
         @router.post("/sessions/<session_id>/messages")
         def post_message(session_id: str) -> Any:
             firing = message_firing(router.current_event, session_id=session_id)
             c.caps.check(firing, session_id=session_id)
-            return json_response(202, _accepted(c.host.accept(firing, session_id=session_id)))
+            return accepted(c.host.accept(firing, session_id=session_id))
 
         @router.post("/triggers/<trigger>")
         def post_trigger(trigger: str) -> Any:
@@ -183,7 +191,7 @@ def build(c: Collaborators) -> Handler:
                 router.current_event, trigger=trigger, message_path=decl.message if decl else None
             )
             c.caps.check(firing)
-            return json_response(202, _accepted(c.host.accept(firing)))
+            return accepted(c.host.accept(firing))
 
         @router.post("/webhooks/<trigger>")
         def post_webhook(trigger: str) -> Any:

@@ -1,0 +1,116 @@
+"""The session page in a real headless Chromium, served by ``archmax serve`` (issue 15, Tests).
+
+A support-inbox session is driven over HTTP (the webhook's 202, a delivery), then its page is
+opened in Chromium from the Debian package (``/usr/bin/chromium``; ``.ci/run`` installs it),
+driven by Playwright over the DevTools protocol with that binary (Playwright downloads no browser
+here). The page must load with no console error and no request but its own, draw the SVG graph
+with the current state marked, and show the parks and deliveries in the timeline and the
+conversation. A screenshot is written under the test's temporary folder for people to look at.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from archmax.models.scripted import ScriptedModel
+from archmax.serve import serve
+
+REPO = Path(__file__).resolve().parents[2]
+SUPPORT_INBOX = REPO / "examples" / "workflows" / "support-inbox"
+
+SCRIPT = [
+    {"call": {"archmax_advance": {"to": "clarify", "reason": "no order number"}}},
+    {"say": "Which order is this about?", "call": {"archmax_wait": {"reason": "the customer's order number"}}},
+    {"say": "Thanks, still checking: one more detail please.",
+     "call": {"archmax_wait": {"reason": "the delivery address", "until": "2d"}}},
+    {"call": {"archmax_advance": {"to": "answer", "reason": "the reply names ORD-1001"}}},
+    {"say": "ORD-1001 ships tomorrow."},
+]
+
+
+def _chromium() -> str:
+    found = shutil.which("chromium") or shutil.which("chromium-browser")
+    if found is None:
+        pytest.skip("no chromium binary on PATH (Debian: apt-get install chromium; .ci/run installs it)")
+    return found
+
+
+def _post(url: str, body: dict[str, Any], key: str) -> tuple[int, dict[str, str], dict[str, Any]]:
+    req = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
+                                 headers={"Content-Type": "application/json", "Idempotency-Key": key})
+    with urllib.request.urlopen(req, timeout=30) as answer:
+        return answer.status, dict(answer.headers), json.loads(answer.read())
+
+
+@pytest.fixture
+def browser() -> Any:
+    executable = _chromium()
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright (the dev extra) is not installed")
+    with sync_api.sync_playwright() as p:
+        launched = p.chromium.launch(executable_path=executable, args=["--no-sandbox"])
+        try:
+            yield launched
+        finally:
+            launched.close()
+
+
+def test_the_page_of_a_support_inbox_session_in_chromium(tmp_path: Path, browser: Any) -> None:
+    server = serve(SUPPORT_INBOX, root=tmp_path / "sessions", port=0, sweep_interval_s=None,
+                   model=ScriptedModel(SCRIPT), env={})
+    try:
+        status, headers, accepted = _post(
+            f"{server.url}/triggers/email_received",
+            {"conversation_id": "AAQk-1", "message": "Where is the thing we discussed?"}, "k-1")
+        assert status == 202 and headers["Location"].startswith("/sessions/AAQk-1/transcript?delivery_id=")
+        for n, reply in enumerate(["It's ORD-1001.", "12 Harbour Street."], start=2):
+            _post(f"{server.url}/sessions/AAQk-1/deliveries",
+                  {"trigger": "email_reply", "variables": {"reply_body": reply}, "message": reply}, f"k-{n}")
+
+        page = browser.new_page(viewport={"width": 1200, "height": 900})
+        console: list[str] = []
+        requests: list[str] = []
+        page.on("console", lambda m: console.append(f"{m.type}: {m.text}") if m.type in ("error", "warning") else None)
+        page.on("pageerror", lambda exc: console.append(f"pageerror: {exc}"))
+        page.on("request", lambda r: requests.append(r.url))
+        url = f"{server.url}/sessions/AAQk-1/view"
+        answer = page.goto(url, wait_until="load")
+        assert answer is not None and answer.status == 200
+        page.screenshot(path=str(tmp_path / "session-page.png"), full_page=True)
+
+        assert console == []
+        assert requests == [url]  # nothing else: no script, font, image or style from anywhere
+
+        svg = page.locator("#graph svg.graph")
+        assert svg.count() == 1 and svg.bounding_box()["width"] > 100
+        current = page.locator('svg.graph [aria-current="step"]')
+        assert current.count() == 1 and current.get_attribute("data-state") == "answer"
+        assert page.locator("svg.graph .state").count() == 4
+        assert page.locator("svg.graph .edge.taken").count() == 2  # intake → clarify → answer
+
+        kinds = page.locator("#timeline li.entry").evaluate_all("els => els.map(e => e.dataset.kind)")
+        assert kinds == ["turn", "advance", "park", "delivery", "park", "delivery", "advance", "completed"]
+        timeline = page.locator("#timeline").inner_text()
+        assert "parked for input in 'clarify': the customer's order number" in timeline
+        assert "resume_at " in timeline and "delivery 'email_reply' resumed 'clarify'" in timeline
+
+        notes = page.locator("#conversation .runtime[data-note=event]")
+        assert notes.count() == 2 and "'email_reply' arrived" in notes.first.inner_text()
+        people = page.locator("#conversation .msg.person").all_inner_texts()
+        assert any("It's ORD-1001." in t for t in people) and any("12 Harbour Street." in t for t in people)
+        assert page.locator('#conversation details.tool[data-tool="archmax_note"]').count() == 0
+        assert page.locator('#conversation details.tool[data-tool="archmax_wait"]').count() == 2
+        assert "ORD-1001 ships tomorrow." in page.locator("#conversation .msg.agent").last.inner_text()
+        assert (tmp_path / "session-page.png").stat().st_size > 10_000
+
+        listing = browser.new_page()
+        listing.goto(f"{server.url}/")
+        link = listing.locator("a", has_text="AAQk-1")
+        assert link.get_attribute("href") == "/sessions/AAQk-1/view"
+    finally:
+        server.stop()

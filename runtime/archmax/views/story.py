@@ -43,7 +43,7 @@ class TimelineEntry(BaseModel):
     ``kind``: ``turn`` (a turn opened under ``trigger`` in ``state``), ``delivery`` (``trigger``
     resumed the input park in ``state``), ``advance`` (the agent moved to ``state``), ``decision``
     (a person chose ``state``, with ``comment``), ``reset``, ``on_error`` (a failure routed to
-    ``state``), ``sub-workflow``, ``hook`` (an ``[after]`` check that did not pass), ``park``
+    ``state``), ``sub-workflow``, ``hook`` (a ``before``/``after`` hook of ``state`` and its verdict), ``park``
     (``channel`` input or decision, ``reason``, ``resume_at``), ``raised``, and the end:
     ``completed``, ``failed``, ``rejected``.
     """
@@ -64,6 +64,10 @@ class TimelineEntry(BaseModel):
     resume_at: str | None = None
     code: str | None = None
     """``raised``/``failed``: the agent's code."""
+    phase: Literal["before", "after"] | None = None
+    """``hook``: which hook list ran."""
+    verdict: str | None = None
+    """``hook``: ``ok``, ``correct`` or ``veto`` (§2.4)."""
 
 
 class ConversationEntry(BaseModel):
@@ -284,6 +288,14 @@ def story_of(record: Checkpoint, workflow: Any | None = None) -> Story:
             timeline.append(TimelineEntry(kind="reset", at=at, state=step.to, reason=step.reason))
         elif step.kind == "on_error":
             timeline.append(TimelineEntry(kind="on_error", at=at, state=step.to, reason=step.reason))
+        elif step.kind == "hook":  # a hook's verdict moves nothing (§2.4)
+            timeline.append(
+                TimelineEntry(
+                    kind="hook", at=at, state=step.state or step.to, reason=step.reason, phase=step.phase,
+                    verdict=step.verdict,
+                )
+            )
+            return
         else:
             timeline.append(
                 TimelineEntry(kind="sub-workflow", at=at, state=step.to, trigger=step.workflow, reason=step.status)
@@ -308,8 +320,6 @@ def story_of(record: Checkpoint, workflow: Any | None = None) -> Story:
         if kind is not None or _is_note(message):
             if message.role == "tool":  # the note's text; its call half is not a call the session made
                 conversation.append(ConversationEntry(role="runtime", at=at, text=message.content, note=kind))
-                if kind == "after":
-                    timeline.append(TimelineEntry(kind="hook", at=at, state=here, reason=message.content))
             continue
         if message.role == "user":
             conversation.append(ConversationEntry(role="person", at=at, text=message.content))

@@ -33,7 +33,8 @@ def entry_text(entry: TimelineEntry) -> str:
     if k == "sub-workflow":
         return f"sub-workflow '{entry.trigger}' → {entry.reason or 'called'} (in '{state}')"
     if k == "hook":
-        return f"after-hook check did not pass in '{state}'"
+        why = f": {entry.reason}" if entry.reason else ""
+        return f"{entry.phase or ''} hook of '{state}': {entry.verdict}{why}".lstrip()
     if k == "park":
         if entry.channel == "decision":
             return f"parked for a decision at '{state}'"

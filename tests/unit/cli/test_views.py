@@ -155,3 +155,26 @@ def test_untrusted_words_are_escaped_on_the_page(cli, tmp_path, script):
     assert "<img" not in html and "&lt;img src=x onerror=alert(1)&gt;" in html
     assert "default-src 'none'" in html
     assert Path(page).stat().st_size > 0
+
+
+def test_log_shows_hook_verdicts_and_the_after_note_as_a_runtime_event(cli, tmp_path, script):
+    root = make_workspace(tmp_path / "ws", polite={
+        "states": {"a": {"triggers": {"manual": None}, "after": {"script": "hooks/polite.py", "max_iterations": 1}}},
+    })
+    (root / "workflows" / "polite" / "hooks").mkdir()
+    (root / "workflows" / "polite" / "hooks" / "polite.py").write_text(
+        "def hook(ctx):\n"
+        "    said = [m for m in ctx.messages if m.role == 'assistant' and m.content]\n"
+        "    if 'please' in said[-1].content:\n"
+        "        return {'verdict': 'ok'}\n"
+        "    return {'verdict': 'correct', 'reason': 'say please'}\n",
+        encoding="utf-8",
+    )
+    flags = ["--root", str(root), "--store", str(tmp_path / "store")]
+    model = script([{"say": "Do it."}, {"say": "Do it, please."}])
+    run = cli(*flags, "run", "Ask nicely", "--session", "h-1", "--model", model)
+    assert run.code == 0, run.err
+    log = cli(*flags, "sessions", "h-1", "--log").out
+    assert _kinds(log) == ["TURN", "HOOK", "HOOK", "COMPLETED"]
+    assert "after hook of 'a': correct: say please" in log and "after hook of 'a': ok" in log
+    assert "runtime event (after): [after] The 'a' completion check did not pass: say please." in log

@@ -104,7 +104,7 @@ def reply_to_our_message(our_mail: Path, out: Path) -> Path:
     return out
 
 
-def support_inbox(store: Path) -> None:
+def support_inbox(store: Path) -> str:
     step("1. A customer's first email starts support-inbox (email_received)")
     first = archmax(store, "email", str(EMAILS / "01-first.eml"), "--workflow", "support-inbox", model="support-inbox")
     expect(first.returncode == 0, "the first email should park the session (exit 0)")
@@ -141,9 +141,10 @@ def support_inbox(store: Path) -> None:
     shown = summary(store, session_id)
     expect(shown["status"] == "completed" and shown["workflow_state"] == "answer", "the session should complete in 'answer'")
     print("-> one session, one id, four mails: Dana's question, ours, her reply to ours, our answer.")
+    return session_id
 
 
-def bank_check(store: Path) -> None:
+def bank_check(store: Path) -> str:
     session_id = "bank-INV-1042"
     step("7. bank-check looks for payment INV-1042; it has not posted, so the agent waits a day")
     run = archmax(
@@ -166,6 +167,21 @@ def bank_check(store: Path) -> None:
     shown = summary(store, session_id)
     expect(shown["workflow_state"] == "escalate", f"the session should end in 'escalate', not {shown['workflow_state']!r}")
     expect(shown["status"] == "completed", "the escalation message should complete the session")
+    return session_id
+
+
+def pages_and_log(store: Path, sessions: list[str]) -> None:
+    """Each session's page written to a file that outlives the demo's store, then one story as a log."""
+    pages = Path(tempfile.gettempdir()) / "archmax-demo-pages"
+    step("12. Each session's page (open it in a browser), and the bank check's story as `--log`")
+    for n, session_id in enumerate(sessions, start=1):
+        page = pages / f"session-{n}.html"
+        done = archmax(store, "sessions", session_id, "--open", str(page))
+        expect(done.returncode == 0 and page.is_file(), f"the page of {session_id} should be written")
+        print(f"-> page of '{session_id}': {page.resolve().as_uri()}")
+    log = archmax(store, "sessions", sessions[-1], "--log")
+    expect(log.returncode == 0 and "DELIVERY" in log.stdout and "ON_ERROR" in log.stdout,
+           "the log should show the deliveries and the on_error route")
 
 
 def main() -> int:
@@ -180,8 +196,8 @@ def main() -> int:
         store = Path(tmp) / "sessions"
         print(f"Sessions are kept in a fresh filesystem store: {store}")
         try:
-            support_inbox(store)
-            bank_check(store)
+            sessions = [support_inbox(store), bank_check(store)]
+            pages_and_log(store, sessions)
         except StoryError as exc:
             print(f"\n✖ demo failed: {exc}", file=sys.stderr)
             return 1

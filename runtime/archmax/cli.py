@@ -44,6 +44,8 @@ from archmax.errors import (
     InvalidSessionPathError,
     InvalidVariableNameError,
     MissingDeliveryTriggerError,
+    SessionNotAwaitingInputError,
+    SessionNotParkedError,
 )
 from archmax.workflow_tools import load_tools, load_workspace_tools, tool_diagnostics, tool_names
 
@@ -82,6 +84,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser for every command (§11)."""
     parser = _Parser(prog="archmax", description="Run governed agent sessions that park and resume.")
+    parser.add_argument("--version", action="version", version=f"archmax {_version()}")
     _common(parser)
     sub = parser.add_subparsers(dest="command", metavar="<command>")
 
@@ -90,11 +93,13 @@ def build_parser() -> argparse.ArgumentParser:
         _common(p)
         return p
 
-    run = add("run", "Start or continue the session a firing belongs to (§4.2), then send it.")
+    run = add("run", "Start a session, or continue the one this firing belongs to (--session, else the "
+              "trigger's session path over --variables, else a fresh id), and send it the prompt.")
     run.add_argument("words", nargs="*", metavar="[<workflow>] <prompt...>")
     run.add_argument("--trigger", help="trigger id (default: manual)")
     run.add_argument("--session", help="explicit session id")
-    run.add_argument("--session-path", dest="session_path", help="dotted path to the id in the variables")
+    run.add_argument("--session-path", dest="session_path",
+                     help="dotted path to the session id inside --variables, e.g. conversation_id")
     _firing_flags(run)
     _record_flag(run)
 
@@ -109,7 +114,8 @@ def build_parser() -> argparse.ArgumentParser:
     decide = add("decide", "Pick a transition of the human state a session is parked at.")
     decide.add_argument("session")
     decide.add_argument("--to", help="the transition's target state")
-    decide.add_argument("--comment")
+    decide.add_argument("--comment", help="why the person chose this; kept on the session's trail and "
+                        "told to the agent in the next state")
     _workflow_flag(decide)
     _record_flag(decide)
 
@@ -155,9 +161,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _version() -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version("archmax")
+    except metadata.PackageNotFoundError:
+        return "0+unknown"
+
+
 def _firing_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--variables", help="a JSON object, or @<file> holding one")
-    p.add_argument("--file", action="append", dest="files", metavar="NAME=PATH", help="repeatable")
+    p.add_argument("--file", action="append", dest="files", metavar="NAME=PATH",
+                   help="give the session the file at PATH: it is copied to scratchpad/attachments/<file name> "
+                        "and variable NAME (locked) holds that path; repeatable")
 
 
 def _record_flag(p: argparse.ArgumentParser) -> None:
@@ -182,6 +199,7 @@ class _Cli:
         self.out = sys.stdout
         self.err = sys.stderr
         self._store: Any = None
+        self._agent: Any = None  # the last agent built: its workflow names the triggers of a next: hint
 
     # ------------------------------------------------------------------ collaborators
 
@@ -209,10 +227,19 @@ class _Cli:
         from archmax.agent import create_agent
 
         model = build_model(model_spec(self.model_flag), record=self.record_flag)
-        return create_agent(workflow_dir, self.store, model, tools=load_workspace_tools(workflow_dir), clock=clock)
+        self._agent = create_agent(
+            workflow_dir, self.store, model, tools=load_workspace_tools(workflow_dir), clock=clock
+        )
+        return self._agent
 
-    def session_workflow(self, session_id: str) -> Path:
-        """``--workflow``, else the workflow the session's checkpoint names, else the only one."""
+    def session_workflow(self, session_id: str, missing: type[ArchmaxError] | None = None) -> Path:
+        """``--workflow``, else the workflow the session's checkpoint names, else the only one.
+
+        Args:
+            session_id: The session the command acts on.
+            missing: The operation's error for a session that does not exist (its message says
+                so), raised before a workflow is looked for; ``None`` lets the operation decide.
+        """
         flag = getattr(self.args, "workflow", None)
         if flag is not None:
             return resolve_workflow(self.root, flag)
@@ -220,6 +247,8 @@ class _Cli:
 
         validate_session_id(session_id)
         head = self.store.head(session_id)
+        if head is None and missing is not None:
+            raise missing(session_id, None)  # type: ignore[call-arg]
         if head is not None:
             found = find_workflow(self.root, head.workflow)
             if found is None:
@@ -228,7 +257,7 @@ class _Cli:
                     f"'{self.root / 'workflows'}'; pass --root or --workflow"
                 )
             return found
-        return only_workflow(self.root)
+        return only_workflow(self.root, how="pass --workflow <slug>")
 
     # ------------------------------------------------------------------ output
 
@@ -242,7 +271,9 @@ class _Cli:
         if self.json:
             self.say(to_json(outcome))
             return 0 if outcome.kind in ("completed", "parked") else 1
-        code = print_outcome(outcome, self.out, self.err, self.context())
+        code = print_outcome(
+            outcome, self.out, self.err, self.context(), self._agent.spec if self._agent is not None else None
+        )
         from archmax.cli_outbound import sent_lines
 
         for line in sent_lines(self.store, outcome.session_id):
@@ -257,7 +288,9 @@ class _Cli:
         if words and find_workflow(self.root, words[0]) is not None:
             workflow_dir = resolve_workflow(self.root, words.pop(0))
         else:
-            workflow_dir = only_workflow(self.root, named=words[0] if words else None)
+            workflow_dir = only_workflow(
+                self.root, named=words[0] if words else None, how="name it first: archmax run <workflow> <prompt...>"
+            )
         variables = parse_variables(a.variables)
         files = parse_files(a.files)
         from archmax.session.variables import check_host_variables
@@ -282,19 +315,19 @@ class _Cli:
         a = self.args
         variables = parse_variables(a.variables)
         files = parse_files(a.files)
-        agent = self.agent(self.session_workflow(a.session))
+        agent = self.agent(self.session_workflow(a.session, SessionNotAwaitingInputError))
         return self.outcome(
             agent.workflow.deliver(a.session, trigger=a.trigger, variables=variables, message=a.message, files=files)
         )
 
     def cmd_decide(self) -> int:
         a = self.args
-        agent = self.agent(self.session_workflow(a.session))
+        agent = self.agent(self.session_workflow(a.session, SessionNotParkedError))
         return self.outcome(agent.workflow.decide(a.session, to=a.to, comment=a.comment))
 
     def cmd_reply(self) -> int:
         a = self.args
-        agent = self.agent(self.session_workflow(a.session))
+        agent = self.agent(self.session_workflow(a.session, SessionNotParkedError))
         return self.outcome(agent.workflow.reply(a.session, " ".join(a.words)))
 
     def cmd_sessions(self) -> int:
@@ -307,7 +340,7 @@ class _Cli:
             validate_session_id(a.session)
             record = self.store.load(a.session)
             if record is None:
-                self.note(f"error: no session '{a.session}' in the store")
+                self.note(f"error: session '{a.session}' does not exist in this store (archmax sessions lists them)")
                 return 1
             if cli_views.wants_view(a):
                 return cli_views.show(self, record, self._spec(record.workflow, {}))
@@ -491,7 +524,7 @@ class _Cli:
         from archmax.outbound.config import reply_threader
 
         firing = reply_threader(self.store)(firing, ())  # a reply to what we sent: its session
-        workflow_dir = resolve_workflow(self.root, a.workflow)
+        workflow_dir = resolve_workflow(self.root, a.workflow, how="pass --workflow <slug>")
         agent = self.agent(workflow_dir)
         resolved = agent.workflow.resolve_session(trigger=firing.trigger, variables=firing.variables)
         if not self.json:
@@ -561,24 +594,33 @@ def main(argv: Sequence[str] | None = None) -> int:
     Returns:
         0 for success or a park; 1 for a failed/rejected result or an ``ArchmaxError``; 2 for a usage error.
     """
+    as_json = "--json" in (sys.argv[1:] if argv is None else argv)
     try:
         args = _parse(argv)
         if args.command is None:
             raise UsageError(f"choose a command: {', '.join(COMMANDS)} (archmax -h for help)")
         cli = _Cli(args)
         return getattr(cli, f"cmd_{args.command}")()
-    except SystemExit as exc:  # -h/--help
+    except SystemExit as exc:  # -h/--help, --version
         return exc.code if isinstance(exc.code, int) else 0
     except UsageError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return _error(exc, 2, as_json)
     except USAGE_ERRORS as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return _error(exc, 2, as_json)
     except ArchmaxError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
+        return _error(exc, 1, as_json)
 
+
+def _error(exc: Exception, code: int, as_json: bool) -> int:
+    """``error: <message>`` on stderr; under ``--json`` also ``{error, message, session_id?, exit}`` on stdout."""
+    if as_json:
+        body = {"error": type(exc).__name__, "message": str(exc), "exit": code}
+        session_id = getattr(exc, "session_id", None)
+        if session_id is not None:
+            body["session_id"] = session_id
+        print(to_json(body))
+    print(f"error: {exc}", file=sys.stderr)
+    return code
 
 if __name__ == "__main__":
     sys.exit(main())

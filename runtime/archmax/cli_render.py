@@ -56,36 +56,74 @@ def waiting_line(session_id: str, pending: PendingInput | PendingDecision | None
     return f"waiting: session '{session_id}' awaits a decision in state '{where}'"
 
 
-def next_line(session_id: str, pending: PendingInput | PendingDecision | None, context: Sequence[str]) -> str:
-    """The ``next:`` line: the ``deliver``/``decide`` command that moves the session on (§11).
+EMAIL_VARIABLES = frozenset({"message_id", "from", "subject"})
+"""Variables every email firing sets (``archmax.inbound.email``): a session holding them came by email."""
+
+
+def next_line(
+    session_id: str,
+    pending: PendingInput | PendingDecision | None,
+    context: Sequence[str],
+    *,
+    workflow: Workflow | None = None,
+    variables: dict[str, Any] | None = None,
+) -> str:
+    """The ``next:`` line: the command that moves the session on (§11), with real names, not placeholders.
+
+    An input park with ``resume_at`` gets the ``timer`` delivery (or ``sweep``). Otherwise the
+    delivery names a trigger the workflow declares (the session's current one last: a reply
+    usually arrives under another) and that trigger's ``requires`` variables; a session that came
+    by email is pointed at ``archmax email`` first. A decision park gets ``decide --to`` with its
+    transitions, and ``reply``.
 
     Args:
         session_id: The parked session.
         pending: Its park record.
         context: Extra flags the command needs to find the same workspace (``--root``, ``--store``).
+        workflow: The session's workflow, for its declared triggers; ``None`` suggests ``manual``.
+        variables: The session's variables (``name → {value, locked}``), to tell an email conversation.
     """
     if isinstance(pending, PendingInput):
         if pending.resume_at:
             cmd = command("archmax", "deliver", session_id, *context, "--trigger", "timer",
                           "--variables", json.dumps({"now": pending.resume_at}))
             return f"next: {cmd}   (or, once it is due: {command('archmax', 'sweep', *context)})"
-        cmd = command("archmax", "deliver", session_id, *context, "--trigger", "<event-id>",
-                      "--variables", '{"name": "value"}')
-        return f"next: {cmd}"
+        current = (variables or {}).get("trigger", {}).get("value")
+        declared = workflow.declared_triggers() if workflow is not None else []
+        ordered = sorted(declared, key=lambda t: t == current) or ["manual"]
+        trigger = ordered[0]
+        words = ["archmax", "deliver", session_id, *context, "--trigger", trigger]
+        decl = workflow.trigger_decl(trigger) if workflow is not None else None
+        if decl is not None and decl.requires:
+            words += ["--variables", json.dumps({r.name: f"<{r.type or 'value'}>" for r in decl.requires})]
+        deliver = f"{command(*words)} [--message <text>]"
+        others = f"   (triggers this workflow declares: {', '.join(declared)})" if len(declared) > 1 else ""
+        if EMAIL_VARIABLES <= set(variables or {}):
+            flag = ["--workflow", workflow.slug] if workflow is not None else []
+            email = f"{command('archmax', 'email', *context, *flag)} <reply.eml>"
+            return f"next: {email}   (the reply, as a raw email; or: {deliver})"
+        return f"next: {deliver}{others}"
     targets = "|".join(t.to for t in pending.transitions) if isinstance(pending, PendingDecision) else "<state>"
     cmd = command("archmax", "decide", session_id, *context, "--to", targets)
     return f"next: {cmd} [--comment <text>]   (or: {command('archmax', 'reply', session_id, *context)} <message>)"
 
 
-def print_outcome(outcome: Outcome, out: IO[str], err: IO[str], context: Sequence[str]) -> int:
-    """Print an Outcome as §11's table says and return the exit code (0 completed/parked, 1 failed/rejected)."""
+def print_outcome(
+    outcome: Outcome, out: IO[str], err: IO[str], context: Sequence[str], workflow: Workflow | None = None
+) -> int:
+    """Print an Outcome as §11's table says and return the exit code (0 completed/parked, 1 failed/rejected).
+
+    ``workflow`` (the session's) lets the ``next:`` line name its declared triggers.
+    """
     for warning in outcome.warnings:
         print(paint(f"warning: {warning}", "yellow", err), file=err)
     if outcome.reply:
         print(outcome.reply, file=out)
     if outcome.kind == "parked":
         print(paint(waiting_line(outcome.session_id, outcome.pending, outcome.state), "yellow", err), file=err)
-        print(paint(next_line(outcome.session_id, outcome.pending, context), "dim", err), file=err)
+        hint = next_line(outcome.session_id, outcome.pending, context, workflow=workflow,
+                         variables=outcome.variables)
+        print(paint(hint, "dim", err), file=err)
         return 0
     if outcome.kind == "failed":
         code = outcome.exit.code if outcome.exit else None

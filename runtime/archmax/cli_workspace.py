@@ -11,6 +11,7 @@ Host tools are loaded by :mod:`archmax.workflow_tools`, the one convention every
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import re
@@ -58,30 +59,46 @@ def find_workflow(root: Path, name: str) -> Path | None:
     return None
 
 
-def resolve_workflow(root: Path, name: str | None) -> Path:
+def resolve_workflow(root: Path, name: str | None, *, how: str = "name one") -> Path:
     """The workflow folder for a command (§11: may be left out only when exactly one exists).
 
+    Args:
+        root: The workspace (``--root``).
+        name: The workflow argument or ``--workflow``, or None.
+        how: What the user should do when the name is left out and there are several (``"name one"``,
+            ``"pass --workflow <slug>"``).
+
     Raises:
-        UsageError: the name matches nothing, or it was left out and the workspace holds zero or
-            several workflows.
+        UsageError: the name matches nothing (the message lists what was found and the closest
+            slug), or it was left out and the workspace holds zero or several workflows.
     """
     if name is not None:
         found = find_workflow(root, name)
         if found is None:
-            known = ", ".join(workflows_in(root)) or "none"
-            raise UsageError(f"no workflow '{name}' (looked for {root / 'workflows' / name / WORKFLOW_FILE}; known: {known})")
+            raise UsageError(not_found_message(root, name))
         return found
-    return only_workflow(root)
+    return only_workflow(root, how=how)
 
 
-def only_workflow(root: Path, named: str | None = None) -> Path:
+def not_found_message(root: Path, name: str) -> str:
+    """``no workflow 'expense-aproval' under workflows/ (found: expense-approval, refunds); did you mean ...?``."""
+    known = list(workflows_in(root))
+    where = "workflows/" if root == Path(".") else f"{root / 'workflows'}/"
+    found = ", ".join(known) if known else f"no workflows/*/{WORKFLOW_FILE} there"
+    close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+    hint = f"; did you mean '{close[0]}'?" if close else ""
+    return f"no workflow '{name}' under {where} (found: {found}){hint}"
+
+
+def only_workflow(root: Path, named: str | None = None, *, how: str = "name one") -> Path:
     """The workspace's one workflow.
 
     Args:
         root: The workspace (``--root``).
-        named: A word that may have named a workflow (``run``'s first word), for the error when
-            the workspace holds none: ``archmax run support-inbox ...`` in a folder without
-            ``workflows/`` says that workflow was not found, not "name a workflow".
+        named: A word that may have named a workflow (``run``'s first word). With no workflow, or
+            several, a slug-like word that matches none is reported as a workflow not found
+            (``archmax run expense-aproval ...``), not as "name a workflow".
+        how: What to do when there are several (see :func:`resolve_workflow`).
 
     Raises:
         UsageError: there are zero or several.
@@ -89,14 +106,12 @@ def only_workflow(root: Path, named: str | None = None) -> Path:
     found = workflows_in(root)
     if len(found) == 1:
         return next(iter(found.values()))
+    if named is not None and _SLUG.fullmatch(named):
+        then = f": {how}" if found else "; run from the workspace folder or pass --root"
+        raise UsageError(not_found_message(root, named) + then)
     if not found:
-        if named is not None and _SLUG.fullmatch(named):
-            raise UsageError(
-                f"workflow '{named}' was not found under '{os.path.join(root, 'workflows')}' (no workflows/*/{WORKFLOW_FILE} "
-                f"there); run from the workspace folder or pass --root"
-            )
         raise UsageError(f"no workflows/*/{WORKFLOW_FILE} under '{root}'; name a workflow or pass --root")
-    raise UsageError(f"'{root}' holds several workflows ({', '.join(found)}); name one")
+    raise UsageError(f"'{root}' holds several workflows ({', '.join(found)}): {how}")
 
 
 # --------------------------------------------------------------------------- store

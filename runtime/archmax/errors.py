@@ -227,7 +227,7 @@ class SessionNotAwaitingInputError(SessionStateError):
     def __init__(
         self, session_id: str, status: str | None, detail: str | None = None, *, lost_race: bool = False
     ) -> None:
-        what = f"its status is '{status}'" if status else "no such session"
+        what = f"its status is '{status}'" if status else "no such session (it does not exist)"
         extra = f" ({detail})" if detail else ""
         super().__init__(
             f"session '{session_id}' is not parked awaiting an event: {what}{extra}",
@@ -241,7 +241,7 @@ class SessionNotParkedError(SessionStateError):
     """``decide``/``reply`` when the session is not parked on ``decision`` (§3.6, §3.7)."""
 
     def __init__(self, session_id: str, status: str | None, *, lost_race: bool = False) -> None:
-        what = f"its status is '{status}'" if status else "no such session"
+        what = f"its status is '{status}'" if status else "no such session (it does not exist)"
         super().__init__(
             f"session '{session_id}' is not parked awaiting a decision: {what}",
             session_id=session_id,

@@ -126,8 +126,9 @@ def test_a_decision_for_a_session_that_is_not_parked_at_a_human_state_is_a_409_a
 ) -> None:
     d = deploy(PARK)
     before = d.snapshot()
-    missing = d.call("deliver", event("apigw_decision.json"))
-    assert missing["statusCode"] == 409 and body(missing)["error"] == "SessionNotParkedError"
+    missing = d.call("deliver", event("apigw_decision.json"))  # no such session: 404 (issue 15), not a conflict
+    assert missing["statusCode"] == 404 and body(missing)["error"] == "SessionNotParkedError"
+    assert d.snapshot() == before
     d.call("send", event("apigw_send_message.json"))  # AAQk-1 parks awaiting input, not a decision
     before = d.snapshot()
     evt = event("apigw_decision.json")

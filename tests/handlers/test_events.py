@@ -84,13 +84,13 @@ def test_a_delivery_over_http_resumes_the_park_and_answers_the_outcome(deploy: A
     )
 
 
-def test_a_delivery_to_a_session_that_is_not_parked_is_a_409_naming_the_error_and_changes_nothing(
+def test_a_delivery_to_a_session_that_does_not_exist_is_a_404_naming_the_error_and_changes_nothing(
     deploy: Any,
 ) -> None:
     d = deploy([])
     before = d.snapshot()
     answer = d.call("deliver", event("apigw_deliver.json"))
-    assert answer["statusCode"] == 409
+    assert answer["statusCode"] == 404  # issue 15: a missing session is not a conflict with its state
     assert body(answer)["error"] == "SessionNotAwaitingInputError"
     assert body(answer)["session_id"] == "AAQk-1"
     assert d.snapshot() == before

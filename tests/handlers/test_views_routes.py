@@ -121,3 +121,14 @@ def test_the_list_filters_and_pages(deploy):
     for bad in ("status=parked", "limit=0", "limit=x", "parked_before=tomorrow", "colour=red"):
         refused = d.call("resolve", get(f"/sessions?{bad}"))
         assert refused["statusCode"] == 400 and body(refused)["error"] == "InvalidEventError", bad
+
+
+def test_a_delivery_or_decision_to_a_missing_session_is_a_404_not_a_409(deploy):
+    d = deploy(PARK)
+    for name, route in (("apigw_deliver.json", "deliveries"), ("apigw_decision.json", "decisions")):
+        evt = event(name)
+        evt["rawPath"] = evt["requestContext"]["http"]["path"] = f"/sessions/nobody/{route}"
+        evt["pathParameters"] = {"id": "nobody"}
+        answer = d.call("deliver", evt)
+        assert answer["statusCode"] == 404, (route, answer)
+        assert "does not exist" in body(answer)["message"] and body(answer)["session_id"] == "nobody"

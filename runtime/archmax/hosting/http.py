@@ -59,9 +59,13 @@ def status_of(exc: BaseException) -> int:
     """The HTTP status for an error: the nearest class of its MRO in :data:`ERROR_STATUS`, else 500.
 
     An :class:`~archmax.errors.InvalidEventError` carries its own status (400, or 415 for a media type).
+    A delivery, decision or reply to a session that does not exist (no status) is 404, not 409.
     """
     if isinstance(exc, e.InvalidEventError):
         return int(exc.status)
+    missing = exc.status is None and not exc.lost_race if isinstance(exc, e.SessionStateError) else False
+    if isinstance(exc, (e.SessionNotAwaitingInputError, e.SessionNotParkedError)) and missing:
+        return 404  # the session does not exist: not a conflict with its state (issue 15)
     for cls in type(exc).__mro__:
         if cls in ERROR_STATUS:
             return ERROR_STATUS[cls]  # type: ignore[index]

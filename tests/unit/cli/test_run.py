@@ -110,7 +110,10 @@ def test_a_first_word_naming_a_workflow_is_the_workflow_not_the_prompt(cli, chor
 def test_workflow_argument_is_required_when_the_workspace_holds_several(cli, refunds, script):
     run = cli(*refunds, "run", "Please", "refund", "--model", script([{"say": "ok"}]))
     assert run.code == 2
-    assert run.err == f"error: '{refunds[1]}' holds several workflows (chores, refunds); name one\n"
+    assert run.err == (
+        f"error: no workflow 'Please' under {refunds[1]}/workflows/ (found: chores, refunds): "
+        "name it first: archmax run <workflow> <prompt...>\n"
+    )
 
 
 def test_variables_from_a_file(cli, chores, script, tmp_path):
@@ -185,8 +188,8 @@ def test_naming_a_workflow_in_a_folder_without_workflows_says_that_workflow_was_
     run = cli("--root", str(empty), "run", "support-inbox", "Where", "is", "my", "order?", "--model", INBOX_SCRIPT)
     assert run.code == 2 and run.out == ""
     assert run.err == (
-        f"error: workflow 'support-inbox' was not found under '{empty}/workflows' "
-        "(no workflows/*/workflow.yaml there); run from the workspace folder or pass --root\n"
+        f"error: no workflow 'support-inbox' under {empty}/workflows/ "
+        "(found: no workflows/*/workflow.yaml there); run from the workspace folder or pass --root\n"
     )
 
 

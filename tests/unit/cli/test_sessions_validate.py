@@ -73,7 +73,7 @@ def test_sessions_workflow_flag_filters_by_workflow(cli, examples):
 def test_sessions_of_an_unknown_session_exits_1(cli, examples):
     run = cli(*examples, "sessions", "nobody")
     assert run.code == 1
-    assert run.err == "error: no session 'nobody' in the store\n"
+    assert run.err == "error: session 'nobody' does not exist in this store (archmax sessions lists them)\n"
 
 
 def test_sessions_of_an_invalid_id_exits_2(cli, examples):

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from archmax import cli_views
+from archmax import cli_schema, cli_views
 from archmax.cli_render import print_outcome, session_lines, sweep_lines, to_json
 from archmax.cli_workspace import (
     UsageError,
@@ -60,6 +60,7 @@ USAGE_ERRORS = (
 
 COMMANDS = (
     "run", "deliver", "decide", "reply", "sessions", "validate", "test", "sweep", "email", "serve", "invoke", "quarantine",
+    "schema",
 )  # fmt: skip
 
 
@@ -146,6 +147,8 @@ def build_parser() -> argparse.ArgumentParser:
     email.add_argument("--trigger", help="override the trigger (default: email_received / email_reply)")
     _workflow_flag(email)
     _record_flag(email)
+
+    cli_schema.add_command(sub, _common)
 
     serve = add("serve", "Serve the Lambda handlers on 127.0.0.1 for local development (no Docker).")
     serve.add_argument("workflow", nargs="?")
@@ -462,6 +465,9 @@ class _Cli:
                 for line in sweep_lines(sid, shown, outcomes.get(sid)):
                     self.say(line)
         return 1 if sweep_failed(results + stale) else 0
+
+    def cmd_schema(self) -> int:
+        return cli_schema.run(self)
 
     def cmd_serve(self) -> int:
         from archmax.serve import main_loop, serve

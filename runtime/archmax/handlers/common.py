@@ -23,7 +23,7 @@ import json
 from collections.abc import Callable, Mapping
 from re import Match
 from typing import TYPE_CHECKING, Any
-from urllib.parse import unquote
+from urllib.parse import quote, unquote, urlencode
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, APIGatewayRestResolver, Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
@@ -249,3 +249,15 @@ def drain(c: Collaborators, session_id: Any) -> dict[str, Any]:
             for r in results
         ]
     }
+
+
+def base_path(event: Any) -> str:
+    """The path prefix links need: ``""`` on the ``$default`` stage, else ``/<stage>``."""
+    context = event.get("requestContext") if isinstance(event, Mapping) else None
+    stage = context.get("stage") if isinstance(context, Mapping) else None
+    return "" if not stage or stage == "$default" else f"/{quote(str(stage), safe='')}"
+
+
+def transcript_location(base: str, session_id: str, delivery_id: str) -> str:
+    """The URL a webhook's ``202`` names in ``Location``: the session's transcript, asking after that delivery."""
+    return f"{base}/sessions/{quote(session_id, safe='')}/transcript?{urlencode({'delivery_id': delivery_id})}"

@@ -19,6 +19,7 @@ from archmax.clock import format_instant
 from archmax.errors import CallerError, DuplicateDeliveryError, SessionNotResumableError, UnauthenticatedEventError
 from archmax.handlers.common import (
     Handler,
+    base_path,
     direct,
     drain,
     http_app,
@@ -26,9 +27,9 @@ from archmax.handlers.common import (
     is_http_event,
     json_response,
     refuse,
+    transcript_location,
     unrecognised,
 )
-from archmax.handlers.views import base_path, transcript_location
 from archmax.inbound.apigw import message_firing, raw_body, trigger_firing
 from archmax.inbound.mail_auth import (
     DEFAULT_POLICY,

@@ -20,12 +20,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
-from urllib.parse import quote, urlencode
+from urllib.parse import urlencode
 
 from aws_lambda_powertools.event_handler import Response
 
 from archmax.errors import InvalidEventError
-from archmax.handlers.common import json_response
+from archmax.handlers.common import base_path, json_response
 from archmax.session.ids import parent_session_id, validate_session_id
 from archmax.session.records import Checkpoint, SessionStatus
 from archmax.session.results import summary_of
@@ -64,18 +64,6 @@ def _workflow_of(c: Collaborators, record: Checkpoint) -> Any:
     """The served workflow when the session belongs to it, else ``None`` (no graph: not this workflow's)."""
     spec = c.agent.spec
     return spec if spec.slug == record.workflow else None
-
-
-def base_path(event: Any) -> str:
-    """The path prefix links need: ``""`` on the ``$default`` stage, else ``/<stage>``."""
-    context = event.get("requestContext") if isinstance(event, Mapping) else None
-    stage = context.get("stage") if isinstance(context, Mapping) else None
-    return "" if not stage or stage == "$default" else f"/{quote(str(stage), safe='')}"
-
-
-def transcript_location(base: str, session_id: str, delivery_id: str) -> str:
-    """The URL a webhook's ``202`` names in ``Location``: the session's transcript, asking after that delivery."""
-    return f"{base}/sessions/{quote(session_id, safe='')}/transcript?{urlencode({'delivery_id': delivery_id})}"
 
 
 def transcript(record: Checkpoint, workflow: Any, delivery_id: str | None) -> dict[str, Any]:

@@ -21,9 +21,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from html import escape
 
-from grandalf.graphs import Edge, Graph, Vertex
-from grandalf.layouts import SugiyamaLayout
-
 from archmax.views.story import GraphEdge, GraphState
 
 CHAR_W = 7.6
@@ -63,6 +60,9 @@ def layout(states: Sequence[GraphState], edges: Sequence[GraphEdge]) -> tuple[di
         ``(boxes by slug, routes by edge index, width, height)``; coordinates start at ``PAD``.
         Self-loops get no route (they are drawn beside their box).
     """
+    from grandalf.graphs import Edge, Graph, Vertex  # imported here: only a page pays for the layout library
+    from grandalf.layouts import SugiyamaLayout
+
     vertices = {s.slug: Vertex(s.slug) for s in states}
     boxes: dict[str, _Box] = {}
     for slug, v in vertices.items():

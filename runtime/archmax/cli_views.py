@@ -69,13 +69,14 @@ def show(cli: Any, record: Any, workflow: Any) -> int:
 def _default_page_path(cli: Any, session_id: str) -> Path:
     """``<temp dir>/archmax-pages/<folder name>.html``, outside the store and the workspace.
 
-    Named by the store's folder name for the id (§9.2), never by the raw id, which may hold ``/``.
+    Named like the filesystem store's folder for the id (§9.2), never by the raw id, which may hold
+    ``/``; the name also tells ``A`` from ``a`` on a case-insensitive disk.
     """
     import tempfile
 
-    from archmax.session.ids import folder_name
+    from archmax.session.ids import portable_folder_name
 
-    return Path(tempfile.gettempdir()) / "archmax-pages" / f"{folder_name(session_id)}.html"
+    return Path(tempfile.gettempdir()) / "archmax-pages" / f"{portable_folder_name(session_id)}.html"
 
 
 def keep(record: Any, status: str | None) -> bool:

@@ -117,7 +117,10 @@ def test_open_without_a_file_writes_under_the_temporary_folder(cli, examples, mo
     cli(*examples, "run", "bank-check", "Payment due", "--session", "b/1", "--trigger", "payment_expected",
         "--variables", '{"reference": "INV-1"}', "--model", BANK_SCRIPT)
     run = cli(*examples, "sessions", "b/1", "--open")
-    written = tmp_path / "tmp" / "archmax-pages" / "b%2F1.html"  # the store's folder name, never a path from the id
+    from archmax.session.ids import portable_folder_name
+
+    written = tmp_path / "tmp" / "archmax-pages" / f"{portable_folder_name('b/1')}.html"  # never a path from the id
+    assert "/" not in portable_folder_name("b/1")
     assert run.err.strip() == f"page: {written.resolve().as_uri()}" and written.is_file()
 
 

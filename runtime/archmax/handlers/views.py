@@ -24,6 +24,7 @@ from urllib.parse import urlencode
 
 from aws_lambda_powertools.event_handler import Response
 
+from archmax.engine.deliveries import was_applied
 from archmax.errors import InvalidEventError
 from archmax.handlers.common import base_path, json_response
 from archmax.session.ids import parent_session_id, validate_session_id
@@ -66,8 +67,11 @@ def _workflow_of(c: Collaborators, record: Checkpoint) -> Any:
     return spec if spec.slug == record.workflow else None
 
 
-def transcript(record: Checkpoint, workflow: Any, delivery_id: str | None) -> dict[str, Any]:
-    """The transcript view: the conversation as a person reads it, the wait or exit, the last reply."""
+def transcript(record: Checkpoint, workflow: Any, delivery: tuple[str, bool] | None = None) -> dict[str, Any]:
+    """The transcript view: the conversation as a person reads it, the wait or exit, the last reply.
+
+    ``delivery`` is ``(delivery id, applied)`` when the caller asked after one firing.
+    """
     story = story_of(record, workflow)
     said = [e for e in story.conversation if e.role == "agent" and e.text.strip()]
     body: dict[str, Any] = {
@@ -81,8 +85,8 @@ def transcript(record: Checkpoint, workflow: Any, delivery_id: str | None) -> di
         body["wait"] = story.wait.model_dump(mode="json", exclude_none=True)
     if story.exit is not None:
         body["exit"] = story.exit.model_dump(mode="json", exclude_none=True)
-    if delivery_id is not None:
-        body["delivery"] = {"id": delivery_id, "applied": delivery_id in record.delivery_ids}
+    if delivery is not None:
+        body["delivery"] = {"id": delivery[0], "applied": delivery[1]}
     return body
 
 
@@ -196,7 +200,10 @@ def register(router: Any, c: Collaborators) -> None:
         record = _record(c, session_id)
         if record is None:
             return _not_found(session_id)
-        return json_response(200, transcript(record, _workflow_of(c, record), params().get("delivery_id")))
+        delivery_id = params().get("delivery_id")
+        # applied once in the checkpoint's window of ids, or (older) as a marker file (engine/deliveries)
+        asked = (delivery_id, was_applied(c.agent.store, record, delivery_id)) if delivery_id is not None else None
+        return json_response(200, transcript(record, _workflow_of(c, record), asked))
 
     @router.get("/sessions/<session_id>/trail")
     def get_trail(session_id: str) -> Any:

@@ -52,6 +52,16 @@ class Signature(_Doc):
 SignatureEntry = str | Signature
 
 
+class WebhookSignature(_Doc):
+    """How ``POST /webhooks/<trigger>`` checks a caller's HMAC signature."""
+
+    secret: str = Field(description="Where the signing secret is: `ssm:<name>` or `secretsmanager:<name>`.")
+    header: str | None = Field(None, description="The header carrying the signature.")
+    timestamp_header: str | None = Field(None, description="The header carrying the signed timestamp.")
+    delivery_header: str | None = Field(None, description="The header carrying the delivery id.")
+    tolerance_s: int | None = Field(None, ge=1, le=3600, description="Seconds a timestamp may be off (default 300).")
+
+
 class Trigger(_Doc):
     """A trigger declaration under ``states.<s>.triggers.<id>`` (``null`` takes every default)."""
 
@@ -68,6 +78,10 @@ class Trigger(_Doc):
     )
     returns: list[SignatureEntry] | None = Field(
         None, description="Variables the session guarantees when a turn under this trigger completes."
+    )
+    signature: WebhookSignature | None = Field(None, description="Signed webhooks: how a firing proves its sender.")
+    mail_auth: Literal["dmarc_or_aligned_dkim", "dmarc", "aligned_dkim", "spf", "none"] | None = Field(
+        None, description="Which mail authentication an inbound email under this trigger must pass."
     )
 
 

@@ -12,18 +12,20 @@ from archmax.cli import build_parser
 
 from ._support import EMAILS, EXAMPLES, INBOX_SCRIPT, make_workspace
 
+FOUND = ", ".join(sorted(p.parent.name for p in (EXAMPLES / "workflows").glob("*/workflow.yaml")))
+
 
 def test_a_misspelt_workflow_is_named_with_what_was_found_and_the_closest_slug(cli, examples):
     run = cli(*examples, "run", "expense-aproval", "Lunch", "receipt", "--model", INBOX_SCRIPT)
     assert run.code == 2 and run.out == ""
     assert run.err.startswith(
-        f"error: no workflow 'expense-aproval' under {EXAMPLES}/workflows/ (found: bank-check, support-inbox)"
+        f"error: no workflow 'expense-aproval' under {EXAMPLES}/workflows/ (found: {FOUND})"
     )
     assert "holds several workflows" not in run.err
     near = cli(*examples, "validate", "support-inbx")
     assert near.code == 2
     assert near.err == (
-        f"error: no workflow 'support-inbx' under {EXAMPLES}/workflows/ (found: bank-check, support-inbox); "
+        f"error: no workflow 'support-inbx' under {EXAMPLES}/workflows/ (found: {FOUND}); "
         "did you mean 'support-inbox'?\n"
     )
 
@@ -31,7 +33,7 @@ def test_a_misspelt_workflow_is_named_with_what_was_found_and_the_closest_slug(c
 def test_a_command_that_finds_several_workflows_names_the_flag_that_picks_one(cli, examples):
     run = cli(*examples, "email", str(EMAILS / "01-first.eml"), "--model", INBOX_SCRIPT)
     assert run.code == 2
-    assert run.err == f"error: '{EXAMPLES}' holds several workflows (bank-check, support-inbox): pass --workflow <slug>\n"
+    assert run.err == f"error: '{EXAMPLES}' holds several workflows ({FOUND}): pass --workflow <slug>\n"
 
 
 @pytest.mark.parametrize(

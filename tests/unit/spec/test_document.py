@@ -41,6 +41,7 @@ def keys(model) -> set[str]:
         (d.ToolRule, check_tools._RULE_KEYS),
         (d.Trigger, check_triggers._KNOWN),
         (d.Signature, check_triggers._ENTRY_KEYS),
+        (d.WebhookSignature, check_triggers._SIGNATURE_KEYS),
         (d.Rubric, check_hooks._RUBRIC_KEYS),
         (d.CaseDocument, case_parser.TOP_LEVEL_KEYS),
         (d.ScriptedAnswer, tuple(ScriptEntry.model_fields)),

@@ -13,8 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from archmax.engine import subworkflows
-from archmax.engine.artifacts import write_artifacts
+from archmax.engine.artifacts import ArtifactWriter
 from archmax.engine.deliveries import refuse_duplicate, remember_delivery
 from archmax.engine.loop import TurnLoop
 from archmax.engine.placement import place_files, prepare_files, session_file_exists
@@ -56,6 +55,8 @@ class Operations:
 
     def __init__(self, rt: Runtime) -> None:
         self.rt = rt
+        self.artifacts = ArtifactWriter(rt.store, rt.workflow, rt.warn)
+        self._snapshots: set[str] = set()  # spec hashes this agent has written to _specs/ (§9.4)
 
     # ------------------------------------------------------------------ classification
 
@@ -465,10 +466,12 @@ class Operations:
         wf = self.rt.workflow
         if rec.spec_hash == wf.spec_hash:
             return
-        try:
-            self.rt.store.put_spec(wf.spec_hash, wf.spec)
-        except Exception as exc:  # a snapshot is a record, never a reason to fail the turn
-            self.rt.warn(rec, "spec_snapshot", f"could not write _specs/{wf.spec_hash}.json: {exc}")
+        if wf.spec_hash not in self._snapshots:  # create-only: once this agent wrote it, it exists
+            try:
+                self.rt.store.put_spec(wf.spec_hash, wf.spec)
+                self._snapshots.add(wf.spec_hash)
+            except Exception as exc:  # a snapshot is a record, never a reason to fail the turn
+                self.rt.warn(rec, "spec_snapshot", f"could not write _specs/{wf.spec_hash}.json: {exc}")
         rec.spec_hash = wf.spec_hash
 
     def _title_warning(self, work: Work, text: str) -> None:
@@ -695,7 +698,7 @@ class Operations:
     # ------------------------------------------------------------------ shared tail
 
     def _guarded(self, work: Work, body, disposition: str) -> Outcome:
-        """Run ``body`` under the lease, write the artifacts and build the Outcome.
+        """Run ``body`` under the lease, bring the artifacts up to date and build the Outcome.
 
         On an unexpected error the lease is let go (so the session can be taken over at once) and the
         error re-raised. Artifacts are written only while this writer's record is still the session's:
@@ -714,9 +717,9 @@ class Operations:
                 except Exception:  # noqa: BLE001 - taken over meanwhile, or the store is down: re-raise the cause
                     still_ours = False
             if still_ours:
-                write_artifacts(self.rt, work.record)
+                self.artifacts.write(work.record, work.start_version)
             raise
-        write_artifacts(self.rt, work.record)
+        self.artifacts.write(work.record, work.start_version)
         dispatch_after_operation(self.rt.outbound, work.record, self.rt.warn)
         return build_outcome(work, disposition)
 

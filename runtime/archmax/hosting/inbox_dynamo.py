@@ -89,9 +89,9 @@ class DynamoInbox:
         inline_max_bytes: int = INLINE_MAX_BYTES,
     ) -> None:
         if client is None:
-            import boto3  # only when the host injected nothing
+            from archmax.stores.aws.clients import LazyClient  # built on first use
 
-            client = boto3.client("dynamodb")
+            client = LazyClient("dynamodb")
         self.table_name = table_name
         self._ddb = client
         self._clock = clock or SystemClock()
@@ -101,9 +101,9 @@ class DynamoInbox:
         self._bodies: BodyStore | None = None
         if bucket:
             if s3_client is None:
-                import boto3  # only when the host injected nothing
+                from archmax.stores.aws.clients import LazyClient
 
-                s3_client = boto3.client("s3")
+                s3_client = LazyClient("s3")
             self._bodies = BodyStore(s3_client, bucket, prefix)
 
     # ------------------------------------------------------------------ plumbing

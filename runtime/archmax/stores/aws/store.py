@@ -23,6 +23,7 @@ from archmax.errors import CommitConflictError, PathExistsError, StoreError
 from archmax.session.ids import validate_session_id
 from archmax.session.records import Checkpoint, SessionStatus
 from archmax.stores import common as _common
+from archmax.stores.aws.clients import LazyClient
 from archmax.stores.aws.errors import aws_call, found_in_item
 from archmax.stores.aws.item import (
     DUE_INDEX,
@@ -51,8 +52,8 @@ class AwsStore:
         table_name: The sessions table (key ``pk``, sparse GSIs ``due-parks`` and ``stale-leases``).
         bucket: The sessions bucket.
         prefix: Key root inside the bucket (``""`` for the bucket root).
-        dynamodb_client: A boto3 DynamoDB client; built with ``boto3.client("dynamodb")`` when omitted.
-        s3_client: A boto3 S3 client; built with ``boto3.client("s3")`` when omitted.
+        dynamodb_client: A boto3 DynamoDB client; built with ``boto3.client("dynamodb")`` on first use when omitted.
+        s3_client: A boto3 S3 client; built with ``boto3.client("s3")`` on first use when omitted.
         finished_ttl_days: Days after a finished session's ``updated_at`` its item may expire
             (DynamoDB TTL on ``ttl``); ``None`` (the default) never expires items, as §9.2 says
             finishing deletes nothing.
@@ -64,6 +65,8 @@ class AwsStore:
     """
 
     capabilities = StoreCapabilities(list=True, delete=True, upload_files=True)
+    writes_artifacts = False
+    """Artifacts are views materialized on read (``sessions.artifact``), never written per operation (§9.5)."""
 
     def __init__(
         self,
@@ -75,13 +78,9 @@ class AwsStore:
         s3_client: Any = None,
         finished_ttl_days: int | None = None,
     ) -> None:
-        if dynamodb_client is None or s3_client is None:
-            import boto3  # only when the host injected nothing
-
-            # botocore errors (no region, a bad profile) stop here as a StoreError (CONVENTIONS.md)
-            made = "client setup"
-            dynamodb_client = dynamodb_client or aws_call(boto3.client, operation=made, service_name="dynamodb")
-            s3_client = s3_client or aws_call(boto3.client, operation=made, service_name="s3")
+        # Clients the host did not inject are built on first use (a cold start builds none it does not need).
+        dynamodb_client = dynamodb_client if dynamodb_client is not None else LazyClient("dynamodb")
+        s3_client = s3_client if s3_client is not None else LazyClient("s3")
         self.table_name = table_name
         self.bucket = bucket
         self.keys = Keys(prefix)

@@ -45,6 +45,7 @@ from archmax.session.records import (
 from archmax.session.results import Outcome, Resolution, exit_of, reply_of, variables_view
 from archmax.session.variables import check_host_variables, seed_host_variables, set_trigger_variable
 from archmax.spec import check_value_type
+from archmax.stores.base import load_if
 
 Disposition = Literal["turn", "resume", "reply"]
 INTERRUPTED = "interrupted: the process running this turn stopped before this call returned"
@@ -424,7 +425,8 @@ class Operations:
                 record.rejected = f"Refusing to start: trigger '{trigger}' requires {names}, which this firing does not supply."
                 work.release()
                 return
-            work.commit()
+            if placed:  # the claim recorded the firing; only placed files' variables are new since
+                work.commit()
             TurnLoop(rt, work).run()
 
         return self._guarded(work, body, "turn")
@@ -516,12 +518,16 @@ class Operations:
         from an older listing never wakes a later park (issue 9).
         """
         if delivery_id is None:
-            # A double-fired timer is refused from the cheap head alone, without reading the checkpoint.
-            head = self.rt.store.head(validate_session_id(session_id))
-            if head is None or head.status not in (SessionStatus.AWAITING_INPUT, SessionStatus.RUNNING):
+            # A double-fired timer is refused from the cheap head alone, without reading the checkpoint;
+            # otherwise the head and the checkpoint come from one store read (load_if).
+            resumable = (SessionStatus.AWAITING_INPUT, SessionStatus.RUNNING)
+            validate_session_id(session_id)
+            head, rec = load_if(self.rt.store, session_id, lambda h: h.status in resumable)
+            if rec is None:
                 raise SessionNotAwaitingInputError(session_id, str(head.status) if head else None)
             refuse_other_park(session_id, head.version, str(head.status), park_version)
-        rec = self.load(session_id)
+        else:
+            rec = self.load(session_id)
         if self._died_applying(rec, delivery_id):
             return self._continue_dead_turn(rec, prepare_files(self.rt.store, session_id, files))  # type: ignore[arg-type]
         refuse_duplicate(self.rt.store, rec, delivery_id, session_id)
@@ -590,7 +596,8 @@ class Operations:
             placed = place_files(rt.store, record.session_id, prepared)
             for text in seed_host_variables(record.variables, placed):  # file variables are host writes (§6)
                 self._title_warning(work, text)
-            work.commit()
+            if placed:  # the claim recorded the delivery; only placed files' variables are new since
+                work.commit()
             TurnLoop(rt, work).run()
 
         return self._guarded(work, body, disposition)

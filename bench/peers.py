@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -317,6 +318,10 @@ def cold_imports(runs: int) -> dict[str, float]:
 # ---------------------------------------------------------------------- printing
 
 
+def _progress(what: str) -> None:
+    print(f"peers: measuring {what} ...", file=sys.stderr, flush=True)
+
+
 def _verdict(ok: bool) -> str:
     return "met" if ok else "NOT met"
 
@@ -329,12 +334,16 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     server = MotoServer()
     try:
+        _progress("calls per operation")
         counted = calls(server)
         reads = cheap_reads(server)
+        _progress(f"bytes per cycle at ~{SMALL} and ~{LARGE} messages")
         written = bytes_per_cycle(server)
+        _progress("single-thread cycles/s")
         rates = throughput(server, args.rounds, args.cycles)
     finally:
         server.stop()
+    _progress("cold imports")
     imports = cold_imports(args.import_runs)
 
     labels = [cls.label for cls in SYSTEMS]

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
+from archmax.engine import subworkflows
 from archmax.engine.artifacts import ArtifactWriter
 from archmax.engine.deliveries import refuse_duplicate, remember_delivery
 from archmax.engine.loop import TurnLoop

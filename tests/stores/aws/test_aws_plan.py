@@ -39,7 +39,7 @@ def test_inline_deltas_move_to_one_segment_when_the_item_budget_runs_out_and_loa
     assert log.count("dynamodb.UpdateItem") == 60
     assert 2 <= puts <= 6  # the first full chunk and a few segments, not one object per commit
     entries = _item(aws_env, sid)["chunks"]["L"]
-    assert any("g" in e.get("M", {}) for e in entries) and any("b" in e.get("M", {}) for e in entries)
+    assert any("g" in e.get("M", {}) for e in entries)  # moved into segments (the newest may be inline)
     assert sum(len(e["M"]["b"]["S"].encode()) for e in entries if "b" in e.get("M", {})) <= INLINE_BUDGET_BYTES
     assert aws_env.store().load(sid) == last  # a cold reader rebuilds the very record
     assert store.load(sid) == last

@@ -43,8 +43,7 @@ def is_finished(status: object) -> bool:
 
 
 class _Record(BaseModel):
-    # Schemas are built on first use, not at import (issue 10: a handler's cold import).
-    model_config = ConfigDict(extra="ignore", defer_build=True)
+    model_config = ConfigDict(extra="ignore")
 
 
 class Usage(_Record):

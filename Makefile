@@ -21,7 +21,13 @@ test: $(STAMP)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check runtime tests bench functions
 
-bench: $(STAMP)
+# The peer bench/peers.py measures against; bench-only, never the package's dependencies.
+BENCH_STAMP := $(VENV)/.bench-installed
+$(BENCH_STAMP): $(STAMP) bench/requirements.txt
+	$(VENV)/bin/uv pip install -q --python $(PY) -r bench/requirements.txt
+	touch $(BENCH_STAMP)
+
+bench: $(BENCH_STAMP)
 	$(PY) bench/run_all.py
 
 # The randomized reliability suite at soak strength: >= 2,000 schedules per store (memory,

@@ -117,15 +117,38 @@ class AwsEnv:
         return DynamoInbox(self.inbox_table, client=self.dynamodb, clock=clock)
 
 
+WRITE_OPERATIONS = frozenset(
+    {"PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems", "PutObject", "DeleteObject"}
+)
+"""The operations whose request bodies count as bytes written."""
+
+
+def _body_size(body: Any) -> int:
+    if body is None:
+        return 0
+    if isinstance(body, bytes | bytearray | str):
+        return len(body)
+    if hasattr(body, "seek") and hasattr(body, "tell"):  # a file-like S3 body
+        here = body.tell()
+        body.seek(0, 2)
+        size = body.tell()
+        body.seek(here)
+        return size
+    return len(body)
+
+
 class CallCounter:
     """AWS operations made through the given clients while the context is open, by ``service.Operation``.
 
     Counted with botocore's ``before-call.<service>.*`` hooks, so a retried request counts once
-    (the operation, not the HTTP attempts). The hooks are removed on exit.
+    (the operation, not the HTTP attempts). ``bytes_written`` sums the request bodies of the
+    write operations (:data:`WRITE_OPERATIONS`), from ``request-created`` hooks (a retry counts
+    again: it is written again). The hooks are removed on exit.
     """
 
     def __init__(self, *clients: Any) -> None:
         self.calls: Counter[str] = Counter()
+        self.bytes_written = 0
         self._clients = clients
         self._lock = threading.Lock()
         self._uid = f"bench-counter-{id(self)}"
@@ -134,16 +157,31 @@ class CallCounter:
         with self._lock:
             self.calls[f"{model.service_model.service_name}.{model.name}"] += 1
 
+    def _record_bytes(self, request: Any, operation_name: str, **_: Any) -> None:
+        if operation_name in WRITE_OPERATIONS:
+            size = _body_size(request.body)
+            with self._lock:
+                self.bytes_written += size
+
     def __enter__(self) -> Self:
         for client in self._clients:
             service = client.meta.service_model.service_name
             client.meta.events.register(f"before-call.{service}.*", self._record, unique_id=self._uid)
+            client.meta.events.register(
+                f"request-created.{service}.*", self._record_bytes, unique_id=self._uid + "-bytes"
+            )
         return self
 
     def __exit__(self, *exc: object) -> None:
         for client in self._clients:
             service = client.meta.service_model.service_name
             client.meta.events.unregister(f"before-call.{service}.*", unique_id=self._uid)
+            client.meta.events.unregister(f"request-created.{service}.*", unique_id=self._uid + "-bytes")
+
+    @property
+    def total(self) -> int:
+        """Every call counted."""
+        return sum(self.calls.values())
 
     def service_total(self, service: str) -> int:
         """Calls to one service (``"dynamodb"``, ``"s3"``)."""

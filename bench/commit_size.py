@@ -93,7 +93,7 @@ def measure(lengths: list[int], window: int) -> list[dict[str, Any]]:
                     "full chunk": full_now,
                     "amortised": ((FULL_EVERY - 1) * delta_median + full_now) / FULL_EVERY,
                     "head.json": (folder / "checkpoints" / "head.json").stat().st_size,
-                    "artifacts": sum(p.stat().st_size for p in (folder / "artifacts").glob("*.json")),
+                    "artifacts": sum(p.stat().st_size for p in (folder / "artifacts").glob("*")),
                     "wrote": None if written0 is None or written1 is None else (written1 - written0) / window,
                 }
             )

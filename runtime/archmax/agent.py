@@ -27,6 +27,7 @@ from archmax.errors import (
     MissingHookExecutorError,
     SessionNotResumableError,
     SessionStoreCapabilityError,
+    UnknownArtifactError,
 )
 from archmax.inbound.quarantine import held_ids
 from archmax.models.base import Model
@@ -193,6 +194,32 @@ class Sessions:
         rec = self._ops.load(session_id)
         return list(rec.messages) if rec else []
 
+    def artifact(self, session_id: str, name: str) -> str | None:
+        """One artifact of a session, materialized from its latest checkpoint, on any store (§9.5).
+
+        Artifacts are views of the checkpoint: this reads the checkpoint (one store read) and renders
+        the view, so it is current even where the store keeps no artifact files (AWS).
+
+        Args:
+            session_id: The session (§4.1).
+            name: ``trail``, ``variables``, ``metadata`` (JSON documents), ``trajectory`` (JSON Lines:
+                one message per line, notes included) or ``graph``.
+
+        Returns:
+            The artifact's text (what ``artifacts/<name>.json`` / ``trajectory.jsonl`` holds), or
+            ``None`` when the session has no checkpoint.
+
+        Raises:
+            InvalidSessionIdError: ``session_id`` is malformed.
+            UnknownArtifactError: ``name`` is not one of the five.
+        """
+        from archmax.engine.artifacts import ARTIFACTS, render
+
+        if name not in ARTIFACTS:
+            raise UnknownArtifactError(name, ARTIFACTS, session_id=session_id)
+        rec = self._ops.load(session_id)
+        return render(name, rec, self._ops.rt.workflow) if rec is not None else None
+
     def _refuse_live(self, session_id: str) -> None:
         rec = self._ops.load(session_id)
         if rec is not None and self._ops.lease_live(rec):
@@ -242,6 +269,7 @@ class Sessions:
         if not self._store.capabilities.delete:
             raise SessionStoreCapabilityError("delete", session_id=session_id)
         self._refuse_live(session_id)
+        self._ops.artifacts.forget(session_id)
         return self._store.delete(session_id)
 
 

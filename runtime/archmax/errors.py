@@ -197,6 +197,17 @@ class UnknownSessionTriggerError(UnknownTriggerError):
     """``resolve_session`` for a new session under an undeclared trigger (§3.8)."""
 
 
+class UnknownArtifactError(CallerError):
+    """``sessions.artifact`` asked for a name that is not one of the session's artifacts (§9.5)."""
+
+    def __init__(self, name: object, known: Sequence[str], *, session_id: str | None = None) -> None:
+        self.name = name
+        self.known = list(known)
+        super().__init__(
+            f"'{name}' is not an artifact. Known: {', '.join(self.known)}", session_id=session_id
+        )
+
+
 class WorkflowDisabledError(CallerError):
     """``send``/``run`` would open a turn on a workflow with ``disabled: true`` (§2.1)."""
 

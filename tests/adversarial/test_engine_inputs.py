@@ -158,8 +158,8 @@ def test_model_text_with_a_lone_surrogate_is_stored_and_read_back_exactly():
     out = agent.workflow.send("s", "hello")
     assert out.kind == "completed" and out.reply == broken
     assert store.load("s").messages[-1].content == broken
-    trajectory = json.loads(store.get("s", "artifacts/trajectory.json"))
-    assert trajectory["messages"][-1]["content"] == broken
+    trajectory = [json.loads(line) for line in store.get("s", "artifacts/trajectory.jsonl").splitlines()]
+    assert trajectory[-1]["content"] == broken
     assert agent.workflow.send("s", "again").kind == "completed"
 
 

@@ -61,9 +61,9 @@ def test_a_writer_that_outlived_its_lease_writes_nothing_after_the_takeover_arti
     assert rec.status == SessionStatus.COMPLETED
     assert rec.messages[-1].content == "fresh answer after the takeover"
     assert all("stale" not in m.content for m in rec.messages)
-    trajectory = json.loads(store.get("z", "artifacts/trajectory.json"))
-    assert trajectory["messages"][-1]["content"] == "fresh answer after the takeover"
-    assert [m["content"] for m in trajectory["messages"]] == [m.content for m in rec.messages]
+    trajectory = [json.loads(line) for line in store.get("z", "artifacts/trajectory.jsonl").splitlines()]
+    assert trajectory[-1]["content"] == "fresh answer after the takeover"
+    assert [m["content"] for m in trajectory] == [m.content for m in rec.messages]
 
 
 # --------------------------------------------------------------------------- a process killed mid-turn

@@ -23,6 +23,7 @@ CASES = [
     (e.MissingDeliveryTriggerError("s"), 400),
     (e.UnknownTriggerError("t", ["a"], session_id="s"), 400),
     (e.UnknownSessionTriggerError("t", ["a"], session_id="s"), 400),
+    (e.UnknownArtifactError("x", ["trail"], session_id="s"), 400),
     (e.InvalidDecisionTargetError("x", ["a"], session_id="s"), 400),
     (e.UnauthenticatedEventError("no signature"), 401),
     (e.AttachmentLimitError("attachments", 20, 500, session_id="s"), 413),

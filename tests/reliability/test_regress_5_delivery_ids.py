@@ -53,7 +53,10 @@ def test_a_delivery_id_older_than_the_window_is_still_a_duplicate(env: Env) -> N
     assert store.list_files("c5", MARKERS) == sorted([marker_path("first-event"), marker_path("filler-0")])
     if env.kind == "aws":
         item = env.aws.dynamodb.get_item(TableName=env.aws.table_name, Key={"pk": {"S": "c5"}})["Item"]
-        assert "first-event" not in str(item) and "event-1" not in str(item)  # ids never enter the item
+        # ids never become item attributes; a small checkpoint delta may ride inside `chunks` (issue 10),
+        # bounded by the store's inline budget
+        outside = {k: v for k, v in item.items() if k != "chunks"}
+        assert "first-event" not in str(outside) and "event-1" not in str(outside)
 
 
 def test_a_new_id_after_the_window_filled_is_applied_once(env: Env) -> None:

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 from archmax.engine import subworkflows
-from archmax.engine.artifacts import write_artifacts
+from archmax.engine.artifacts import ArtifactWriter
 from archmax.engine.deliveries import refuse_duplicate, remember_delivery
 from archmax.engine.loop import TurnLoop
 from archmax.engine.placement import place_files, prepare_files, session_file_exists
@@ -46,6 +46,7 @@ from archmax.session.records import (
 from archmax.session.results import Outcome, Resolution, exit_of, reply_of, variables_view
 from archmax.session.variables import check_host_variables, seed_host_variables, set_trigger_variable
 from archmax.spec import check_value_type
+from archmax.stores.base import load_if
 
 Disposition = Literal["turn", "resume", "reply"]
 INTERRUPTED = "interrupted: the process running this turn stopped before this call returned"
@@ -56,6 +57,8 @@ class Operations:
 
     def __init__(self, rt: Runtime) -> None:
         self.rt = rt
+        self.artifacts = ArtifactWriter(rt.store, rt.workflow, rt.warn)
+        self._snapshots: set[str] = set()  # spec hashes this agent has written to _specs/ (§9.4)
 
     # ------------------------------------------------------------------ classification
 
@@ -423,7 +426,8 @@ class Operations:
                 record.rejected = f"Refusing to start: trigger '{trigger}' requires {names}, which this firing does not supply."
                 work.release()
                 return
-            work.commit()
+            if placed:  # the claim recorded the firing; only placed files' variables are new since
+                work.commit()
             TurnLoop(rt, work).run()
 
         return self._guarded(work, body, "turn")
@@ -465,10 +469,12 @@ class Operations:
         wf = self.rt.workflow
         if rec.spec_hash == wf.spec_hash:
             return
-        try:
-            self.rt.store.put_spec(wf.spec_hash, wf.spec)
-        except Exception as exc:  # a snapshot is a record, never a reason to fail the turn
-            self.rt.warn(rec, "spec_snapshot", f"could not write _specs/{wf.spec_hash}.json: {exc}")
+        if wf.spec_hash not in self._snapshots:  # create-only: once this agent wrote it, it exists
+            try:
+                self.rt.store.put_spec(wf.spec_hash, wf.spec)
+                self._snapshots.add(wf.spec_hash)
+            except Exception as exc:  # a snapshot is a record, never a reason to fail the turn
+                self.rt.warn(rec, "spec_snapshot", f"could not write _specs/{wf.spec_hash}.json: {exc}")
         rec.spec_hash = wf.spec_hash
 
     def _title_warning(self, work: Work, text: str) -> None:
@@ -513,12 +519,16 @@ class Operations:
         from an older listing never wakes a later park (issue 9).
         """
         if delivery_id is None:
-            # A double-fired timer is refused from the cheap head alone, without reading the checkpoint.
-            head = self.rt.store.head(validate_session_id(session_id))
-            if head is None or head.status not in (SessionStatus.AWAITING_INPUT, SessionStatus.RUNNING):
+            # A double-fired timer is refused from the cheap head alone, without reading the checkpoint;
+            # otherwise the head and the checkpoint come from one store read (load_if).
+            resumable = (SessionStatus.AWAITING_INPUT, SessionStatus.RUNNING)
+            validate_session_id(session_id)
+            head, rec = load_if(self.rt.store, session_id, lambda h: h.status in resumable)
+            if rec is None:
                 raise SessionNotAwaitingInputError(session_id, str(head.status) if head else None)
             refuse_other_park(session_id, head.version, str(head.status), park_version)
-        rec = self.load(session_id)
+        else:
+            rec = self.load(session_id)
         if self._died_applying(rec, delivery_id):
             return self._continue_dead_turn(rec, prepare_files(self.rt.store, session_id, files))  # type: ignore[arg-type]
         refuse_duplicate(self.rt.store, rec, delivery_id, session_id)
@@ -587,7 +597,8 @@ class Operations:
             placed = place_files(rt.store, record.session_id, prepared)
             for text in seed_host_variables(record.variables, placed):  # file variables are host writes (§6)
                 self._title_warning(work, text)
-            work.commit()
+            if placed:  # the claim recorded the delivery; only placed files' variables are new since
+                work.commit()
             TurnLoop(rt, work).run()
 
         return self._guarded(work, body, disposition)
@@ -695,7 +706,7 @@ class Operations:
     # ------------------------------------------------------------------ shared tail
 
     def _guarded(self, work: Work, body, disposition: str) -> Outcome:
-        """Run ``body`` under the lease, write the artifacts and build the Outcome.
+        """Run ``body`` under the lease, bring the artifacts up to date and build the Outcome.
 
         On an unexpected error the lease is let go (so the session can be taken over at once) and the
         error re-raised. Artifacts are written only while this writer's record is still the session's:
@@ -714,9 +725,9 @@ class Operations:
                 except Exception:  # noqa: BLE001 - taken over meanwhile, or the store is down: re-raise the cause
                     still_ours = False
             if still_ours:
-                write_artifacts(self.rt, work.record)
+                self.artifacts.write(work.record, work.start_version)
             raise
-        write_artifacts(self.rt, work.record)
+        self.artifacts.write(work.record, work.start_version)
         dispatch_after_operation(self.rt.outbound, work.record, self.rt.warn)
         return build_outcome(work, disposition)
 

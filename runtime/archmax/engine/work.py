@@ -28,6 +28,7 @@ class Work:
         owner: This operation's lease owner id.
         start_messages: Transcript length when the operation started (for ``Outcome.reply``); taken
             from ``record`` at construction, so build a ``Work`` before adding the firing's messages.
+        start_version: The version the operation loaded (what its artifacts continue from, §9.5).
         usage: What this operation spent.
         warnings: Warnings for ``Outcome.warnings``.
     """
@@ -40,6 +41,7 @@ class Work:
     owner: str = field(default_factory=lambda: f"lease-{uuid.uuid4().hex}")
     holds_lease: bool = False
     start_messages: int = field(init=False)
+    start_version: int = field(init=False)
     usage: Usage | None = None
     warnings: list[str] = field(default_factory=list)
     recovered: bool = False
@@ -47,6 +49,7 @@ class Work:
     def __post_init__(self) -> None:
         self.start_messages = len(self.record.messages)
         self._unstamped = self.start_messages  # messages before this index already carry their commit time
+        self.start_version = self.version
 
     def now(self) -> str:
         """The injected clock's now as an instant string ``YYYY-MM-DDTHH:MM:SS.mmmZ`` (BEHAVIOUR.md conventions)."""

@@ -293,8 +293,7 @@ class Host:
         while self.inbox.try_acquire(session_id, owner, self._now(), self.lease_ttl_s):
             just_acquired, blocked = True, False
             while not blocked:
-                seen = self.inbox.arrivals(session_id)
-                items = self.inbox.pending(session_id)
+                seen, items = self._arrivals_and_pending(session_id)
                 if not items:
                     break
                 for item in items:
@@ -315,6 +314,14 @@ class Host:
                 return results
             # a firing arrived after the counter was read (or the lease was lost): go round again
         return results
+
+    def _arrivals_and_pending(self, session_id: str) -> tuple[int, list[InboxItem]]:
+        """The arrivals counter, then the pending items: one read where the inbox has it (DynamoInbox)."""
+        both = getattr(self.inbox, "arrivals_and_pending", None)
+        if both is not None:
+            return both(session_id)
+        seen = self.inbox.arrivals(session_id)
+        return seen, self.inbox.pending(session_id)
 
     def _apply(self, item: InboxItem) -> DrainResult:
         wf, f, sid = self.agent.workflow, item.firing, item.session_id

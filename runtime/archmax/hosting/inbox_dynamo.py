@@ -28,6 +28,8 @@ refused with a 413, as before.
 from __future__ import annotations
 
 import json
+import threading
+from collections import OrderedDict
 from datetime import timedelta
 from typing import Any
 
@@ -89,11 +91,13 @@ class DynamoInbox:
         inline_max_bytes: int = INLINE_MAX_BYTES,
     ) -> None:
         if client is None:
-            import boto3  # only when the host injected nothing
+            from archmax.stores.aws.clients import LazyClient  # built on first use
 
-            client = boto3.client("dynamodb")
+            client = LazyClient("dynamodb")
         self.table_name = table_name
         self._ddb = client
+        self._seen: OrderedDict[str, int] = OrderedDict()  # arrivals counter last seen per session
+        self._seen_lock = threading.Lock()
         self._clock = clock or SystemClock()
         self.done_ttl_days = done_ttl_days
         self._max_put_retries = max_put_retries
@@ -101,9 +105,9 @@ class DynamoInbox:
         self._bodies: BodyStore | None = None
         if bucket:
             if s3_client is None:
-                import boto3  # only when the host injected nothing
+                from archmax.stores.aws.clients import LazyClient
 
-                s3_client = boto3.client("s3")
+                s3_client = LazyClient("s3")
             self._bodies = BodyStore(s3_client, bucket, prefix)
 
     # ------------------------------------------------------------------ plumbing
@@ -168,8 +172,15 @@ class DynamoInbox:
             body = {"body_key": {"S": key}, "body_sha256": {"S": digest}}
         elif size > MAX_ITEM_BYTES:
             _refuse_oversize(item, size)
+        # First try with the counter this instance last saw (0 for a session it never saw): one
+        # transaction when right; a counter that moved fails the condition and is read (issue 10).
+        with self._seen_lock:
+            guess: int | None = self._seen.get(item.session_id, 0)
         for _ in range(self._max_put_retries):
-            seen = int(self._drain_item(item.session_id).get("arrivals", {"N": "0"})["N"])
+            if guess is None:
+                seen = int(self._drain_item(item.session_id).get("arrivals", {"N": "0"})["N"])
+            else:
+                seen, guess = guess, None
             stored = item.model_copy(update={"seq": seen + 1, "status": "pending", "error": None})
             bump: dict[str, Any] = {
                 "TableName": self.table_name,
@@ -201,6 +212,7 @@ class DynamoInbox:
                 if failed.reasons and failed.reasons[0] == "ConditionalCheckFailed":
                     return False  # the delivery id is there already: a duplicate
                 continue  # another put bumped the counter first: read it again
+            self._remember_arrivals(item.session_id, seen + 1)
             return True
         raise StoreError(
             f"inbox put for session '{item.session_id}' lost the counter race {self._max_put_retries} times"
@@ -329,6 +341,43 @@ class DynamoInbox:
         except _ConditionFailed:
             return False
         return True
+
+    def arrivals_and_pending(self, session_id: str) -> tuple[int, list[InboxItem]]:
+        """:meth:`arrivals` and :meth:`pending` in ONE strongly consistent query of the session's partition.
+
+        The partition is read in descending key order, so the ``~drain`` item (its counter) is read
+        before the firings: a firing put after the counter was read can only make the drainer's
+        release fail and go round again, never be missed (DESIGN.md §3 "Inbox").
+        """
+        validate_session_id(session_id)
+        seen = 0
+        items: list[InboxItem] = []
+        params: dict[str, Any] = {
+            "KeyConditionExpression": "pk = :pk",
+            "FilterExpression": "attribute_exists(pending_shard) OR sk = :drain",
+            "ExpressionAttributeValues": {":pk": {"S": session_id}, ":drain": {"S": DRAIN_KEY}},
+            "ConsistentRead": True,
+            "ScanIndexForward": False,
+        }
+        while True:
+            answer = self._call("query", **params)
+            for raw in answer.get("Items", []):
+                if raw["sk"]["S"] == DRAIN_KEY:
+                    seen = int(raw.get("arrivals", {"N": "0"})["N"])
+                else:
+                    items.append(self._item_of(raw))
+            if "LastEvaluatedKey" not in answer:
+                break
+            params["ExclusiveStartKey"] = answer["LastEvaluatedKey"]
+        self._remember_arrivals(session_id, seen)
+        return seen, sorted(items, key=InboxItem.order_key)
+
+    def _remember_arrivals(self, session_id: str, seen: int) -> None:
+        with self._seen_lock:
+            self._seen[session_id] = seen
+            self._seen.move_to_end(session_id)
+            while len(self._seen) > 4096:
+                self._seen.popitem(last=False)
 
     def arrivals(self, session_id: str) -> int:
         """See :meth:`Inbox.arrivals`: one strongly consistent read."""

@@ -29,7 +29,7 @@ Settings (environment variables):
 ``ARCHMAX_MAX_ATTACHMENTS`` / ``ARCHMAX_MAX_ATTACHMENT_BYTES``  attachment caps (:mod:`archmax.inbound.caps`)
 ===================  =======================================================================
 
-boto3 is imported here only when an AWS setting asks for it; like ``hosting/`` this module sits at
+boto3 is imported here only when an AWS setting asks for it, and its clients are built on first use (a cold start builds none); like ``hosting/`` this module sits at
 the platform edge, never in the engine. AWS clients honour ``AWS_ENDPOINT_URL`` (boto3's own
 setting), which is how ``archmax serve`` and tests point them at a local endpoint.
 """
@@ -90,10 +90,13 @@ class Collaborators:
 
 
 def aws_client(service: str) -> Any:
-    """A boto3 client for ``service`` with the environment's settings (region, ``AWS_ENDPOINT_URL``)."""
-    import boto3
+    """A boto3 client for ``service`` with the environment's settings (region, ``AWS_ENDPOINT_URL``).
 
-    return boto3.client(service)
+    Built on first use (:class:`~archmax.stores.aws.clients.LazyClient`): a cold start builds none (issue 10).
+    """
+    from archmax.stores.aws.clients import LazyClient
+
+    return LazyClient(service)
 
 
 def _secret_by_reference(reference: str) -> bytes:

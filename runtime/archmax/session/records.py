@@ -43,7 +43,8 @@ def is_finished(status: object) -> bool:
 
 
 class _Record(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    # Schemas are built on first use, not at import (issue 10: a handler's cold import).
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
 
 class Usage(_Record):

@@ -24,7 +24,7 @@ from archmax.session.records import (
 
 
 class _Result(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
 
 class SessionExit(_Result):
@@ -80,7 +80,7 @@ class Resolution(_Result):
 class SessionSummary(_Result):
     """A session as hosts and the CLI list it (§3.11)."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     session_id: str
     workflow: str

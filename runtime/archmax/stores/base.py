@@ -11,6 +11,7 @@ Paths given to file methods are relative to the session folder, use ``/``, and a
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
@@ -136,6 +137,23 @@ class SessionStore(Protocol):
 
     def put_spec(self, spec_hash: str, doc: dict[str, Any]) -> bool:
         """Write a snapshot create-only; return False when it already existed."""
+
+
+def load_if(
+    store: SessionStore, session_id: str, wanted: Callable[[SessionHead], bool]
+) -> tuple[SessionHead | None, Checkpoint | None]:
+    """``(head, record)``: the record only when ``wanted(head)`` (else ``None``).
+
+    Uses the store's own ``load_if`` where it has one (``AwsStore``: one read for both), else
+    :meth:`SessionStore.head` then :meth:`SessionStore.load`.
+    """
+    own = getattr(store, "load_if", None)
+    if own is not None:
+        return own(session_id, wanted)
+    head = store.head(session_id)
+    if head is None or not wanted(head):
+        return head, None
+    return head, store.load(session_id)
 
 
 def head_of(record: Checkpoint) -> SessionHead:

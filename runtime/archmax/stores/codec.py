@@ -59,7 +59,9 @@ def scheduled_base(version: int) -> int:
     return version - (version - 1) % FULL_EVERY
 
 
-def encode_chunk(record: Checkpoint, previous_counts: tuple[int, int] | None) -> dict[str, Any]:
+def encode_chunk(
+    record: Checkpoint, previous_counts: tuple[int, int] | None, *, scheduled: bool = True
+) -> dict[str, Any]:
     """Encode one committed version as a chunk (§9.3).
 
     Args:
@@ -69,6 +71,9 @@ def encode_chunk(record: Checkpoint, previous_counts: tuple[int, int] | None) ->
             ``None``, when the version is a scheduled full one (see :func:`scheduled_base`), or
             when a previous count exceeds the record's list (append-only was broken: a full
             chunk is the safe answer).
+        scheduled: Apply the version schedule of full chunks (:func:`scheduled_base`). A store that
+            decides when to write full chunks itself (``AwsStore``: by bytes) passes ``False`` and
+            asks for a full chunk with ``previous_counts=None``.
 
     Returns:
         A JSON-able dict (see the module docstring). Its size grows with what was appended since
@@ -89,7 +94,7 @@ def encode_chunk(record: Checkpoint, previous_counts: tuple[int, int] | None) ->
     base = scheduled_base(version)
     full = (
         previous_counts is None
-        or base == version
+        or (scheduled and base == version)
         or previous_counts[0] > n_messages
         or previous_counts[1] > n_trail
     )

@@ -33,15 +33,17 @@ import shutil
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
-
-from filelock import FileLock, Timeout
+from typing import TYPE_CHECKING, Any
 
 from archmax.errors import CommitConflictError, InvalidFilePathError, PathExistsError, StoreError
 from archmax.session.ids import folder_name, portable_folder_name
 from archmax.session.records import Checkpoint
 from archmax.stores import common as _common
 from archmax.stores.base import DuePark, SessionHead, StoreCapabilities
+
+if TYPE_CHECKING:
+    from filelock import FileLock
+
 from archmax.stores.codec import (
     checkpoint_name,
     chunk_bytes,
@@ -223,6 +225,24 @@ class FilesystemStore:
         folder = self._folder(session_id)
         self._write(folder, session_id, _common.encode_texts(session_id, files), create_only)
 
+    def append_text(self, session_id: str, path: str, text: str) -> None:
+        """Append UTF-8 text to one file (created when absent): what an append-only artifact needs (§9.5).
+
+        Not part of the store protocol; the engine uses it where a store has it, so a long
+        conversation's trajectory costs its new lines, not a rewrite.
+
+        Raises:
+            InvalidSessionIdError / InvalidFilePathError / StoreError: as :meth:`seed`.
+        """
+        folder = self._folder(session_id)
+        data = _common.encode_texts(session_id, {path: text})
+        (path, chunk), = data.items()
+        target = self._file(folder, session_id, path)
+        with self._locked(folder, session_id), _io_errors(session_id):
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with open(target, "ab") as fh:
+                fh.write(chunk)
+
     def upload_files(self, session_id: str, files: dict[str, bytes], create_only: bool = False) -> None:
         """Write raw bytes, each atomically; every path is checked before any is written.
 
@@ -336,6 +356,8 @@ class FilesystemStore:
                 os.rename(legacy, folder)
 
     def _locked(self, folder: Path, session_id: str) -> contextlib.AbstractContextManager[Any]:
+        from filelock import FileLock  # imported on first lock: a Lambda handler on AWS never needs it
+
         lock = FileLock(str(self.root / ".locks" / f"{folder.name}.lock"), timeout=self._lock_timeout_s)
         return _acquired(lock, session_id)
 
@@ -463,6 +485,8 @@ LOCK_POLL_S = 0.002
 
 @contextlib.contextmanager
 def _acquired(lock: FileLock, session_id: str) -> Iterator[None]:
+    from filelock import Timeout
+
     try:
         # filelock polls every 50 ms by default: far longer than a commit holds the lock here
         lock.acquire(poll_interval=LOCK_POLL_S)

@@ -206,6 +206,18 @@ class MemoryStore:
         validate_session_id(session_id)
         self._write(session_id, _common.encode_texts(session_id, files), create_only)
 
+    def append_text(self, session_id: str, path: str, text: str) -> None:
+        """Append UTF-8 text to one file (created when absent), as ``FilesystemStore.append_text``.
+
+        Raises:
+            InvalidSessionIdError / InvalidFilePathError: as :meth:`seed`.
+        """
+        validate_session_id(session_id)
+        (path, chunk), = _common.encode_texts(session_id, {path: text}).items()
+        with self._lock:
+            files = self._sessions.setdefault(session_id, _Session()).files
+            files[path] = files.get(path, b"") + chunk
+
     def upload_files(self, session_id: str, files: dict[str, bytes], create_only: bool = False) -> None:
         """Write raw bytes (needs ``upload_files``); all paths are checked before any is written.
 

@@ -27,8 +27,13 @@ def record(
     lease_owner: str | None = None,
     updated_at: str = T0,
     writer: str = "",
+    pad: int = 0,
 ) -> Checkpoint:
-    """A checkpoint whose park record matches ``status``; ``writer`` is kept in a variable to tell writers apart."""
+    """A checkpoint whose park record matches ``status``; ``writer`` is kept in a variable to tell writers apart.
+
+    ``pad`` characters are added to the last message: a delta that large is too big to travel inside
+    the session item, so its chunk is an S3 object (``archmax.stores.aws.plan``).
+    """
     pending_input = pending_decision = None
     if status == SessionStatus.AWAITING_INPUT:
         pending_input = PendingInput(
@@ -44,7 +49,10 @@ def record(
         workflow=workflow,
         status=status,
         position="check-bank",
-        messages=[Message(role="user", content=f"message {i}") for i in range(messages)],
+        messages=[
+            Message(role="user", content=f"message {i}" + ("x" * pad if i == messages - 1 else ""))
+            for i in range(messages)
+        ],
         variables={"writer": Variable(value=writer, locked=True)},
         pending_input=pending_input,
         pending_decision=pending_decision,

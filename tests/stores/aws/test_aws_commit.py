@@ -15,6 +15,7 @@ import pytest
 
 from archmax.errors import CommitConflictError, StoreError
 from archmax.session.records import SessionStatus
+from archmax.stores.aws.plan import INLINE_MAX_BYTES
 
 from .moto_env import CallLog
 from .records import record
@@ -125,7 +126,8 @@ def test_chunk_put_whose_item_commit_never_happened_is_never_read(aws_env: Any) 
     aws_env.dynamodb.meta.events.register("before-call.dynamodb.UpdateItem", die, unique_id="die")
     try:
         with pytest.raises(_ProcessDied):
-            store.commit(sid, record(sid, 2, messages=3, writer="never committed"), 1)
+            # a delta too large for the item: its chunk is put to S3 before the item commit
+            store.commit(sid, record(sid, 2, messages=3, writer="never committed", pad=INLINE_MAX_BYTES), 1)
     finally:
         aws_env.dynamodb.meta.events.unregister("before-call.dynamodb.UpdateItem", unique_id="die")
 
@@ -205,12 +207,17 @@ def test_load_reads_the_item_then_only_the_listed_chunks_and_never_lists_s3(aws_
         loaded = reader.load(sid)
     assert loaded.version == 5 and len(loaded.messages) == 5
     assert log.count("dynamodb.GetItem") == 1
-    assert log.count("s3.GetObject") == 5
-    assert log.count() == 6  # no ListObjects, no Scan
+    assert log.count("s3.GetObject") == 1  # the full chunk of version 1; the deltas came inside the item
+    assert log.count() == 2  # no ListObjects, no Scan
 
     with CallLog(aws_env.dynamodb, aws_env.s3) as log:
         reader.commit(sid, record(sid, 6, messages=6), 5)
-    assert sorted(log.calls) == ["dynamodb.UpdateItem", "s3.PutObject"]
+    assert log.calls == ["dynamodb.UpdateItem"]  # a small delta travels inside the item's update
+
+    with CallLog(aws_env.dynamodb, aws_env.s3) as log:
+        reader.commit(sid, record(sid, 7, messages=7, pad=INLINE_MAX_BYTES), 6)
+    assert sorted(log.calls) == ["dynamodb.UpdateItem", "s3.PutObject"]  # too large for the item
+    assert aws_env.store().load(sid).messages[-1].content.endswith("x" * INLINE_MAX_BYTES)
 
 
 def test_delta_commit_writes_only_what_was_appended(aws_env: Any) -> None:
@@ -218,11 +225,10 @@ def test_delta_commit_writes_only_what_was_appended(aws_env: Any) -> None:
     store = aws_env.store()
     store.commit(sid, record(sid, 1, messages=200), 0)
     store.commit(sid, record(sid, 2, messages=201), 1)
-    sizes = {
-        o["Key"].rsplit("/", 1)[1][:10]: o["Size"]
-        for o in aws_env.s3.list_objects_v2(Bucket=aws_env.bucket, Prefix=f"{sid}/checkpoints/")["Contents"]
-    }
-    assert sizes["0000000002"] * 20 < sizes["0000000001"]
+    (full,) = aws_env.s3.list_objects_v2(Bucket=aws_env.bucket, Prefix=f"{sid}/checkpoints/")["Contents"]
+    item = aws_env.dynamodb.get_item(TableName=aws_env.table_name, Key={"pk": {"S": sid}})["Item"]
+    delta = item["chunks"]["L"][1]["M"]["b"]["S"].encode()  # version 2's delta, inside the item
+    assert len(delta) * 20 < full["Size"]
     assert aws_env.store().load(sid).messages[-1].content == "message 200"
 
 

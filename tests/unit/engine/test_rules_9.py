@@ -176,7 +176,7 @@ def test_artifacts_are_rewritten_by_a_reply_and_a_decision_too():
     h.agent.workflow.send("s1", "Refund")
 
     def trajectory_length() -> int:
-        return len(json.loads(h.store.get("s1", "artifacts/trajectory.json"))["messages"])
+        return len(h.store.get("s1", "artifacts/trajectory.jsonl").splitlines())
 
     after_send = trajectory_length()
     h.agent.workflow.reply("s1", "Any news?")

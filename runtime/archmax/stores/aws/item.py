@@ -10,7 +10,9 @@ Item attributes::
     pk                 S   the raw session id
     version            N   the committed version (monotonic)
     base               N   the version of the full chunk a load starts from
-    chunks             L   chunk tokens of versions base..version, in order
+    chunks             L   one entry per version base..version: an S3 chunk's token, or a small delta
+                           carried inline, or a delta moved to an S3 segment (``plan``)
+    delta_bytes, full_bytes  N  delta bytes since base, and the size of the full chunk at base
     status, workflow   S
     position           S   the current state (absent when none)
     updated_at, created_at  S  instant strings
@@ -122,20 +124,34 @@ def commit_request(
     expected_version: int,
     *,
     lease_owner: str | None,
-    chunk_token: str,
-    full: bool,
+    chunks: tuple[str, list[dict[str, Any]]],
+    base: int | None,
+    sizes: dict[str, int],
     ttl_days: int | None,
+    previous: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The one conditional ``update_item`` that commits ``record`` (§9.1).
 
     The condition is built from named parts: ``attribute_not_exists(pk)`` for a first version,
-    else ``version = :expected``; and ``lease_owner = :owner`` when ``lease_owner`` is given. A full
-    chunk restarts ``chunks`` and sets ``base``; a delta appends its token.
+    else ``version = :expected``; and ``lease_owner = :owner`` when ``lease_owner`` is given.
+
+    Args:
+        table_name: The sessions table.
+        record: The new version's whole record.
+        expected_version: The version the writer read (0 for a new session).
+        lease_owner: When given, the stored item must hold a lease with this owner (§3.12).
+        chunks: ``("append", [entry])`` adds this version's chunk entry to ``chunks``;
+            ``("set", entries)`` replaces the list (a full snapshot, or inline deltas moved to a segment).
+        base: The new ``base`` (a full snapshot's version), or ``None`` to keep it.
+        sizes: Absolute values for the plan's size attributes (``delta_bytes``, ``full_bytes``).
+        ttl_days: As :func:`item_attributes`.
+        previous: The item's attributes as stored at ``expected_version`` when the writer knows
+            them: only attributes that changed are sent (issue 10), and only those present are removed.
 
     Returns:
         Keyword arguments for ``dynamodb.update_item``.
     """
-    attrs = item_attributes(record, ttl_days=ttl_days)
+    attrs = {**item_attributes(record, ttl_days=ttl_days), **{k: _n(v) for k, v in sizes.items()}}
     names: dict[str, str] = {}
     values: dict[str, Any] = {}
 
@@ -145,16 +161,22 @@ def commit_request(
 
     sets = []
     for attr, value in attrs.items():
+        if previous is not None and previous.get(attr) == value:
+            continue
         sets.append(f"{name(attr)} = :{attr}")
         values[f":{attr}"] = value
-    values[":chunk"] = {"L": [_s(chunk_token)]}
-    if full:
-        sets.append(f"{name('base')} = :base")
-        values[":base"] = _n(record.version)
+    how, entries = chunks
+    values[":chunk"] = {"L": entries}
+    if how == "set":
         sets.append(f"{name('chunks')} = :chunk")
     else:
         sets.append(f"{name('chunks')} = list_append({name('chunks')}, :chunk)")
-    removes = [name(attr) for attr in _OPTIONAL if attr not in attrs]
+    if base is not None:
+        sets.append(f"{name('base')} = :base")
+        values[":base"] = _n(base)
+    removes = [
+        name(attr) for attr in _OPTIONAL if attr not in attrs and (previous is None or attr in previous)
+    ]
 
     conditions = []
     if expected_version == 0:
@@ -180,6 +202,15 @@ def commit_request(
     }
 
 
+def committed_attributes(
+    record: Checkpoint, sizes: dict[str, int], ttl_days: int | None, previous: dict[str, Any] | None
+) -> dict[str, Any]:
+    """The item's attributes (besides ``pk``, ``base``, ``chunks``) once :func:`commit_request` applied."""
+    attrs = {**item_attributes(record, ttl_days=ttl_days), **{k: _n(v) for k, v in sizes.items()}}
+    kept = {k: v for k, v in (previous or {}).items() if k not in _OPTIONAL and k not in attrs}
+    return {**kept, **attrs}
+
+
 def _str(item: dict[str, Any], attr: str) -> str | None:
     value = item.get(attr)
     return value["S"] if value else None
@@ -201,8 +232,10 @@ def head_of_item(item: dict[str, Any]) -> SessionHead:
 
 
 def chunk_plan(item: dict[str, Any]) -> tuple[int, list[str]]:
-    """``(base, tokens)``: the chunks a load reads, versions ``base .. base + len(tokens) - 1``."""
-    return int(item["base"]["N"]), [t["S"] for t in item["chunks"]["L"]]
+    """``(base, tokens)``: the commit tokens of versions ``base .. base + len(tokens) - 1`` (see ``plan``)."""
+    from archmax.stores.aws.plan import entry_token
+
+    return int(item["base"]["N"]), [entry_token(e) for e in item["chunks"]["L"]]
 
 
 def counts_of_item(item: dict[str, Any]) -> tuple[int, int]:

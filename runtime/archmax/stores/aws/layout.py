@@ -77,6 +77,12 @@ class Keys:
             raise ValueError(f"bad chunk token {token!r}")
         return f"{self.folder(session_id)}checkpoints/{version:010d}-{token}.json"
 
+    def segment(self, session_id: str, token: str) -> str:
+        """``<root><folder>/checkpoints/seg-<token>.json``: small deltas moved out of the item together."""
+        if not _TOKEN.match(token):
+            raise ValueError(f"bad segment token {token!r}")
+        return f"{self.folder(session_id)}checkpoints/seg-{token}.json"
+
     def spec(self, spec_hash: str) -> str:
         """``<root>_specs/<hash>.json`` of a checked hash."""
         return f"{self.root}_specs/{spec_hash}.json"

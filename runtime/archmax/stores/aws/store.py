@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -23,21 +24,34 @@ from archmax.errors import CommitConflictError, PathExistsError, StoreError
 from archmax.session.ids import validate_session_id
 from archmax.session.records import Checkpoint, SessionStatus
 from archmax.stores import common as _common
+from archmax.stores.aws.clients import LazyClient
 from archmax.stores.aws.errors import aws_call, found_in_item
 from archmax.stores.aws.item import (
     DUE_INDEX,
     STALE_INDEX,
     chunk_plan,
     commit_request,
-    counts_of_item,
+    committed_attributes,
     head_of_item,
 )
 from archmax.stores.aws.layout import DUE_SHARDS, LEASE_SHARDS, Keys, new_chunk_token
+from archmax.stores.aws.plan import (
+    INLINE_MAX_BYTES,
+    Plan,
+    entry_inline,
+    entry_segment,
+    entry_token,
+    inline_entry,
+    s3_entry,
+    segment_bytes,
+    segment_chunks,
+    segment_entry,
+)
 from archmax.stores.base import DuePark, SessionHead, StoreCapabilities
 from archmax.stores.codec import chunk_bytes, chunk_from_bytes, decode_chunks, encode_chunk
 
 _CHUNK_CACHE_BYTES = 32 * 1024 * 1024
-_COUNTS_CACHE_SIZE = 4096
+_PLANS_CACHE_SIZE = 1024
 _DELETE_BATCH = 1000
 
 
@@ -51,8 +65,8 @@ class AwsStore:
         table_name: The sessions table (key ``pk``, sparse GSIs ``due-parks`` and ``stale-leases``).
         bucket: The sessions bucket.
         prefix: Key root inside the bucket (``""`` for the bucket root).
-        dynamodb_client: A boto3 DynamoDB client; built with ``boto3.client("dynamodb")`` when omitted.
-        s3_client: A boto3 S3 client; built with ``boto3.client("s3")`` when omitted.
+        dynamodb_client: A boto3 DynamoDB client; built with ``boto3.client("dynamodb")`` on first use when omitted.
+        s3_client: A boto3 S3 client; built with ``boto3.client("s3")`` on first use when omitted.
         finished_ttl_days: Days after a finished session's ``updated_at`` its item may expire
             (DynamoDB TTL on ``ttl``); ``None`` (the default) never expires items, as §9.2 says
             finishing deletes nothing.
@@ -64,6 +78,8 @@ class AwsStore:
     """
 
     capabilities = StoreCapabilities(list=True, delete=True, upload_files=True)
+    writes_artifacts = False
+    """Artifacts are views materialized on read (``sessions.artifact``), never written per operation (§9.5)."""
 
     def __init__(
         self,
@@ -75,13 +91,9 @@ class AwsStore:
         s3_client: Any = None,
         finished_ttl_days: int | None = None,
     ) -> None:
-        if dynamodb_client is None or s3_client is None:
-            import boto3  # only when the host injected nothing
-
-            # botocore errors (no region, a bad profile) stop here as a StoreError (CONVENTIONS.md)
-            made = "client setup"
-            dynamodb_client = dynamodb_client or aws_call(boto3.client, operation=made, service_name="dynamodb")
-            s3_client = s3_client or aws_call(boto3.client, operation=made, service_name="s3")
+        # Clients the host did not inject are built on first use (a cold start builds none it does not need).
+        dynamodb_client = dynamodb_client if dynamodb_client is not None else LazyClient("dynamodb")
+        s3_client = s3_client if s3_client is not None else LazyClient("s3")
         self.table_name = table_name
         self.bucket = bucket
         self.keys = Keys(prefix)
@@ -92,8 +104,8 @@ class AwsStore:
         # Chunk objects are immutable (unique keys), so their bytes can be kept without invalidation.
         self._chunks: OrderedDict[str, bytes] = OrderedDict()
         self._chunk_bytes = 0
-        # (version, (message_count, trail_count)) last seen per session: lets a commit skip a GetItem.
-        self._counts: OrderedDict[str, tuple[int, tuple[int, int]]] = OrderedDict()
+        # The plan of the version last seen per session: lets a commit skip a GetItem and send only changes.
+        self._plans: OrderedDict[str, Plan] = OrderedDict()
 
     # ------------------------------------------------------------------ checkpoints
 
@@ -109,18 +121,60 @@ class AwsStore:
         """
         validate_session_id(session_id)
         item = self._item(session_id)
+        return None if item is None else self._record_of(session_id, item)
+
+    def load_if(
+        self, session_id: str, wanted: Callable[[SessionHead], bool]
+    ) -> tuple[SessionHead | None, Checkpoint | None]:
+        """The head, and the whole record only when ``wanted(head)``: one GetItem either way (issue 10).
+
+        What a refusal needs (a double-fired timer into a finished session) is in the item; the
+        chunks are read only for a session the caller will act on.
+
+        Raises:
+            InvalidSessionIdError / StoreError: as :meth:`load`.
+        """
+        validate_session_id(session_id)
+        item = self._item(session_id)
         if item is None:
-            return None
-        base, tokens = chunk_plan(item)
-        version = int(item["version"]["N"])
-        if base + len(tokens) - 1 != version:
+            return None, None
+        head = _common.same_session(session_id, head_of_item(item))
+        return head, (self._record_of(session_id, item) if wanted(head) else None)
+
+    def _record_of(self, session_id: str, item: dict[str, Any]) -> Checkpoint:
+        plan = Plan.of_item(item)
+        if plan.base + len(plan.entries) - 1 != plan.version:
             raise StoreError(
-                f"session item lists chunks {base}+{len(tokens)} for version {version}", session_id=session_id
+                f"session item lists chunks {plan.base}+{len(plan.entries)} for version {plan.version}",
+                session_id=session_id,
             )
-        keys = [self.keys.chunk(session_id, base + i, token) for i, token in enumerate(tokens)]
-        record = decode_chunks([chunk_from_bytes(b) for b in self._read_chunks(session_id, keys)])
+        keys: list[str] = []  # the S3 objects this load needs: chunks and segments, each once
+        for i, entry in enumerate(plan.entries):
+            segment = entry_segment(entry)
+            if segment is not None:
+                key = self.keys.segment(session_id, segment)
+            elif entry_inline(entry) is None:
+                key = self.keys.chunk(session_id, plan.base + i, entry_token(entry))
+            else:
+                continue
+            if key not in keys:
+                keys.append(key)
+        objects = dict(zip(keys, self._read_chunks(session_id, keys), strict=True))
+        segments: dict[str, dict[str, bytes]] = {}
+        datas: list[bytes] = []
+        for i, entry in enumerate(plan.entries):
+            inline, segment = entry_inline(entry), entry_segment(entry)
+            if inline is not None:
+                datas.append(inline)
+            elif segment is not None:
+                if segment not in segments:
+                    segments[segment] = segment_chunks(objects[self.keys.segment(session_id, segment)])
+                datas.append(segments[segment][entry_token(entry)])
+            else:
+                datas.append(objects[self.keys.chunk(session_id, plan.base + i, entry_token(entry))])
+        record = decode_chunks([chunk_from_bytes(b) for b in datas])
         _common.same_session(session_id, record)
-        self._remember_counts(session_id, version, counts_of_item(item))
+        self._remember(session_id, plan)
         return record
 
     def head(self, session_id: str) -> SessionHead | None:
@@ -158,28 +212,55 @@ class AwsStore:
         """
         validate_session_id(session_id)
         _common.check_record_fits(session_id, record, expected_version)
-        previous = self._previous_counts(session_id, expected_version, lease_owner)
-        chunk = encode_chunk(record, previous)
-        token = new_chunk_token()
-        key = self.keys.chunk(session_id, record.version, token)
+        plan = self._plan_for(session_id, expected_version, lease_owner)
+        version = record.version
+        chunk = encode_chunk(record, plan.counts if plan else None, scheduled=False)
         data = chunk_bytes(chunk)
-        aws_call(
-            self._s3.put_object,
-            operation="commit",
-            session_id=session_id,
-            Bucket=self.bucket,
-            Key=key,
-            Body=data,
-            ContentType="application/json",
-        )
+        if plan is not None and not chunk["full"] and plan.snapshot_due(len(data)):
+            chunk = encode_chunk(record, None, scheduled=False)  # deltas since the snapshot outweigh it
+            data = chunk_bytes(chunk)
+        token = new_chunk_token()
+        put: dict[str, bytes] = {}  # S3 objects this attempt writes before the UpdateItem
+        base: int | None = None
+        if plan is None or chunk["full"]:
+            put[self.keys.chunk(session_id, version, token)] = data
+            entries, how, base = [s3_entry(token)], "set", version
+            sizes = {"delta_bytes": 0, "full_bytes": len(data)}
+        else:
+            sizes = {"delta_bytes": plan.delta_bytes + len(data), "full_bytes": plan.full_bytes}
+            if plan.fits_inline(len(data)):  # the common case: the delta travels inside the item
+                entries, how = [*plan.entries, inline_entry(token, data)], "append"
+            elif len(data) <= INLINE_MAX_BYTES:  # the inline budget ran out: move them to one segment
+                segment = new_chunk_token()
+                moved = {entry_token(e): b for e in plan.entries if (b := entry_inline(e)) is not None}
+                moved[token] = data
+                put[self.keys.segment(session_id, segment)] = segment_bytes(moved)
+                entries = [segment_entry(entry_token(e), segment) if entry_inline(e) is not None else e for e in plan.entries]
+                entries, how = [*entries, segment_entry(token, segment)], "set"
+            else:  # too large for the item
+                put[self.keys.chunk(session_id, version, token)] = data
+                entries, how = [*plan.entries, s3_entry(token)], "append"
+        for key, body in put.items():
+            aws_call(
+                self._s3.put_object,
+                operation="commit",
+                session_id=session_id,
+                Bucket=self.bucket,
+                Key=key,
+                Body=body,
+                ContentType="application/json",
+            )
+        previous = plan.attrs if plan is not None else None
         request = commit_request(
             self.table_name,
             record,
             expected_version,
             lease_owner=lease_owner,
-            chunk_token=token,
-            full=bool(chunk["full"]),
+            chunks=(how, entries if how == "set" else entries[-1:]),
+            base=base,
+            sizes=sizes,
             ttl_days=self.finished_ttl_days,
+            previous=previous,
         )
         try:
             aws_call(
@@ -192,11 +273,25 @@ class AwsStore:
         except CommitConflictError as conflict:
             # botocore retries an UpdateItem whose response was lost; when the first attempt had
             # applied, the retry fails its condition against our own write. Only the item can tell.
-            if not self._landed(conflict, session_id, record.version, token):
-                self._discard(key)  # no item lists this attempt's token: garbage, never state
+            if not self._landed(conflict, session_id, version, token):
+                for key in put:
+                    self._discard(key)  # no item lists this attempt's token: garbage, never state
                 raise
-        self._cache_chunk(key, data)
-        self._remember_counts(session_id, record.version, (len(record.messages), len(record.trail)))
+        for key, body in put.items():
+            self._cache_chunk(key, body)
+        self._remember(
+            session_id,
+            Plan(
+                version=version,
+                counts=(len(record.messages), len(record.trail)),
+                base=version if base is not None else plan.base,  # type: ignore[union-attr]
+                entries=entries,
+                inline_bytes=sum(len(b) for e in entries if (b := entry_inline(e)) is not None),
+                delta_bytes=sizes["delta_bytes"],
+                full_bytes=sizes["full_bytes"],
+                attrs=committed_attributes(record, sizes, self.finished_ttl_days, previous),
+            ),
+        )
 
     def list(self) -> list[str]:
         """Ids of every session with a committed item, sorted (§9.1). Scans keys: not a hot path.
@@ -410,7 +505,7 @@ class AwsStore:
                     f"S3 refused to delete {len(answer['Errors'])} objects", session_id=session_id
                 )
         with self._lock:
-            self._counts.pop(session_id, None)
+            self._plans.pop(session_id, None)
         return existed or bool(keys)
 
     def get_spec(self, spec_hash: str) -> dict[str, Any] | None:
@@ -465,16 +560,14 @@ class AwsStore:
         item = answer.get("Item")
         return item if item and "version" in item else None
 
-    def _previous_counts(
-        self, session_id: str, expected_version: int, lease_owner: str | None
-    ) -> tuple[int, int] | None:
-        """The stored counts of ``expected_version``; from cache, else one GetItem that also refuses early."""
+    def _plan_for(self, session_id: str, expected_version: int, lease_owner: str | None) -> Plan | None:
+        """The stored plan of ``expected_version``; from this instance's memory, else one GetItem that also refuses early."""
         if expected_version == 0:
             return None
         with self._lock:
-            cached = self._counts.get(session_id)
-        if cached is not None and cached[0] == expected_version:
-            return cached[1]
+            cached = self._plans.get(session_id)
+        if cached is not None and cached.version == expected_version:
+            return cached
         item = self._item(session_id)
         if item is None:
             raise CommitConflictError(session_id, expected_version, None)
@@ -483,14 +576,14 @@ class AwsStore:
             raise CommitConflictError(session_id, expected_version, found_in_item(item))
         if lease_owner is not None:
             _common.check_lease_owner(session_id, expected_version, head, lease_owner)
-        return counts_of_item(item)
+        return Plan.of_item(item)
 
-    def _remember_counts(self, session_id: str, version: int, counts: tuple[int, int]) -> None:
+    def _remember(self, session_id: str, plan: Plan) -> None:
         with self._lock:
-            self._counts[session_id] = (version, counts)
-            self._counts.move_to_end(session_id)
-            while len(self._counts) > _COUNTS_CACHE_SIZE:
-                self._counts.popitem(last=False)
+            self._plans[session_id] = plan
+            self._plans.move_to_end(session_id)
+            while len(self._plans) > _PLANS_CACHE_SIZE:
+                self._plans.popitem(last=False)
 
     def _read_chunks(self, session_id: str, keys: list[str]) -> list[bytes]:
         with self._lock:

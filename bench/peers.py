@@ -1,0 +1,415 @@
+"""archmax side by side with its peer, LangGraph + ``langgraph-checkpoint-aws`` ``DynamoDBSaver``: the issue-10 goal table.
+
+Run: ``make bench`` (installs ``bench/requirements.txt`` first; they are bench-only, never the
+package's), or ``.venv/bin/python bench/peers.py [--rounds 3] [--cycles 20]``.
+
+One moto server on 127.0.0.1 serves both systems in the same run. Every phase and every round
+starts from empty, recreated tables and bucket (``MotoServer.fresh``): moto's ``Query`` walks
+the whole table, so a table that grows through the run would bias whatever runs later.
+
+The same workload on both sides (``bench/_workload.py``): a session is started and parks on a
+wait tool; a *cycle* is one resume that parks again; a *resume-and-complete* finishes it.
+
+* **archmax, public API**: ``create_agent(bench/waiter, AwsStore(...))``, ``send`` / ``deliver``,
+  measured on a warm instance (one that already ran another session: imports and clients made).
+* **archmax, Lambda path**: what the send function and its asynchronous drain run (``Host.accept``
+  with the wake deferred, then ``Host.drain`` in the same warm container).
+* **peer**: a LangGraph ``StateGraph`` over ``MessagesState`` (model node, wait-tool node, a park
+  node calling ``interrupt()``), compiled with ``DynamoDBSaver`` on its defaults, and the same graph
+  invoked with ``durability="exit"`` (a checkpoint only when the run stops).
+
+Rows: AWS calls per operation (botocore ``before-call`` hooks, warm), bytes written per cycle
+(request bodies of write operations, all of them: checkpoints, artifacts, inbox) at a transcript
+of ~10 and ~1,000 messages, single-thread cycles per second (median of ``--rounds`` rounds,
+interleaved), AWS calls of the cheap reads, and the deliver handler's cold import against
+``import boto3`` (``bench/cold_import.py``'s probe, Lambda-like environment). The last column
+says whether the issue's goal is met. Nothing here is a test: no assertion about time.
+
+Rule source: issue 10 (the goal table), DESIGN.md §7 (benchmarks side by side in one run).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from _aws import REGION, AwsEnv, CallCounter, MotoServer
+from _workload import AGAIN_MESSAGE, FINISH_MESSAGE, PARK_MESSAGE, START, WORKFLOW, WaiterModel
+
+PEER_TABLE = "bench-peer-checkpoints"
+T0 = "2025-01-01T00:00:00.000Z"
+MODEL = WaiterModel()
+SMALL, LARGE = 10, 1000  # transcript lengths (messages) for the bytes row
+WINDOW = 3  # cycles measured at each length
+
+
+# ---------------------------------------------------------------------- the three systems
+
+
+class Archmax:
+    """archmax through its public API on a warm ``AwsStore`` instance."""
+
+    label = "archmax (public API)"
+
+    def __init__(self, env: AwsEnv) -> None:
+        from archmax import FakeClock, create_agent
+
+        self.env = env
+        self.agent = create_agent(WORKFLOW, env.store(), MODEL, clock=FakeClock(T0))
+        self.clients = (env.dynamodb, env.s3)
+        self._expect("parked", self.agent.workflow.send("warm-up", PARK_MESSAGE, trigger=START))
+
+    @staticmethod
+    def _expect(kind: str, outcome: Any) -> int:
+        if outcome.kind != kind:
+            raise RuntimeError(f"expected a {kind!r} outcome, got {outcome.kind!r}")
+        return len(outcome.messages)
+
+    def start(self, sid: str) -> int:
+        return self._expect("parked", self.agent.workflow.send(sid, PARK_MESSAGE, trigger=START))
+
+    def cycle(self, sid: str) -> int:
+        return self._expect("parked", self.agent.workflow.deliver(sid, trigger="event", message=AGAIN_MESSAGE))
+
+    def finish(self, sid: str) -> int:
+        return self._expect("completed", self.agent.workflow.deliver(sid, trigger="event", message=FINISH_MESSAGE))
+
+
+class ArchmaxLambda(Archmax):
+    """archmax as the Lambda functions run it: ``Host.accept`` (wake deferred) then ``Host.drain``."""
+
+    label = "archmax (Lambda path)"
+
+    def __init__(self, env: AwsEnv) -> None:
+        super().__init__(env)
+        from archmax.hosting.host import Host
+
+        self.host = Host(self.agent, env.inbox(self.agent.runtime.clock), waker=lambda sid: None)
+        self._n = 0
+
+    def _fire(self, sid: str, trigger: str, message: str, kind: str, expect: str) -> int:
+        from archmax.session.firing import Firing
+
+        self._n += 1
+        firing = Firing(trigger=trigger, message=message, delivery_id=f"evt-{self._n}")
+        self.host.accept(firing, session_id=sid, kind=kind)  # type: ignore[arg-type]
+        results = self.host.drain(sid)
+        if len(results) != 1 or getattr(results[0], "kind", None) != expect:
+            raise RuntimeError(f"expected one {expect!r} outcome from the drain, got {results!r}")
+        return len(results[0].messages)
+
+    def start(self, sid: str) -> int:
+        return self._fire(sid, START, PARK_MESSAGE, "send", "parked")
+
+    def cycle(self, sid: str) -> int:
+        return self._fire(sid, "event", AGAIN_MESSAGE, "deliver", "parked")
+
+    def finish(self, sid: str) -> int:
+        return self._fire(sid, "event", FINISH_MESSAGE, "deliver", "completed")
+
+
+def peer_graph(checkpointer: Any) -> Any:
+    """The workload as a LangGraph graph: model → wait tool (+ the reply before parking) → park → model."""
+    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+    from langgraph.graph import END, MessagesState, StateGraph
+    from langgraph.graph import START as GRAPH_START
+    from langgraph.types import interrupt
+
+    def model(state):  # no annotations: LangGraph reads them at run time
+        last = state["messages"][-1]
+        if isinstance(last, HumanMessage) and "wait" in str(last.content):
+            call = {"name": "wait", "args": {"reason": "bench", "until": "1d"}, "id": f"call_{len(state['messages'])}"}
+            return {"messages": [AIMessage(content="", tool_calls=[call])]}
+        return {"messages": [AIMessage(content="done")]}
+
+    def route(state):
+        return "tool" if getattr(state["messages"][-1], "tool_calls", None) else END
+
+    def tool(state):
+        call = state["messages"][-1].tool_calls[0]
+        return {"messages": [ToolMessage(content="parked", tool_call_id=call["id"]), AIMessage(content="waiting")]}
+
+    def park(state):
+        return {"messages": [HumanMessage(content=interrupt("bench"))]}
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("model", model)
+    graph.add_node("tool", tool)
+    graph.add_node("park", park)
+    graph.add_edge(GRAPH_START, "model")
+    graph.add_conditional_edges("model", route, ["tool", END])
+    graph.add_edge("tool", "park")
+    graph.add_edge("park", "model")
+    return graph.compile(checkpointer=checkpointer)
+
+
+class Peer:
+    """LangGraph + ``DynamoDBSaver`` (its defaults), on the same moto server."""
+
+    label = "peer"
+    durability: str | None = None
+
+    def __init__(self, env: AwsEnv, endpoint_url: str) -> None:
+        import boto3
+        from langgraph_checkpoint_aws import DynamoDBSaver
+
+        env.dynamodb.create_table(
+            TableName=PEER_TABLE,
+            KeySchema=[{"AttributeName": "PK", "KeyType": "HASH"}, {"AttributeName": "SK", "KeyType": "RANGE"}],
+            AttributeDefinitions=[
+                {"AttributeName": "PK", "AttributeType": "S"},
+                {"AttributeName": "SK", "AttributeType": "S"},
+            ],
+            BillingMode="PAY_PER_REQUEST",
+        )
+        session = boto3.session.Session(
+            aws_access_key_id="bench", aws_secret_access_key="bench", aws_session_token="bench", region_name=REGION
+        )
+        self.saver = DynamoDBSaver(PEER_TABLE, session=session, endpoint_url=endpoint_url, region_name=REGION)
+        self.clients = (self.saver.client,)
+        self.graph = peer_graph(self.saver)
+        self.start("warm-up")
+
+    def _run(self, sid: str, payload: Any) -> int:
+        from langgraph.types import Command
+
+        extra = {"durability": self.durability} if self.durability else {}
+        config = {"configurable": {"thread_id": sid}}
+        value = payload if isinstance(payload, dict) else Command(resume=payload)
+        result = self.graph.invoke(value, config, **extra)
+        return len(result["messages"])
+
+    def start(self, sid: str) -> int:
+        from langchain_core.messages import HumanMessage
+
+        return self._run(sid, {"messages": [HumanMessage(content=PARK_MESSAGE)]})
+
+    def cycle(self, sid: str) -> int:
+        return self._run(sid, AGAIN_MESSAGE)
+
+    def finish(self, sid: str) -> int:
+        return self._run(sid, FINISH_MESSAGE)
+
+
+class PeerExit(Peer):
+    """The same graph invoked with ``durability="exit"``."""
+
+    label = "peer, durability=exit"
+    durability = "exit"
+
+
+SYSTEMS: tuple[type, ...] = (Archmax, ArchmaxLambda, Peer, PeerExit)
+
+
+# ---------------------------------------------------------------------- measuring
+
+
+def _build(cls: type, server: MotoServer) -> Any:
+    env = server.fresh()
+    return cls(env, server.endpoint_url) if issubclass(cls, Peer) else cls(env)
+
+
+def _counted(system: Any, action: Callable[[], Any]) -> CallCounter:
+    with CallCounter(*system.clients) as counter:
+        action()
+    return counter
+
+
+def calls(server: MotoServer) -> dict[str, dict[str, CallCounter]]:
+    """Per system: calls of start-and-park, a park/resume cycle and resume-and-complete (warm)."""
+    out: dict[str, dict[str, CallCounter]] = {}
+    for cls in SYSTEMS:
+        system = _build(cls, server)
+        out[cls.label] = {
+            "start": _counted(system, lambda system=system: system.start("s-1")),
+            "cycle": _counted(system, lambda system=system: system.cycle("s-1")),
+            "finish": _counted(system, lambda system=system: system.finish("s-1")),
+        }
+    return out
+
+
+def cheap_reads(server: MotoServer) -> dict[str, CallCounter]:
+    """archmax's one-read operations: resolve, the summary, and a refused double-fired timer."""
+    from archmax import SessionNotAwaitingInputError
+
+    system = _build(Archmax, server)
+    system.start("parked")
+    system.start("done")
+    system.finish("done")
+    wf = system.agent.workflow
+
+    def refused() -> None:
+        try:
+            wf.deliver("done", trigger="timer", variables={"now": T0})
+        except SessionNotAwaitingInputError:
+            return
+        raise RuntimeError("a timer into a completed session was not refused")
+
+    return {
+        "resolve_session (parked)": _counted(system, lambda: wf.resolve_session(session_id="parked", trigger="event")),
+        "sessions.get (summary)": _counted(system, lambda: system.agent.sessions.get("parked")),
+        "refused double timer": _counted(system, refused),
+    }
+
+
+def bytes_per_cycle(server: MotoServer) -> dict[str, tuple[float, float, int, int]]:
+    """Per system: mean bytes written per cycle at ~SMALL and ~LARGE messages, and the lengths reached."""
+    out = {}
+    for cls in SYSTEMS:
+        system = _build(cls, server)
+        sid = "long"
+        count = system.start(sid)
+        found = []
+        for length in (SMALL, LARGE):
+            while count < length:
+                count = system.cycle(sid)
+            at = count
+            with CallCounter(*system.clients) as counter:
+                for _ in range(WINDOW):
+                    count = system.cycle(sid)
+            found.append((counter.bytes_written / WINDOW, at))
+        out[cls.label] = (found[0][0], found[1][0], found[0][1], found[1][1])
+    return out
+
+
+def throughput(server: MotoServer, rounds: int, cycles: int) -> dict[str, float]:
+    """Per system: median over rounds of single-thread cycles per second (systems interleaved per round)."""
+    per: dict[str, list[float]] = {cls.label: [] for cls in SYSTEMS}
+    for _ in range(rounds):
+        for cls in SYSTEMS:
+            system = _build(cls, server)
+            system.start("t")
+            started = time.perf_counter()
+            for _ in range(cycles):
+                system.cycle("t")
+            per[cls.label].append(cycles / (time.perf_counter() - started))
+    return {label: statistics.median(values) for label, values in per.items()}
+
+
+def cold_imports(runs: int) -> dict[str, float]:
+    """Median ms of a fresh interpreter's import: boto3, the deliver handler, the peer's handler imports."""
+    from cold_import import _LOAD_FILE, FUNCTIONS, lambda_environment, probe
+
+    codes = {
+        "import boto3": "import boto3",
+        "deliver handler": _LOAD_FILE.format(path=str(FUNCTIONS / "deliver" / "app.py")),
+        "peer": (
+            "from langgraph.graph import StateGraph, MessagesState\nfrom langgraph.types import interrupt, Command\n"
+            "from langgraph_checkpoint_aws import DynamoDBSaver\nDynamoDBSaver('t', region_name='us-east-1')"
+        ),
+    }
+    with tempfile.TemporaryDirectory() as tmp:
+        env = lambda_environment(Path(tmp))
+        for code in codes.values():
+            probe(code, env)  # bytecode caches
+        times: dict[str, list[float]] = {k: [] for k in codes}
+        for _ in range(runs):
+            for label, code in codes.items():
+                times[label].append(float(probe(code, env)["s"]) * 1000)  # type: ignore[arg-type]
+    return {label: statistics.median(values) for label, values in times.items()}
+
+
+# ---------------------------------------------------------------------- printing
+
+
+def _progress(what: str) -> None:
+    print(f"peers: measuring {what} ...", file=sys.stderr, flush=True)
+
+
+def _verdict(ok: bool) -> str:
+    return "met" if ok else "NOT met"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds for cycles/s")
+    parser.add_argument("--cycles", type=int, default=20, help="cycles timed per system per round")
+    parser.add_argument("--import-runs", type=int, default=5, help="fresh interpreters per import target")
+    args = parser.parse_args(argv)
+    server = MotoServer()
+    try:
+        _progress("calls per operation")
+        counted = calls(server)
+        reads = cheap_reads(server)
+        _progress(f"bytes per cycle at ~{SMALL} and ~{LARGE} messages")
+        written = bytes_per_cycle(server)
+        _progress("single-thread cycles/s")
+        rates = throughput(server, args.rounds, args.cycles)
+    finally:
+        server.stop()
+    _progress("cold imports")
+    imports = cold_imports(args.import_runs)
+
+    labels = [cls.label for cls in SYSTEMS]
+    pub, lam, peer, peer_exit = labels
+    rows: list[list[str]] = []
+    ops = (("start", "start-and-park"), ("finish", "resume-and-complete"), ("cycle", "park/resume cycle"))
+    for key, name in ops:
+        cells = [str(counted[label][key].total) for label in labels]
+        ok = counted[pub][key].total <= 3 and counted[lam][key].total <= 5
+        rows.append([f"{name}: AWS calls", *cells, "≤3 public, ≤5 Lambda", _verdict(ok)])
+    growth = {label: written[label][1] / written[label][0] for label in labels}
+    rows.append(
+        [
+            f"cycle bytes written at ~{SMALL} → ~{LARGE} msgs",
+            *[f"{written[label][0] / 1024:.1f} → {written[label][1] / 1024:.1f} KB (×{growth[label]:.1f})" for label in labels],
+            "≤ ×1.5",
+            _verdict(growth[pub] <= 1.5 and growth[lam] <= 1.5),
+        ]
+    )
+    rows.append(
+        [
+            "single-thread cycles/s (÷ peer)",
+            *[f"{rates[label]:.1f} ({rates[label] / rates[peer]:.2f}×)" for label in labels],
+            "≥2× peer, ≥1× exit",
+            _verdict(rates[pub] >= 2 * rates[peer] and rates[pub] >= rates[peer_exit]),
+        ]
+    )
+    ratio = imports["deliver handler"] / imports["import boto3"]
+    peer_ratio = imports["peer"] / imports["import boto3"]
+    rows.append(
+        [
+            "deliver handler cold import ÷ import boto3",
+            f"{ratio:.2f}× ({imports['deliver handler']:.0f} ms)",
+            "",
+            f"{peer_ratio:.2f}× ({imports['peer']:.0f} ms)",
+            "",
+            "≤ 1.5",
+            _verdict(ratio <= 1.5),
+        ]
+    )
+    for name, counter in reads.items():
+        rows.append([f"{name}: AWS calls", str(counter.total), "", "", "", "1", _verdict(counter.total == 1)])
+
+    header = ["per operation", *labels, "goal", ""]
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    print(
+        f"archmax vs LangGraph + DynamoDBSaver, one moto server, one run (fresh tables per phase and round;"
+        f" cycles/s: median of {args.rounds} rounds × {args.cycles} cycles; import: median of {args.import_runs})"
+    )
+    print(" | ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)))
+    print("-|-".join("-" * w for w in widths))
+    for row in rows:
+        print(" | ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)))
+    print()
+    print("Calls in detail (warm):")
+    for label in labels:
+        for key, name in ops:
+            print(f"  {label}, {name}: {counted[label][key].detail()}")
+    for name, counter in reads.items():
+        print(f"  {pub}, {name}: {counter.detail()}")
+    print(
+        "Transcript lengths reached for the bytes row: "
+        + ", ".join(f"{label} {written[label][2]} / {written[label][3]}" for label in labels)
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

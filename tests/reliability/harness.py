@@ -70,7 +70,7 @@ WORKFLOW = {
     },
 }
 
-STORE_WRITES = ("commit", "seed", "upload_files", "delete", "put_spec")
+STORE_WRITES = ("commit", "seed", "upload_files", "remove_files", "delete", "put_spec")
 INBOX_WRITES = ("put", "mark", "try_acquire", "release")
 STORE_FAULTS = ("crash-before", "crash-after", "error-before", "error-after")
 KILLS = ("kill-before", "kill-after")

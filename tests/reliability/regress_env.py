@@ -239,7 +239,7 @@ class DieAfterCommitWhere:
     pass through. The wrapped store keeps exactly what was committed up to the kill.
     """
 
-    _WRITES = ("commit", "seed", "upload_files", "delete", "put_spec")
+    _WRITES = ("commit", "seed", "upload_files", "remove_files", "delete", "put_spec")
 
     def __init__(self, inner: Any, where: Callable[[Any], bool]) -> None:
         self._inner = inner

@@ -75,13 +75,7 @@ replies = st.tuples(st.just("reply"), sessions, acts)
 operations = st.one_of(firings, firings, decisions, replies, st.just(("sweep",)))
 
 
-OPEN_SCENARIOS: dict[int, str] = {
-    7: (
-        "a direct firing's files are lost when its process dies right after the claim: the claim commits the "
-        "message and delivery id, not the files, and the sweep's recover goes on without them (the fix of #7 "
-        "covers the re-driven path only)"
-    ),
-}
+OPEN_SCENARIOS: dict[int, str] = {}
 """Issue 9 scenarios not fixed on main yet. The operation mixes that reach one are left out of the
 schedules (see :func:`left_out`) with the scenario's number, and the skip test says which; delete an
 entry as soon as its fix lands on main, and the mix is back in every schedule."""

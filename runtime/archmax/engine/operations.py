@@ -17,7 +17,7 @@ from archmax.engine import subworkflows
 from archmax.engine.artifacts import ArtifactWriter
 from archmax.engine.deliveries import refuse_duplicate, remember_delivery
 from archmax.engine.loop import TurnLoop
-from archmax.engine.placement import place_files, prepare_files, session_file_exists
+from archmax.engine.placement import Placement, discard_files, place_firing_files, prepare_files, session_file_exists
 from archmax.engine.runtime import Runtime
 from archmax.engine.work import Work
 from archmax.errors import (
@@ -216,7 +216,7 @@ class Operations:
         """Apply the firing rule (§3.2) to an explicit id."""
         rec = self.load(session_id)
         if self._died_applying(rec, delivery_id):
-            return self._continue_dead_turn(rec, prepare_files(self.rt.store, session_id, files))  # type: ignore[arg-type]
+            return self._continue_dead_turn(rec)  # type: ignore[arg-type]  # its claim carried its files
         refuse_duplicate(self.rt.store, rec, delivery_id, session_id)
         disposition, recovered = self.classify(session_id, rec)
         source = f"sent to session '{session_id}'"
@@ -331,12 +331,12 @@ class Operations:
             raise SessionNotResumableError(session_id, str(rec.status))
         return self._continue_dead_turn(rec)
 
-    def _continue_dead_turn(self, rec: Checkpoint, prepared: list | None = None) -> Outcome:
+    def _continue_dead_turn(self, rec: Checkpoint) -> Outcome:
         """Take the session over (§3.12) and continue the turn from its last checkpoint, adding nothing.
 
-        ``prepared`` are the files of the redriven firing whose turn died (issue 9: a firing's files are
-        part of the firing): before the turn goes on, each is placed, or found where the dead attempt
-        placed it (:func:`place_files` ``redriven``), and its variable seeded, in one commit.
+        The claim that started the dead turn carried the firing's placed files and its trigger's
+        ``requires`` verdict (issue 9: a firing's files are part of the firing), so nothing of the
+        firing is applied again here.
         """
         rt = self.rt
         record = rec  # a load is the caller's own object (SessionStore.load): no copy
@@ -353,15 +353,41 @@ class Operations:
         )
 
         def body() -> None:
-            if prepared:
-                placed = place_files(rt.store, record.session_id, prepared, redriven=True)
-                file_vars = {k: v for k, v in placed.items() if k not in rt.assembly_variables}
-                for text in seed_host_variables(record.variables, file_vars):  # as at the turn opening (§8)
-                    self._title_warning(work, text)
-                work.commit()
             TurnLoop(rt, work).run()
 
         return self._guarded(work, body, "turn")
+
+    def _claim_with_files(self, work: Work, placement: Placement) -> None:
+        """Claim the session with a commit that carries the firing's placed files (issue 9, §9.5).
+
+        When the claim does not land (a conflict, or a store error that left the session's head
+        where it was), the files this firing created are removed (best-effort) and the error
+        re-raised, so the session is left as it was. A claim that landed although its answer was
+        lost keeps them: the committed record names them.
+
+        Raises:
+            CommitConflictError: another writer committed first.
+            StoreError: the claim failed.
+        """
+        try:
+            work.claim()
+        except Exception as exc:
+            if placement.created and (isinstance(exc, CommitConflictError) or not self._claim_landed(work)):
+                discard_files(self.rt.store, work.record.session_id, placement.created)
+            raise
+
+    def _claim_landed(self, work: Work) -> bool:
+        """Whether a claim that raised is committed after all (the head shows this claim's lease); True when unsure."""
+        try:
+            head = self.rt.store.head(work.record.session_id)
+        except Exception:  # noqa: BLE001 - the store is unreachable: keep the files (an orphan is harmless)
+            return True
+        return (
+            head is not None
+            and head.version == work.version + 1
+            and head.lease is not None
+            and head.lease.owner == work.owner
+        )
 
     # ------------------------------------------------------------------ turn opening (§8)
 
@@ -397,7 +423,22 @@ class Operations:
         title_notes = self._open_record(record, message, trigger, variables)
         remember_delivery(rt.store, record, delivery_id)
         self.preflight_model(record.position)
-        work.claim()  # raises SessionNotResumableError (CommitConflictError) when another writer won
+        # Every refusal has run: the firing's files are placed now and their variables (§8 step 4: before
+        # the assembly seeds, so a seed of the same name wins) and the trigger's verdict (§8 steps 2, 6)
+        # ride the claim, so a claimed turn always has its files, and one whose process dies is continued
+        # by `recover` with them (issue 9: a firing's files are part of the firing).
+        placement = place_firing_files(rt.store, session_id, prepared, reuse=delivery_id is not None)
+        file_vars = {k: v for k, v in placement.paths.items() if k not in rt.assembly_variables}
+        title_notes += seed_host_variables(record.variables, file_vars)  # file variables are host writes (§6)
+        try:
+            refusal = self._refusal(record, trigger, variables, placement.paths, allow_disabled)
+        except Exception:
+            discard_files(rt.store, session_id, placement.created)
+            raise
+        if refusal is not None:
+            record.status = SessionStatus.REJECTED
+            record.rejected = refusal
+        self._claim_with_files(work, placement)  # CommitConflictError when another writer won
         for text in warnings:  # e.g. the minted-id warning of §4.2: in `warnings` and as an event
             rt.warn(record, "session", text)
         if recovered:
@@ -409,25 +450,9 @@ class Operations:
 
         def body() -> None:
             self._snapshot_spec(record)
-            placed = place_files(rt.store, session_id, prepared)
-            # §8 step 4 places files before the assembly seeds, so a seed of the same name wins.
-            file_vars = {k: v for k, v in placed.items() if k not in rt.assembly_variables}
-            for text in seed_host_variables(record.variables, file_vars):  # file variables are host writes (§6)
-                self._title_warning(work, text)
-            if wf.disabled and allow_disabled:
-                record.status = SessionStatus.REJECTED
-                record.rejected = f"Refusing to start: workflow '{wf.slug}' is disabled."
+            if refusal is not None:  # committed rejected by the claim: no model call (§8 step 6)
                 work.release()
                 return
-            missing = self._unmet_requires(record, trigger, variables, placed)  # 6. the trigger's requires
-            if missing:
-                names = ", ".join(f"'{n}'" for n in missing)
-                record.status = SessionStatus.REJECTED
-                record.rejected = f"Refusing to start: trigger '{trigger}' requires {names}, which this firing does not supply."
-                work.release()
-                return
-            if placed:  # the claim recorded the firing; only placed files' variables are new since
-                work.commit()
             TurnLoop(rt, work).run()
 
         return self._guarded(work, body, "turn")
@@ -481,6 +506,30 @@ class Operations:
         work.warnings.append(text)
         self.rt.warn(work.record, "variables", text)
 
+    def _refusal(
+        self,
+        rec: Checkpoint,
+        trigger: str,
+        variables: Mapping[str, Any] | None,
+        placed: Mapping[str, str],
+        allow_disabled: bool,
+    ) -> str | None:
+        """Why a turn opening is rejected (a disabled workflow under invoke, §3.9; unmet ``requires``, §8 step 6), or None.
+
+        ``placed``: the firing's placed files (variable → path), already in the store.
+
+        Raises:
+            StoreError: a ``file``-typed requirement could not be read.
+        """
+        wf = self.rt.workflow
+        if wf.disabled and allow_disabled:
+            return f"Refusing to start: workflow '{wf.slug}' is disabled."
+        missing = self._unmet_requires(rec, trigger, variables, dict(placed))
+        if not missing:
+            return None
+        names = ", ".join(f"'{n}'" for n in missing)
+        return f"Refusing to start: trigger '{trigger}' requires {names}, which this firing does not supply."
+
     def _unmet_requires(
         self, rec: Checkpoint, trigger: str, variables: Mapping[str, Any] | None, placed: dict
     ) -> list[str]:
@@ -530,7 +579,7 @@ class Operations:
         else:
             rec = self.load(session_id)
         if self._died_applying(rec, delivery_id):
-            return self._continue_dead_turn(rec, prepare_files(self.rt.store, session_id, files))  # type: ignore[arg-type]
+            return self._continue_dead_turn(rec)  # type: ignore[arg-type]  # its claim carried its files
         refuse_duplicate(self.rt.store, rec, delivery_id, session_id)
         if self.parked_channel(rec) != "input":
             raise SessionNotAwaitingInputError(session_id, str(rec.status) if rec else None)
@@ -580,8 +629,11 @@ class Operations:
         record.status = SessionStatus.RUNNING
         remember_delivery(rt.store, record, delivery_id)
         self.preflight_model(state)
+        # Every refusal has run: the files are placed now and the claim carries their variables (issue 9).
+        placement = place_firing_files(rt.store, record.session_id, prepared, reuse=delivery_id is not None)
+        file_notes = seed_host_variables(record.variables, placement.paths)  # file variables are host writes (§6)
         try:
-            work.claim()  # atomic: of two racing deliveries exactly one commits this version
+            self._claim_with_files(work, placement)  # atomic: of two racing deliveries exactly one commits this version
         except CommitConflictError:
             now = rt.store.head(rec.session_id)
             raise SessionNotAwaitingInputError(
@@ -594,11 +646,8 @@ class Operations:
             if message is not None:
                 rt.events.emit(record, "park_message", state=state, direction="inbound", text=message)
             rt.events.emit(record, "delivered", state=state, trigger=trigger, to=state)
-            placed = place_files(rt.store, record.session_id, prepared)
-            for text in seed_host_variables(record.variables, placed):  # file variables are host writes (§6)
+            for text in file_notes:
                 self._title_warning(work, text)
-            if placed:  # the claim recorded the delivery; only placed files' variables are new since
-                work.commit()
             TurnLoop(rt, work).run()
 
         return self._guarded(work, body, disposition)

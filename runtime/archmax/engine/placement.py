@@ -1,9 +1,11 @@
 """Placing host files into a session's ``scratchpad/attachments/``.
 
-Rule source: seed "Files handed to a session"; BEHAVIOUR.md §9.5. Every file of a firing is
-checked before any is stored, so a refusal stores none. Each placement claims its name with a
-create-only write and tries the next number when it loses; placements into one session are
-serialized in-process by a lock (and across processes by the create-only claim).
+Rule source: seed "Files handed to a session"; BEHAVIOUR.md §9.5; issue 9 item 7. Every file of a
+firing is checked before any is stored, so a refusal stores none. Each placement claims its name
+with a create-only write and tries the next number when it loses; placements into one session are
+serialized in-process by a lock (and across processes by the create-only claim). The engine places
+a firing's files before the commit that claims the session, and that commit carries their variables;
+a placement or claim that fails removes the files it created.
 """
 
 from __future__ import annotations
@@ -78,45 +80,97 @@ def prepare_files(store: SessionStore, session_id: str, files: Mapping[str, Any]
     return prepared
 
 
+@dataclass(frozen=True)
+class Placement:
+    """Where a firing's files went: ``paths`` (variable → placed path) and what this call ``created``."""
+
+    paths: dict[str, str]
+    created: tuple[str, ...] = ()
+
+
 def place_files(
     store: SessionStore, session_id: str, prepared: list[PreparedFile], *, redriven: bool = False
 ) -> dict[str, str]:
     """Place prepared files, never overwriting; returns variable → ``scratchpad/attachments/<placed name>``.
 
+    :func:`place_firing_files` without the list of created paths (sub-workflow file returns use it).
+    """
+    return place_firing_files(store, session_id, prepared, reuse=redriven).paths
+
+
+def place_firing_files(
+    store: SessionStore, session_id: str, prepared: list[PreparedFile], *, reuse: bool = False
+) -> Placement:
+    """Place a firing's files, never overwriting; all of them, or (on a failure) none this call wrote.
+
+    The engine places a firing's files before the commit that claims the session, and that commit
+    carries their variables (issue 9: a firing's files are part of the firing). A claim that then
+    loses gives the created paths to :func:`discard_files`.
+
     Args:
         store: The session's store.
         session_id: The session.
         prepared: The firing's files (:func:`prepare_files`).
-        redriven: The same firing is applied again after its turn died part-way (issue 9: a firing's
-            files are part of the firing). A name already holding exactly a file's bytes is then that
-            file, placed by the earlier attempt (or by a put whose answer was lost), and is reused
-            rather than copied: every file of the firing ends up placed once, none orphaned.
+        reuse: The firing carries a delivery id, so it may be the same event applied again after an
+            attempt that placed its files and died before its claim (or a put whose answer was lost).
+            A candidate name already holding exactly a file's bytes is then taken as that file and
+            not copied, so a retried firing leaves no orphans. Two distinct firings with ids that hand
+            a session the same name and the same bytes share one file (the bytes each variable names
+            are the bytes its firing sent). Without a delivery id a firing is a new event: it never reuses.
+
+    Returns:
+        :class:`Placement`: variable → ``scratchpad/attachments/<placed name>``, and the paths this
+        call created (reused files are not in it).
 
     Raises:
-        StoreError: a write failed; files placed before it stay, and a redriven firing finds them.
+        StoreError: a write failed; the files this call created are discarded first (best-effort),
+            so the session is left as it was, and a retry of the firing finds any that survived.
     """
     if not prepared:
-        return {}
+        return Placement({})
     with _locks_guard:
         lock = _locks[session_id]
     placed: dict[str, str] = {}
+    created: list[str] = []
     with lock:
-        taken = {p.rsplit("/", 1)[-1] for p in store.list_files(session_id, ATTACHMENTS_DIR + "/")}
-        used: set[str] = set()  # names this call placed or reused: two files of a firing never share one
-        for item in prepared:
-            data = item.content.encode("utf-8") if isinstance(item.content, str) else bytes(item.content)
-            for candidate in candidate_names(item.name):
-                if candidate in used:
-                    continue
-                path = attachment_path(candidate)
-                if candidate in taken or not _create(store, session_id, path, item, data):
-                    taken.add(candidate)
-                    if not (redriven and store.get(session_id, path) == data):
-                        continue  # another placement holds this name: take the next number
-                used.add(candidate)
-                placed[item.variable] = path
-                break
-    return placed
+        try:
+            taken = {p.rsplit("/", 1)[-1] for p in store.list_files(session_id, ATTACHMENTS_DIR + "/")}
+            used: set[str] = set()  # names this call placed or reused: two files of a firing never share one
+            for item in prepared:
+                data = item.content.encode("utf-8") if isinstance(item.content, str) else bytes(item.content)
+                for candidate in candidate_names(item.name):
+                    if candidate in used:
+                        continue
+                    path = attachment_path(candidate)
+                    if candidate in taken or not _create(store, session_id, path, item, data):
+                        taken.add(candidate)
+                        if not (reuse and store.get(session_id, path) == data):
+                            continue  # another placement holds this name: take the next number
+                    else:
+                        created.append(path)
+                    used.add(candidate)
+                    placed[item.variable] = path
+                    break
+        except Exception:
+            discard_files(store, session_id, created)
+            raise
+    return Placement(placed, tuple(created))
+
+
+def discard_files(store: SessionStore, session_id: str, paths: list[str] | tuple[str, ...]) -> None:
+    """Best-effort removal of files a firing created before its claim failed (they are create-only and ours).
+
+    Uses the store's ``remove_files`` where it has one (every bundled store does); a store without it,
+    or a removal that fails, leaves them: an orphan is never named by a variable, and a retry of the
+    same firing (same delivery id) reuses it (:func:`place_firing_files` ``reuse``).
+    """
+    remove = getattr(store, "remove_files", None)
+    if not paths or remove is None:
+        return
+    try:
+        remove(session_id, list(paths))
+    except Exception:  # noqa: BLE001 - best-effort: the caller re-raises the error that made it discard
+        pass
 
 
 def _create(store: SessionStore, session_id: str, path: str, item: PreparedFile, data: bytes) -> bool:

@@ -226,6 +226,19 @@ class BackendSessionStore:
         paths = [key[len(folder) + 1 :] for key in self.backend.list(f"{folder}/")]
         return sorted(p for p in paths if p.split("/", 1)[0] != _CHECKPOINTS and _common.is_under(p, under))
 
+    def remove_files(self, session_id: str, paths: list[str]) -> None:
+        """Remove session files (not checkpoints); a path that is absent is skipped.
+
+        Not part of the store protocol: the engine uses it, where a store has it, to take back the
+        files a firing placed before its claim failed (BEHAVIOUR.md §9.5; issue 9 item 7).
+
+        Raises:
+            InvalidSessionIdError / InvalidFilePathError: for a bad id or an unsafe path (nothing removed).
+        """
+        folder = folder_name(session_id)
+        for path in [_common.check_file_path(path, session_id) for path in paths]:
+            self.backend.delete(f"{folder}/{path}")
+
     # ------------------------------------------------------------------ delete, specs
 
     def delete(self, session_id: str) -> bool:

@@ -274,6 +274,23 @@ class FilesystemStore:
                 found.extend(f"{rel_dir}/{name}" if rel_dir else name for name in filenames)
         return sorted(p for p in found if _common.is_under(p, sub))
 
+    def remove_files(self, session_id: str, paths: list[str]) -> None:
+        """Remove session files (not checkpoints); a path that is absent is skipped.
+
+        Not part of the store protocol: the engine uses it, where a store has it, to take back the
+        files a firing placed before its claim failed (BEHAVIOUR.md §9.5; issue 9 item 7).
+
+        Raises:
+            InvalidSessionIdError / InvalidFilePathError: for a bad id or an unsafe path (nothing removed).
+            StoreError: on I/O failure.
+        """
+        folder = self._folder(session_id)
+        targets = [self._file(folder, session_id, path) for path in paths]
+        with self._locked(folder, session_id), _io_errors(session_id):
+            for target in targets:
+                with contextlib.suppress(FileNotFoundError):
+                    target.unlink()
+
     # ------------------------------------------------------------------ delete, specs
 
     def delete(self, session_id: str) -> bool:

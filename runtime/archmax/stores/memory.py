@@ -254,6 +254,22 @@ class MemoryStore:
             paths = list(session.files) if session else []
         return sorted(p for p in paths if _common.is_under(p, folder))
 
+    def remove_files(self, session_id: str, paths: list[str]) -> None:
+        """Remove session files (not checkpoints); a path that is absent is skipped.
+
+        Not part of the store protocol: the engine uses it, where a store has it, to take back the
+        files a firing placed before its claim failed (BEHAVIOUR.md §9.5; issue 9 item 7).
+
+        Raises:
+            InvalidSessionIdError / InvalidFilePathError: for a bad id or an unsafe path (nothing removed).
+        """
+        validate_session_id(session_id)
+        checked = [_common.check_file_path(path, session_id) for path in paths]
+        with self._lock:
+            session = self._sessions.get(session_id)
+            for path in checked if session is not None else []:
+                session.files.pop(path, None)
+
     # ------------------------------------------------------------------ delete, specs
 
     def delete(self, session_id: str) -> bool:

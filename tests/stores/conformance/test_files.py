@@ -132,3 +132,21 @@ def test_unsafe_paths_are_refused_by_every_file_method_and_nothing_is_written(st
             store.list_files(session_id, bad_path)
     assert store.get(session_id, "scratchpad/ok.txt") is None
     assert store.list_files(session_id) == []
+
+
+def test_remove_files_removes_the_named_files_only_and_skips_absent_ones(store, session_id):
+    # Not part of the protocol: the engine takes back a firing's files through it when the claim fails
+    # (BEHAVIOUR.md §9.5, issue 9 item 7); every bundled store has it.
+    store.commit(session_id, make_record(session_id, 1), 0)
+    store.seed(session_id, {"scratchpad/attachments/a.txt": "a", "scratchpad/attachments/b.txt": "b"})
+    store.remove_files(session_id, ["scratchpad/attachments/a.txt", "scratchpad/attachments/gone.txt"])
+    assert store.list_files(session_id, "scratchpad/attachments") == ["scratchpad/attachments/b.txt"]
+    assert store.load(session_id).version == 1  # the checkpoint is untouched
+
+
+@pytest.mark.parametrize("bad_path", ["../escape.txt", "checkpoints/1.json"])
+def test_remove_files_refuses_an_unsafe_path_and_removes_nothing(store, session_id, bad_path):
+    store.seed(session_id, {"scratchpad/attachments/a.txt": "a"})
+    with pytest.raises(InvalidFilePathError):
+        store.remove_files(session_id, ["scratchpad/attachments/a.txt", bad_path])
+    assert store.get(session_id, "scratchpad/attachments/a.txt") == b"a"

@@ -471,6 +471,21 @@ class AwsStore:
         ]
         return sorted(p for p in paths if p.split("/", 1)[0] != _common.CHECKPOINTS)
 
+    def remove_files(self, session_id: str, paths: list[str]) -> None:
+        """Remove session files (not checkpoints); a path that is absent is skipped.
+
+        Not part of the store protocol: the engine uses it, where a store has it, to take back the
+        files a firing placed before its claim failed (BEHAVIOUR.md §9.5; issue 9 item 7).
+
+        Raises:
+            InvalidSessionIdError / InvalidFilePathError: for a bad id or an unsafe path (nothing removed).
+            StoreError: on an AWS failure.
+        """
+        validate_session_id(session_id)
+        keys = [self.keys.file(session_id, _common.check_file_path(path, session_id)) for path in paths]
+        for key in keys:  # a firing's few files: one DeleteObject each (absent keys succeed)
+            aws_call(self._s3.delete_object, operation="delete", session_id=session_id, Bucket=self.bucket, Key=key)
+
     # ------------------------------------------------------------------ delete, specs
 
     def delete(self, session_id: str) -> bool:

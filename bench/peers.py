@@ -56,12 +56,13 @@ class Archmax:
     """archmax through its public API on a warm ``AwsStore`` instance."""
 
     label = "archmax (public API)"
+    outbound: Any = None  # create_agent's default: the dispatcher ARCHMAX_OUTBOUND names (inline unless set)
 
     def __init__(self, env: AwsEnv) -> None:
         from archmax import FakeClock, create_agent
 
         self.env = env
-        self.agent = create_agent(WORKFLOW, env.store(), MODEL, clock=FakeClock(T0))
+        self.agent = create_agent(WORKFLOW, env.store(), MODEL, clock=FakeClock(T0), outbound=self.outbound)
         self.clients = (env.dynamodb, env.s3)
         self._expect("parked", self.agent.workflow.send("warm-up", PARK_MESSAGE, trigger=START))
 
@@ -85,6 +86,7 @@ class ArchmaxLambda(Archmax):
     """archmax as the Lambda functions run it: ``Host.accept`` (wake deferred) then ``Host.drain``."""
 
     label = "archmax (Lambda path)"
+    outbound = False  # as hosting/wiring.py builds it on AWS: the outbound function sends from the table's stream
 
     def __init__(self, env: AwsEnv) -> None:
         super().__init__(env)

@@ -47,6 +47,7 @@ from archmax.session.firing import Firing
 from archmax.session.ids import validate_delivery_id, validate_session_id
 from archmax.session.results import Outcome
 from archmax.session.variables import check_host_variables
+from archmax.stores.riders import Riders, riding
 
 if TYPE_CHECKING:
     from archmax.agent import Agent
@@ -274,7 +275,8 @@ class Host:
         event is applied after the turn that beat it (nothing lost). Any other refusal → marked
         ``failed`` with the error text, not retried.
         When nothing is left, the lease is released only if no item arrived since the counter was
-        read; otherwise the drain goes round again.
+        read; otherwise the drain goes round again. On ``DynamoInbox`` + ``AwsStore`` the lease, the
+        done mark and the release ride the operation's own commits (:meth:`_drain_riding`, issue 10).
 
         Args:
             session_id: The session to drain.
@@ -289,6 +291,8 @@ class Host:
         """
         validate_session_id(session_id)
         owner = f"drain-{uuid.uuid4().hex}"
+        if self._rides():
+            return self._drain_riding(session_id, owner)
         results: list[DrainResult] = []
         while self.inbox.try_acquire(session_id, owner, self._now(), self.lease_ttl_s):
             just_acquired, blocked = True, False
@@ -315,6 +319,54 @@ class Host:
             # a firing arrived after the counter was read (or the lease was lost): go round again
         return results
 
+    def _rides(self) -> bool:
+        """The inbox's lease and marks can ride the store's commits (DynamoInbox + AwsStore, issue 10)."""
+        return bool(getattr(self.agent.store, "rides_commits", False)) and hasattr(self.inbox, "riders")
+
+    def _drain_riding(self, session_id: str, owner: str) -> list[DrainResult]:
+        """:meth:`drain` where the drain lease and the done marks ride the operation's commits (issue 10).
+
+        One query reads the counter, the lease and the pending items. Each item's operation takes
+        (or extends) the drain lease in its claim's transaction and marks the item done in the
+        transaction of the commit that ends its turn; the last item's also lets the lease go when
+        the counter is still the one read. So a firing applied in one turn costs the drain one query
+        beyond the operation's own calls. Whatever did not ride (a duplicate, a refusal, an item
+        that arrived meanwhile) is written as in the plain drain, and the drain goes round again.
+        """
+        results: list[DrainResult] = []
+        held = False  # this drainer holds the drain lease (taken by a claim's rider)
+        while True:
+            view = self.inbox.drain_view(session_id)  # type: ignore[attr-defined]
+            if view.held_by_other(owner, self._now()):
+                return results
+            held = held and view.owner == owner
+            if not view.items:
+                if not held or self.inbox.release(session_id, owner, view.seen):
+                    return results
+                continue  # a firing arrived after the counter was read: go round again
+            for i, item in enumerate(view.items):
+                last = i == len(view.items) - 1
+                riders = self.inbox.riders(  # type: ignore[attr-defined]
+                    session_id,
+                    item.delivery_id,
+                    owner=owner,
+                    now=self._now(),
+                    ttl_s=self.lease_ttl_s,
+                    release_seen=view.seen if last else None,
+                )
+                with riding(riders):
+                    result = self._apply(item, riders)
+                held = held or riders.claimed
+                results.append(result)
+                if isinstance(result, ArchmaxError) and is_retryable(result):
+                    # stop here: what waits is the sweep's
+                    if not held or self.inbox.release(session_id, owner, self.inbox.arrivals(session_id)):
+                        return results
+                    break
+                if last and riders.done:
+                    return results  # marked done and let go in the turn's last commit: nothing arrived
+            # go round: read again what arrived, and let go when nothing did
+
     def _arrivals_and_pending(self, session_id: str) -> tuple[int, list[InboxItem]]:
         """The arrivals counter, then the pending items: one read where the inbox has it (DynamoInbox)."""
         both = getattr(self.inbox, "arrivals_and_pending", None)
@@ -323,7 +375,7 @@ class Host:
         seen = self.inbox.arrivals(session_id)
         return seen, self.inbox.pending(session_id)
 
-    def _apply(self, item: InboxItem) -> DrainResult:
+    def _apply(self, item: InboxItem, riders: Riders | None = None) -> DrainResult:
         wf, f, sid = self.agent.workflow, item.firing, item.session_id
         try:
             if item.kind == "deliver":
@@ -352,7 +404,8 @@ class Host:
                 return exc  # not now (another writer, an outage, a lost race): stays pending for the sweep
             self.inbox.mark(sid, item.delivery_id, "failed", f"{type(exc).__name__}: {exc}")
             return exc
-        self.inbox.mark(sid, item.delivery_id, "done")
+        if riders is None or not riders.done:  # else marked in the commit that ended the turn
+            self.inbox.mark(sid, item.delivery_id, "done")
         return outcome
 
     # ------------------------------------------------------------------ direct delivery

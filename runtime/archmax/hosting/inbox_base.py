@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import base64
 from datetime import timedelta
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, NamedTuple, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field, field_serializer, field_validator
 
@@ -90,6 +90,26 @@ class InboxItem(BaseModel):
     def order_key(self) -> tuple[str, int]:
         """Arrival order: ``arrived_at``, then the per-session sequence."""
         return (self.arrived_at, self.seq)
+
+
+class DrainView(NamedTuple):
+    """One session's inbox as a drainer reads it in one step (``DynamoInbox.drain_view``, issue 10).
+
+    Attributes:
+        seen: The arrivals counter.
+        owner: The drain lease's holder, or ``None``.
+        expires_at: The drain lease's expiry instant, or ``None``.
+        items: The pending items in arrival order.
+    """
+
+    seen: int
+    owner: str | None
+    expires_at: str | None
+    items: list[InboxItem]
+
+    def held_by_other(self, owner: str, now: str) -> bool:
+        """Another drainer holds a live lease at ``now`` (so ``owner`` must not drain)."""
+        return self.owner is not None and self.owner != owner and (self.expires_at is None or self.expires_at > now)
 
 
 @runtime_checkable

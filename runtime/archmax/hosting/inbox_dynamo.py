@@ -35,9 +35,10 @@ from typing import Any
 
 from archmax.clock import Clock, SystemClock
 from archmax.errors import InvalidEventError, StoreError
-from archmax.hosting.inbox_base import DRAIN_KEY, InboxItem, ItemStatus, lease_expiry
+from archmax.hosting.inbox_base import DRAIN_KEY, DrainView, InboxItem, ItemStatus, lease_expiry
 from archmax.hosting.inbox_bodies import BodyStore
 from archmax.session.ids import validate_delivery_id, validate_session_id
+from archmax.stores.riders import Riders
 
 PENDING_INDEX = "pending-items"
 PENDING_SHARD = "p"
@@ -274,6 +275,15 @@ class DynamoInbox:
             KeyError: no such item (a host bug). StoreError.
         """
         validate_session_id(session_id)
+        try:
+            self._call("update_item", _table=False, **self._mark_request(session_id, delivery_id, status, error))
+        except _ConditionFailed:
+            raise KeyError(f"no inbox item '{delivery_id}' for session '{session_id}'") from None
+
+    def _mark_request(
+        self, session_id: str, delivery_id: str, status: ItemStatus, error: str | None = None
+    ) -> dict[str, Any]:
+        """The conditional update that sets an item's status (an UpdateItem, or a transaction's ``Update``)."""
         values: dict[str, Any] = {
             ":s": {"S": status},
             ":e": {"S": error} if error is not None else {"NULL": True},
@@ -293,17 +303,14 @@ class DynamoInbox:
                 sets.append("#tt = :t")
                 names["#tt"] = "ttl"
                 values[":t"] = {"N": str(int(expires.timestamp()))}
-        try:
-            self._call(
-                "update_item",
-                Key=_key(session_id, _item_sk(delivery_id)),
-                UpdateExpression=f"SET {', '.join(sets)} REMOVE {', '.join(removes)}",
-                ConditionExpression="attribute_exists(sk)",
-                ExpressionAttributeNames=names,
-                ExpressionAttributeValues=values,
-            )
-        except _ConditionFailed:
-            raise KeyError(f"no inbox item '{delivery_id}' for session '{session_id}'") from None
+        return {
+            "TableName": self.table_name,
+            "Key": _key(session_id, _item_sk(delivery_id)),
+            "UpdateExpression": f"SET {', '.join(sets)} REMOVE {', '.join(removes)}",
+            "ConditionExpression": "attribute_exists(sk)",
+            "ExpressionAttributeNames": names,
+            "ExpressionAttributeValues": values,
+        }
 
     def sessions_with_pending(self) -> list[str]:
         """See :meth:`Inbox.sessions_with_pending`: a query of the sparse GSI, never a scan."""
@@ -326,31 +333,38 @@ class DynamoInbox:
         """See :meth:`Inbox.try_acquire`: one conditional update of the ``~drain`` item."""
         validate_session_id(session_id)
         try:
-            self._call(
-                "update_item",
-                Key=_key(session_id, DRAIN_KEY),
-                UpdateExpression="SET #o = :o, #e = :exp",
-                ConditionExpression="attribute_not_exists(#o) OR #o = :o OR #e <= :now",
-                ExpressionAttributeNames={"#o": "lease_owner", "#e": "lease_expires_at"},
-                ExpressionAttributeValues={
-                    ":o": {"S": owner},
-                    ":exp": {"S": lease_expiry(now, ttl_s)},
-                    ":now": {"S": now},
-                },
-            )
+            self._call("update_item", _table=False, **self._acquire_request(session_id, owner, now, ttl_s))
         except _ConditionFailed:
             return False
         return True
 
-    def arrivals_and_pending(self, session_id: str) -> tuple[int, list[InboxItem]]:
-        """:meth:`arrivals` and :meth:`pending` in ONE strongly consistent query of the session's partition.
+    def _acquire_request(self, session_id: str, owner: str, now: str, ttl_s: float) -> dict[str, Any]:
+        """The conditional update that takes (or extends) the drain lease when free, ours or expired."""
+        return {
+            "TableName": self.table_name,
+            "Key": _key(session_id, DRAIN_KEY),
+            "UpdateExpression": "SET #o = :o, #e = :exp",
+            "ConditionExpression": "attribute_not_exists(#o) OR #o = :o OR #e <= :now",
+            "ExpressionAttributeNames": {"#o": "lease_owner", "#e": "lease_expires_at"},
+            "ExpressionAttributeValues": {
+                ":o": {"S": owner},
+                ":exp": {"S": lease_expiry(now, ttl_s)},
+                ":now": {"S": now},
+            },
+        }
 
-        The partition is read in descending key order, so the ``~drain`` item (its counter) is read
-        before the firings: a firing put after the counter was read can only make the drainer's
+    def drain_view(self, session_id: str) -> DrainView:
+        """The counter, the drain lease and the pending items in ONE strongly consistent query (issue 10).
+
+        The partition is read in descending key order, so the ``~drain`` item (counter and lease) is
+        read before the firings: a firing put after the counter was read can only make the drainer's
         release fail and go round again, never be missed (DESIGN.md §3 "Inbox").
+
+        Raises:
+            InvalidSessionIdError, StoreError.
         """
         validate_session_id(session_id)
-        seen = 0
+        seen, owner, expires = 0, None, None
         items: list[InboxItem] = []
         params: dict[str, Any] = {
             "KeyConditionExpression": "pk = :pk",
@@ -364,13 +378,38 @@ class DynamoInbox:
             for raw in answer.get("Items", []):
                 if raw["sk"]["S"] == DRAIN_KEY:
                     seen = int(raw.get("arrivals", {"N": "0"})["N"])
+                    owner = raw.get("lease_owner", {}).get("S")
+                    expires = raw.get("lease_expires_at", {}).get("S")
                 else:
                     items.append(self._item_of(raw))
             if "LastEvaluatedKey" not in answer:
                 break
             params["ExclusiveStartKey"] = answer["LastEvaluatedKey"]
         self._remember_arrivals(session_id, seen)
-        return seen, sorted(items, key=InboxItem.order_key)
+        return DrainView(seen, owner, expires, sorted(items, key=InboxItem.order_key))
+
+    def riders(
+        self, session_id: str, delivery_id: str, *, owner: str, now: str, ttl_s: float, release_seen: int | None
+    ) -> Riders:
+        """What rides the applying operation's commits (:mod:`archmax.stores.riders`, issue 10).
+
+        The claim takes or extends the drain lease for ``owner``; the commit that ends the turn marks
+        the item done and, with ``release_seen``, lets the lease go if the counter still equals it.
+        """
+        on_done = [{"Update": self._mark_request(session_id, delivery_id, "done")}]
+        if release_seen is not None:
+            on_done.append({"Update": self._release_request(session_id, owner, release_seen)})
+        return Riders(
+            session_id=session_id,
+            delivery_id=delivery_id,
+            on_claim=[{"Update": self._acquire_request(session_id, owner, now, ttl_s)}],
+            on_done=on_done,
+        )
+
+    def arrivals_and_pending(self, session_id: str) -> tuple[int, list[InboxItem]]:
+        """:meth:`arrivals` and :meth:`pending` in ONE strongly consistent query (see :meth:`drain_view`)."""
+        view = self.drain_view(session_id)
+        return view.seen, view.items
 
     def _remember_arrivals(self, session_id: str, seen: int) -> None:
         with self._seen_lock:
@@ -387,22 +426,26 @@ class DynamoInbox:
     def release(self, session_id: str, owner: str, seen_arrivals: int) -> bool:
         """See :meth:`Inbox.release`: ONE conditional write (owner matches AND arrivals unchanged)."""
         validate_session_id(session_id)
+        try:
+            self._call("update_item", _table=False, **self._release_request(session_id, owner, seen_arrivals))
+        except _ConditionFailed:
+            return False
+        return True
+
+    def _release_request(self, session_id: str, owner: str, seen_arrivals: int) -> dict[str, Any]:
+        """The conditional update that lets the drain lease go: ``owner`` holds it AND the counter is unchanged."""
         counter = "#a = :seen" if seen_arrivals else "attribute_not_exists(#a)"
         values: dict[str, Any] = {":o": {"S": owner}}
         if seen_arrivals:
             values[":seen"] = {"N": str(seen_arrivals)}
-        try:
-            self._call(
-                "update_item",
-                Key=_key(session_id, DRAIN_KEY),
-                UpdateExpression="REMOVE #o, #e",
-                ConditionExpression=f"#o = :o AND {counter}",
-                ExpressionAttributeNames=_NAMES,
-                ExpressionAttributeValues=values,
-            )
-        except _ConditionFailed:
-            return False
-        return True
+        return {
+            "TableName": self.table_name,
+            "Key": _key(session_id, DRAIN_KEY),
+            "UpdateExpression": "REMOVE #o, #e",
+            "ConditionExpression": f"#o = :o AND {counter}",
+            "ExpressionAttributeNames": _NAMES,
+            "ExpressionAttributeValues": values,
+        }
 
 
 def _item_bytes(item: InboxItem) -> int:

@@ -24,6 +24,7 @@ from archmax.errors import CommitConflictError, PathExistsError, StoreError
 from archmax.session.ids import validate_session_id
 from archmax.session.records import Checkpoint, SessionStatus
 from archmax.stores import common as _common
+from archmax.stores import riders as _riders
 from archmax.stores.aws.clients import LazyClient
 from archmax.stores.aws.errors import aws_call, found_in_item
 from archmax.stores.aws.item import (
@@ -78,6 +79,8 @@ class AwsStore:
     """
 
     capabilities = StoreCapabilities(list=True, delete=True, upload_files=True)
+    rides_commits = True
+    """A commit writes the active :mod:`~archmax.stores.riders` in its transaction (the inbox drain, issue 10)."""
     writes_artifacts = False
     """Artifacts are views materialized on read (``sessions.artifact``), never written per operation (§9.5)."""
 
@@ -263,13 +266,7 @@ class AwsStore:
             previous=previous,
         )
         try:
-            aws_call(
-                self._ddb.update_item,
-                operation="commit",
-                session_id=session_id,
-                expected_version=expected_version,
-                **request,
-            )
+            self._update_item(session_id, expected_version, record, request)
         except CommitConflictError as conflict:
             # botocore retries an UpdateItem whose response was lost; when the first attempt had
             # applied, the retry fails its condition against our own write. Only the item can tell.
@@ -292,6 +289,62 @@ class AwsStore:
                 attrs=committed_attributes(record, sizes, self.finished_ttl_days, previous),
             ),
         )
+
+    def _update_item(self, session_id: str, expected_version: int, record: Checkpoint, request: dict[str, Any]) -> None:
+        """The commit's conditional UpdateItem, or one TransactWriteItems with the drain's riders (issue 10).
+
+        Riders (:mod:`archmax.stores.riders`) ride in the same transaction. The session's own
+        condition failing is a :class:`CommitConflictError` as ever; a required rider failing (the
+        claim's drain lease) is one too, with nothing written; an optional rider failing (the done
+        mark and release) makes the commit again without it.
+
+        Raises:
+            CommitConflictError / StoreError: as :meth:`commit`.
+        """
+        riding = _riders.current(record)
+        if riding is None:
+            aws_call(
+                self._ddb.update_item,
+                operation="commit",
+                session_id=session_id,
+                expected_version=expected_version,
+                **request,
+            )
+            return
+        riders, kind, extra = riding
+        try:
+            aws_call(
+                self._ddb.transact_write_items,
+                operation="commit",
+                session_id=session_id,
+                TransactItems=[{"Update": request}, *extra],
+            )
+        except StoreError as exc:
+            reasons = _cancellation_reasons(exc.__cause__)
+            if reasons is None:
+                raise
+            mine = reasons[0] if reasons else {}
+            if mine.get("Code") == "ConditionalCheckFailed":
+                raise CommitConflictError(
+                    session_id, expected_version, found_in_item(mine.get("Item"))
+                ) from exc.__cause__
+            failed = [r.get("Code") for r in reasons[1:] if r.get("Code") not in (None, "None")]
+            if kind == "claim" or any(code != "ConditionalCheckFailed" for code in failed):
+                if all(code == "ConditionalCheckFailed" for code in failed):
+                    raise CommitConflictError(
+                        session_id, expected_version, {"drain_lease": "held by another drainer"}
+                    ) from exc.__cause__
+                raise StoreError(f"AWS commit transaction cancelled: {reasons}", session_id=session_id) from exc
+            # an item arrived (or the mark could not apply): commit alone; the drain does the rest itself
+            aws_call(
+                self._ddb.update_item,
+                operation="commit",
+                session_id=session_id,
+                expected_version=expected_version,
+                **request,
+            )
+            return
+        riders.landed(kind)
 
     def list(self) -> list[str]:
         """Ids of every session with a committed item, sorted (§9.1). Scans keys: not a hot path.
@@ -714,3 +767,11 @@ class AwsStore:
                 Body=data,
                 **extra,
             )
+
+
+def _cancellation_reasons(exc: BaseException | None) -> list[dict[str, Any]] | None:
+    """A cancelled transaction's ``CancellationReasons`` (one per item, in order), else ``None``."""
+    response = getattr(exc, "response", None)
+    if not isinstance(response, dict) or response.get("Error", {}).get("Code") != "TransactionCanceledException":
+        return None
+    return list(response.get("CancellationReasons") or [])

@@ -79,6 +79,7 @@ def lambda_environment(tmp: Path) -> dict[str, str]:
         "AWS_LAMBDA_FUNCTION_NAME": "bench-function",
         "POWERTOOLS_SERVICE_NAME": "archmax",
         "POWERTOOLS_METRICS_NAMESPACE": "archmax",
+        "PYDANTIC_DISABLE_PLUGINS": "__all__",
         "AWS_REGION": "us-east-1",
         "AWS_DEFAULT_REGION": "us-east-1",
         "AWS_ACCESS_KEY_ID": "bench",

@@ -35,7 +35,6 @@ from archmax.handlers.common import (
     json_response,
 )
 from archmax.inbound.apigw import delivery_firing, json_object
-from archmax.inbound.email import parse_email
 from archmax.inbound.quarantine import listing, release
 from archmax.session.ids import validate_session_id
 from archmax.session.results import Outcome
@@ -47,7 +46,7 @@ if TYPE_CHECKING:
 class DirectDelivery(BaseModel):
     """The payload of a direct ``lambda:Invoke`` of the deliver function."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     session_id: str
     trigger: str | None = None
@@ -59,7 +58,7 @@ class DirectDelivery(BaseModel):
 class DecisionBody(BaseModel):
     """The JSON body of ``POST /sessions/{id}/decisions`` (``agent.workflow.decide``, BEHAVIOUR.md §3.7)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     to: str | None = None
     """The transition's target state; a missing one is refused by ``decide`` with the valid targets listed."""
@@ -131,6 +130,8 @@ def build(c: Collaborators) -> Handler:
 
         @router.post("/sessions/<session_id>/quarantine/<delivery_id>/release")
         def post_release(session_id: str, delivery_id: str) -> Any:
+            from archmax.inbound.email import parse_email  # only a quarantine release parses mail
+
             def parse(raw: bytes, trigger: str | None) -> Any:
                 return parse_email(raw, trigger=trigger, caps=c.caps)
 

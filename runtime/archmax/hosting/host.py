@@ -23,7 +23,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from archmax.clock import Clock, format_instant
 from archmax.engine.placement import prepare_files
@@ -69,6 +69,8 @@ class Accepted(BaseModel):
         warnings: ``resolve_session``'s warnings (e.g. a session path that did not resolve).
     """
 
+    model_config = ConfigDict(defer_build=True)  # schema built on first use, not at import (issue 10)
+
     session_id: str
     delivery_id: str
     disposition: Disposition
@@ -84,6 +86,8 @@ class Redrive(BaseModel):
         results: Per applied item: the Outcome's kind, ``duplicate``, or the refusal's class name.
         recovered: A send took the session over after its lease expired (§3.12).
     """
+
+    model_config = ConfigDict(defer_build=True)  # schema built on first use, not at import (issue 10)
 
     session_id: str
     results: list[str] = Field(default_factory=list)
@@ -102,6 +106,8 @@ class SweepReport(BaseModel):
             was missing), handed to ``recover`` (``archmax.hosting.sweep.recover_stale``): the
             continued turn's Outcome kind, ``skipped`` (another process got there first) or ``error``.
     """
+
+    model_config = ConfigDict(defer_build=True)  # schema built on first use, not at import (issue 10)
 
     now: str
     due: list[tuple[str, str]] = Field(default_factory=list)

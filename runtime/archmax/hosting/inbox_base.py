@@ -16,7 +16,7 @@ import base64
 from datetime import timedelta
 from typing import Any, Literal, NamedTuple, Protocol, runtime_checkable
 
-from pydantic import BaseModel, Field, field_serializer, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator
 
 from archmax.clock import format_instant, parse_instant
 from archmax.session.firing import Firing
@@ -56,6 +56,8 @@ class InboxItem(BaseModel):
         error: The refusal's text when ``failed``.
         seq: The per-session arrival number the inbox assigned at ``put`` (1, 2, ...); 0 before.
     """
+
+    model_config = ConfigDict(defer_build=True)  # schema built on first use, not at import (issue 10)
 
     session_id: str
     delivery_id: str
@@ -154,6 +156,8 @@ class InboxState(BaseModel):
 
     Each method is the whole of one inbox operation; the caller holds the session's lock around it.
     """
+
+    model_config = ConfigDict(defer_build=True)  # schema built on first use, not at import (issue 10)
 
     session_id: str
     items: dict[str, InboxItem] = Field(default_factory=dict)

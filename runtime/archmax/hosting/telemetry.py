@@ -105,16 +105,18 @@ class Telemetry:
         function: ``send``, ``deliver``, ``resolve`` or ``timer`` (a log key).
         logger: A Powertools ``Logger`` (default: service ``POWERTOOLS_SERVICE_NAME``, else ``archmax``).
         metrics: A Powertools ``Metrics`` (default: namespace ``POWERTOOLS_METRICS_NAMESPACE``, else ``archmax``).
-        tracer: A Powertools ``Tracer`` (disabled outside Lambda, as Powertools decides).
+        tracer: A Powertools ``Tracer`` (disabled outside Lambda, as Powertools decides). Default: built
+            on first use (the first invocation), patching botocore only, so importing a function
+            module neither imports the X-Ray SDK nor patches libraries it does not use (issue 10).
     """
 
     def __init__(self, function: str, *, logger: Any = None, metrics: Any = None, tracer: Any = None) -> None:
-        from aws_lambda_powertools import Logger, Metrics, Tracer
+        from aws_lambda_powertools import Logger, Metrics
 
         self.function = function
         self.logger = logger or Logger(service=os.environ.get("POWERTOOLS_SERVICE_NAME") or "archmax")
         self.metrics = metrics or Metrics(namespace=os.environ.get("POWERTOOLS_METRICS_NAMESPACE") or "archmax")
-        self.tracer = tracer or Tracer()
+        self._tracer = tracer
         self.workflow: str | None = None
         self.clock: Any = None
         self._reported: list[str] = []  # error classes reported during this invocation
@@ -122,6 +124,15 @@ class Telemetry:
         route_runtime_logs(self.logger)
         # An invocation that counted nothing (a GET, a quiet sweep) is normal here, not worth a warning.
         warnings.filterwarnings("ignore", message="No application metrics to publish", category=UserWarning)
+
+    @property
+    def tracer(self) -> Any:
+        """The Powertools ``Tracer``: the one given, else built now (first use) patching botocore only."""
+        if self._tracer is None:
+            from aws_lambda_powertools import Tracer
+
+            self._tracer = Tracer(patch_modules=("botocore",))
+        return self._tracer
 
     # ------------------------------------------------------------------ wiring
 
@@ -166,7 +177,14 @@ class Telemetry:
             self._answered(answer)
             return answer
 
-        traced = self.tracer.capture_lambda_handler(invoke)
+        captured: list[Callable[[Mapping[str, Any], Any], Any]] = []
+
+        @functools.wraps(invoke)
+        def traced(event: Mapping[str, Any], context: Any) -> Any:
+            if not captured:  # the tracer is built at the first invocation, not at import
+                captured.append(self.tracer.capture_lambda_handler(invoke))
+            return captured[0](event, context)
+
         measured = self.metrics.log_metrics(traced, capture_cold_start_metric=True)
         return self.logger.inject_lambda_context(measured, clear_state=True)
 

@@ -41,13 +41,12 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from archmax.agent import Agent, create_agent
 from archmax.clock import Clock
 from archmax.errors import StoreError
 from archmax.inbound.caps import AttachmentCaps
-from archmax.inbound.ses import SesMail
 from archmax.models import model_from_config
 from archmax.models.base import Model
 from archmax.outbound.config import dispatcher_from_env, reply_threader
@@ -55,6 +54,9 @@ from archmax.outbound.dispatch import Dispatcher
 from archmax.session.firing import Firing
 from archmax.spec import load_workflow
 from archmax.workflow_tools import load_checked_tools
+
+if TYPE_CHECKING:  # the SES parser (email, html) is imported by the functions that read mail
+    from archmax.inbound.ses import SesMail
 
 
 def _no_mail(bucket: str | None, key: str) -> bytes:

@@ -61,7 +61,7 @@ class ProxyEvent(Protocol):
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 class FileBody(_Strict):

@@ -51,7 +51,7 @@ _D_TAG = re.compile(r"(?:^|;)\s*d\s*=\s*([A-Za-z0-9.-]+)\s*(?:;|$)")
 class Verdicts(BaseModel):
     """SES's authentication verdicts for one mail (``PASS``, ``FAIL``, ``GRAY``, ``PROCESSING_FAILED``; ``None`` when absent)."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     spf: str | None = None
     dkim: str | None = None

@@ -39,7 +39,7 @@ _MAIL_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
 class QuarantinedMail(BaseModel):
     """One held mail (``quarantine/<delivery_id>.json``)."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
     session_id: str
     delivery_id: str

@@ -21,7 +21,7 @@ TRUNCATED_STOP_REASONS = frozenset({"max_tokens", "model_context_window_exceeded
 class ToolSpec(BaseModel):
     """A tool offered to the model."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     name: str
     description: str
@@ -31,6 +31,8 @@ class ToolSpec(BaseModel):
 
 class ModelRequest(BaseModel):
     """One model call."""
+
+    model_config = ConfigDict(defer_build=True)  # schema built on first use, not at import (issue 10)
 
     system: str
     """The static system prompt (cacheable prefix)."""
@@ -53,6 +55,8 @@ class ModelRequest(BaseModel):
 
 class ModelResponse(BaseModel):
     """One assistant message."""
+
+    model_config = ConfigDict(defer_build=True)  # schema built on first use, not at import (issue 10)
 
     text: str = ""
     tool_calls: list[ToolCall] = Field(default_factory=list)

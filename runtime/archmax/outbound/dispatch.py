@@ -40,7 +40,7 @@ ReplyTo = Callable[[str, str], str | None]
 class Sent(BaseModel):
     """The result record of one outbox entry (``outbox/<entry id>.sent.json``), written once."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     session_id: str
     id: str

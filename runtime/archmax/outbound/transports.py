@@ -13,8 +13,6 @@ as sent); AWS errors are mapped by ``archmax.stores.aws.errors.aws_call``, smtpl
 from __future__ import annotations
 
 import json
-import smtplib
-import ssl
 from dataclasses import dataclass, field
 from email.message import EmailMessage
 from typing import Any, Protocol
@@ -135,6 +133,9 @@ class SmtpMailer:
 
     def send(self, msg: EmailMessage, session_id: str, entry: OutboxEntry) -> Delivery:
         """See :class:`Mailer`."""
+        import smtplib  # imported by the one transport that uses it: a function that never mails loads neither
+        import ssl
+
         recipients = [*entry.to, *entry.cc]
         try:
             if self.scheme == "smtps":

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 class FileIn(BaseModel):
     """A file handed to a session: placed under ``scratchpad/attachments/<name>`` (§9.5)."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     name: str
     content: str | bytes
@@ -22,6 +22,8 @@ class Firing(BaseModel):
     Inbound adapters (email, API Gateway, EventBridge) produce one; ``hosting`` hands it to
     ``send`` or ``deliver``.
     """
+
+    model_config = ConfigDict(defer_build=True)  # schema built on first use, not at import (issue 10)
 
     trigger: str | None = None
     variables: dict[str, Any] = Field(default_factory=dict)

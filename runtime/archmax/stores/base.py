@@ -36,7 +36,7 @@ class StoreCapabilities(BaseModel):
 class SessionHead(BaseModel):
     """The cheap part of a session: what a store can answer without reading the checkpoint body."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     session_id: str
     version: int

@@ -39,7 +39,7 @@ from archmax.errors import (
     WorkflowDisabledError,
     is_retryable,
 )
-from archmax.hosting.inbox_base import Inbox, InboxItem, ItemKind
+from archmax.hosting.inbox_base import GuardFailed, Inbox, InboxItem, ItemKind
 from archmax.hosting.sweep import ERROR as SWEEP_ERROR
 from archmax.hosting.sweep import SKIPPED, recover_stale
 from archmax.hosting.sweep import sweep as sweep_due
@@ -124,6 +124,9 @@ class SweepReport(BaseModel):
 
 DrainResult = Outcome | ArchmaxError
 
+_GUARDED_ATTEMPTS = 3
+"""Guarded accepts tried before the last one reads the session and puts unguarded."""
+
 
 
 
@@ -206,38 +209,42 @@ class Host:
             InvalidVariableNameError, InvalidFilePathError, SessionStoreCapabilityError, InvalidDeliveryIdError,
             EmptyMessageError, WorkflowDisabledError, MissingDeliveryTriggerError, StoreError (the inbox).
         """
-        wf = self.agent.workflow
         explicit = session_id if session_id is not None else firing.session_id
-        disposition: Disposition
-        try:
-            resolution = wf.resolve_session(
-                trigger=firing.trigger,
-                variables=firing.variables,
-                session_id=explicit,
-                session_path=session_path,
+        # DynamoInbox + AwsStore: the put checks the session reads, so they need no call of their own
+        guarded = getattr(self.agent.store, "guarded_reads", None) if getattr(self.inbox, "takes_guards", False) else None
+        reads = None
+        delivery_id: str | None = None
+        for attempt in range(_GUARDED_ATTEMPTS):
+            if guarded is not None:
+                try:  # classified on what this warm store last saw, checked by the put itself (issue 10)
+                    with guarded() as reads:
+                        sid, disposition, warnings = self._resolve(firing, explicit, session_path, kind)
+                    self._check(firing, sid, disposition, kind)
+                except ArchmaxError:
+                    guarded = reads = None  # a refusal is never made on a remembered view: read it
+            if guarded is None:
+                sid, disposition, warnings = self._resolve(firing, explicit, session_path, kind)
+                self._check(firing, sid, disposition, kind)
+            if delivery_id is None:
+                delivery_id = validate_delivery_id(firing.delivery_id or f"archmax-{uuid.uuid4()}", session_id=sid)
+            item = InboxItem(
+                session_id=sid,
+                delivery_id=delivery_id,
+                arrived_at=self._now(),
+                kind=kind,
+                firing=firing.model_copy(update={"session_id": sid, "delivery_id": delivery_id}),
             )
-            sid, disposition, warnings = (
-                resolution.session_id,
-                resolution.disposition,
-                list(resolution.warnings),
-            )
-        except SessionNotResumableError as exc:  # mid-turn: exactly what the inbox is for
-            sid, disposition, warnings = str(exc.session_id), "queued", []
-        except UnknownSessionTriggerError as exc:
-            if kind != "deliver":
-                raise
-            # a delivery's trigger is never matched (§3.5); the drain refuses it if the session is not parked
-            sid, disposition, warnings = str(exc.session_id), "turn", []
-        self._check(firing, sid, disposition, kind)
-        delivery_id = validate_delivery_id(firing.delivery_id or f"archmax-{uuid.uuid4()}", session_id=sid)
-        item = InboxItem(
-            session_id=sid,
-            delivery_id=delivery_id,
-            arrived_at=self._now(),
-            kind=kind,
-            firing=firing.model_copy(update={"session_id": sid, "delivery_id": delivery_id}),
-        )
-        created = self.inbox.put(item)
+            if reads is None:
+                created = self.inbox.put(item)
+                break
+            try:
+                created = self.inbox.put(item, guards=reads.condition_checks())  # type: ignore[call-arg]
+                break
+            except GuardFailed as moved:  # the session moved on since this store saw it: classify again
+                for moved_id, found in moved.found.items():
+                    self.agent.store.prime(moved_id, found)
+                if attempt == _GUARDED_ATTEMPTS - 2:
+                    guarded = None  # last try: an ordinary read, an unguarded put
         self._wake(sid)
         return Accepted(
             session_id=sid,
@@ -246,6 +253,26 @@ class Host:
             duplicate=not created,
             warnings=warnings,
         )
+
+    def _resolve(
+        self, firing: Firing, explicit: str | None, session_path: str | None, kind: ItemKind
+    ) -> tuple[str, Disposition, list[str]]:
+        """``(session id, disposition, warnings)`` from ``resolve_session`` (mid-turn is ``queued``)."""
+        try:
+            resolution = self.agent.workflow.resolve_session(
+                trigger=firing.trigger,
+                variables=firing.variables,
+                session_id=explicit,
+                session_path=session_path,
+            )
+            return resolution.session_id, resolution.disposition, list(resolution.warnings)
+        except SessionNotResumableError as exc:  # mid-turn: exactly what the inbox is for
+            return str(exc.session_id), "queued", []
+        except UnknownSessionTriggerError as exc:
+            if kind != "deliver":
+                raise
+            # a delivery's trigger is never matched (§3.5); the drain refuses it if the session is not parked
+            return str(exc.session_id), "turn", []
 
     def _check(self, firing: Firing, sid: str, disposition: Disposition, kind: ItemKind) -> None:
         spec = self.agent.spec

@@ -94,6 +94,18 @@ class InboxItem(BaseModel):
         return (self.arrived_at, self.seq)
 
 
+class GuardFailed(Exception):  # noqa: N818 - a signal between the inbox and the host, never raised to callers
+    """A guarded put found a session other than the one the firing was classified on; nothing was written.
+
+    Attributes:
+        found: Session id -> the session item as stored now (``None``: there is none), for ``AwsStore.prime``.
+    """
+
+    def __init__(self, found: dict[str, dict[str, Any] | None]) -> None:
+        super().__init__(f"sessions moved since they were read: {sorted(found)}")
+        self.found = found
+
+
 class DrainView(NamedTuple):
     """One session's inbox as a drainer reads it in one step (``DynamoInbox.drain_view``, issue 10).
 

@@ -35,7 +35,7 @@ from typing import Any
 
 from archmax.clock import Clock, SystemClock
 from archmax.errors import InvalidEventError, StoreError
-from archmax.hosting.inbox_base import DRAIN_KEY, DrainView, InboxItem, ItemStatus, lease_expiry
+from archmax.hosting.inbox_base import DRAIN_KEY, DrainView, GuardFailed, InboxItem, ItemStatus, lease_expiry
 from archmax.hosting.inbox_bodies import BodyStore
 from archmax.session.ids import validate_delivery_id, validate_session_id
 from archmax.stores.riders import Riders
@@ -53,9 +53,10 @@ _NAMES = {"#o": "lease_owner", "#e": "lease_expires_at", "#a": "arrivals"}
 class _ConditionFailed(Exception):
     """A DynamoDB condition (or one of a transaction's conditions) did not hold."""
 
-    def __init__(self, reasons: list[str]) -> None:
+    def __init__(self, reasons: list[str], items: list[dict[str, Any] | None] | None = None) -> None:
         super().__init__(", ".join(reasons))
         self.reasons = reasons
+        self.items = items or [None] * len(reasons)  # per item: what it found (ALL_OLD), when asked
 
 
 class DynamoInbox:
@@ -77,6 +78,9 @@ class DynamoInbox:
     Raises:
         StoreError: any AWS failure other than a condition (every method).
     """
+
+    takes_guards = True
+    """:meth:`put` can carry the condition checks of ``AwsStore.guarded_reads`` (issue 10)."""
 
     def __init__(
         self,
@@ -126,11 +130,10 @@ class DynamoInbox:
                 if code == "ConditionalCheckFailedException":
                     raise _ConditionFailed(["ConditionalCheckFailed"]) from exc
                 if code == "TransactionCanceledException":
-                    reasons = [
-                        str(r.get("Code", "None")) for r in exc.response.get("CancellationReasons", [])
-                    ]
+                    cancelled = exc.response.get("CancellationReasons", [])
+                    reasons = [str(r.get("Code", "None")) for r in cancelled]
                     if "ConditionalCheckFailed" in reasons:
-                        raise _ConditionFailed(reasons) from exc
+                        raise _ConditionFailed(reasons, [r.get("Item") for r in cancelled]) from exc
                 raise StoreError(f"inbox {method} failed: {code or 'unknown error'}: {exc}") from exc
             if isinstance(exc, BotoCoreError):
                 raise StoreError(f"inbox {method} failed: {exc}") from exc
@@ -148,10 +151,15 @@ class DynamoInbox:
 
     # ------------------------------------------------------------------ protocol
 
-    def put(self, item: InboxItem) -> bool:
+    def put(self, item: InboxItem, *, guards: list[dict[str, Any]] | None = None) -> bool:
         """See :meth:`Inbox.put`: one transaction (create-only item + conditional counter bump).
 
+        ``guards``: ``ConditionCheck`` entries that ride the same transaction (the session reads the
+        firing was classified on, ``AwsStore.guarded_reads``, issue 10); when one fails, nothing is
+        written and :class:`~archmax.hosting.inbox_base.GuardFailed` carries what each found.
+
         Raises:
+            GuardFailed: a guard's condition did not hold.
             InvalidSessionIdError, InvalidDeliveryIdError, StoreError (also when 50 attempts lost the counter race).
             InvalidEventError: 413 when the inbox has no bucket and the firing cannot fit in one DynamoDB
                 item (checked before any write: retrying the same firing could never succeed, so it is a
@@ -190,6 +198,7 @@ class DynamoInbox:
                 "ExpressionAttributeNames": {"#a": "arrivals"},
                 "ExpressionAttributeValues": {":next": {"N": str(seen + 1)}},
                 "ConditionExpression": "attribute_not_exists(#a)",
+                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",  # a moved counter comes back: no read
             }
             if seen:
                 bump["ConditionExpression"] = "#a = :seen"
@@ -208,11 +217,23 @@ class DynamoInbox:
                 "ConditionExpression": "attribute_not_exists(sk)",
             }
             try:
-                self._transact([{"Put": create}, {"Update": bump}])
+                self._transact([{"Put": create}, {"Update": bump}, *(guards or [])])
             except _ConditionFailed as failed:
+                if len(failed.reasons) > 1 and failed.reasons[1] == "ConditionalCheckFailed":
+                    found = failed.items[1]  # the counter another put moved: the next try's guess
+                    guess = int((found or {}).get("arrivals", {"N": "0"})["N"]) if found is not None else None
+                    if guess is not None:
+                        self._remember_arrivals(item.session_id, guess)
+                moved = {
+                    g["ConditionCheck"]["Key"]["pk"]["S"]: found
+                    for g, code, found in zip(guards or [], failed.reasons[2:], failed.items[2:], strict=False)
+                    if code == "ConditionalCheckFailed"
+                }
+                if moved:
+                    raise GuardFailed(moved) from None  # what the firing was classified on changed
                 if failed.reasons and failed.reasons[0] == "ConditionalCheckFailed":
                     return False  # the delivery id is there already: a duplicate
-                continue  # another put bumped the counter first: read it again
+                continue  # another put bumped the counter first: try again on the counter it found
             self._remember_arrivals(item.session_id, seen + 1)
             return True
         raise StoreError(

@@ -16,8 +16,10 @@ from __future__ import annotations
 import json
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from archmax.errors import CommitConflictError, PathExistsError, StoreError
@@ -54,6 +56,60 @@ from archmax.stores.codec import chunk_bytes, chunk_from_bytes, decode_chunks, e
 _CHUNK_CACHE_BYTES = 32 * 1024 * 1024
 _PLANS_CACHE_SIZE = 1024
 _DELETE_BATCH = 1000
+
+
+class GuardedReads:
+    """Session reads a warm store answered from memory, each to be checked by the write that acts on them.
+
+    Inside :meth:`AwsStore.guarded_reads`, ``load``/``head``/``load_if`` make no call: they answer
+    from the version this store instance last read or committed (a session it never saw reads as
+    absent) and note that version here. The caller's one write then carries
+    :meth:`condition_checks` in its transaction (``DynamoInbox.put``), so it lands only if every
+    session is still at the version read: as if it had been read in the same call (issue 10).
+    """
+
+    def __init__(self, store: AwsStore) -> None:
+        self.store = store
+        self.versions: dict[str, int] = {}
+        """Session id -> the version read (0: read as absent)."""
+
+    def item(self, session_id: str) -> dict[str, Any] | None:
+        """The session item as this store instance last saw it, or ``None`` (noted as absent)."""
+        with self.store._lock:
+            plan = self.store._plans.get(session_id)
+        self.versions[session_id] = plan.version if plan is not None else 0
+        if plan is None:
+            return None
+        return {
+            **plan.attrs,
+            "pk": {"S": session_id},
+            "base": {"N": str(plan.base)},
+            "chunks": {"L": list(plan.entries)},
+        }
+
+    def condition_checks(self) -> list[dict[str, Any]]:
+        """``TransactWriteItems`` ``ConditionCheck`` entries: each session read is still at its version.
+
+        A failed check returns the item as stored (``ALL_OLD``): give it to :meth:`AwsStore.prime`.
+        """
+        checks = []
+        for session_id, version in self.versions.items():
+            check: dict[str, Any] = {
+                "TableName": self.store.table_name,
+                "Key": {"pk": {"S": session_id}},
+                "ConditionExpression": "attribute_not_exists(#pk)",
+                "ExpressionAttributeNames": {"#pk": "pk"},
+                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+            }
+            if version:
+                check["ConditionExpression"] = "#v = :v"
+                check["ExpressionAttributeNames"] = {"#v": "version"}
+                check["ExpressionAttributeValues"] = {":v": {"N": str(version)}}
+            checks.append({"ConditionCheck": check})
+        return checks
+
+
+_GUARDED: ContextVar[GuardedReads | None] = ContextVar("archmax_guarded_reads", default=None)
 
 
 class AwsStore:
@@ -614,9 +670,37 @@ class AwsStore:
             return False
         return True
 
+    # ------------------------------------------------------------------ reads checked by a later write
+
+    @contextmanager
+    def guarded_reads(self) -> Iterator[GuardedReads]:
+        """Serve this store's session reads from memory inside the block; see :class:`GuardedReads`."""
+        reads = GuardedReads(self)
+        token = _GUARDED.set(reads)
+        try:
+            yield reads
+        finally:
+            _GUARDED.reset(token)
+
+    def prime(self, session_id: str, item: dict[str, Any] | None) -> None:
+        """Remember ``item`` (a session item as stored; ``None``: there is none) as the session's latest version.
+
+        What a failed :meth:`GuardedReads.condition_checks` entry returned: the next guarded read
+        answers from it.
+        """
+        validate_session_id(session_id)
+        with self._lock:
+            if item is None or "version" not in item:
+                self._plans.pop(session_id, None)
+                return
+        self._remember(session_id, Plan.of_item(item))
+
     # ------------------------------------------------------------------ internals
 
     def _item(self, session_id: str) -> dict[str, Any] | None:
+        reads = _GUARDED.get()
+        if reads is not None and reads.store is self:
+            return reads.item(session_id)
         answer = aws_call(
             self._ddb.get_item,
             operation="read",

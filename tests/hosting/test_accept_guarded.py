@@ -1,0 +1,67 @@
+"""Accept on AwsStore + DynamoInbox: the session read rides the inbox put as a condition check (issue 10).
+
+Rule source: issue 10 ("accept = one transactional inbox put, the session head read folded into it"),
+DESIGN.md §3 "Inbox" (accept validates, then writes the item). A warm store instance classifies the
+firing on the version it last saw; the put lands only if the session is still there, else the
+firing is classified again on what the put found. A refusal is never made on a remembered view.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from archmax import create_agent
+from archmax.hosting.host import Host
+from archmax.hosting.inbox import DynamoInbox
+from archmax.models.scripted import ScriptedModel
+from archmax.session.firing import Firing
+from stores.aws.moto_env import CallLog
+
+from .conftest import INBOX_TABLE, SUPPORT_INBOX
+from .test_host import FIRST_TURN, SID, ack, email
+
+
+def _host(aws: Any, clock: Any, entries: list[dict[str, Any]]) -> Host:
+    """A host with its own store and inbox instances (another container) over the shared tables."""
+    agent = create_agent(SUPPORT_INBOX, aws.store(), ScriptedModel(entries), clock=clock)
+    return Host(agent, DynamoInbox(INBOX_TABLE, client=aws.dynamodb, clock=clock), waker=lambda sid: None)
+
+
+def test_a_warm_accept_is_one_transaction_with_no_session_read(aws, clock):
+    host = _host(aws, clock, FIRST_TURN)
+    with CallLog(aws.dynamodb, aws.s3) as log:
+        first = host.accept(email("About the thing we discussed", "ses-1"))
+    assert log.calls == ["dynamodb.TransactWriteItems"]  # a session this store never saw: checked absent
+    assert first.disposition == "turn"
+    host.drain(SID)
+    with CallLog(aws.dynamodb, aws.s3) as log:
+        second = host.accept(email("It is order 42", "ses-2"))
+    assert log.calls == ["dynamodb.TransactWriteItems"]
+    assert second.disposition == "resume"  # parked on input, as the drain left it
+    assert [i.delivery_id for i in host.inbox.pending(SID)] == ["ses-2"]
+
+
+def test_a_session_another_instance_moved_is_classified_again_on_what_the_put_found(aws, clock):
+    first = _host(aws, clock, FIRST_TURN + [ack(1)])
+    other = _host(aws, clock, [])
+    first.accept(email("About the thing we discussed", "ses-1"))
+    first.drain(SID)  # parked on input: `other` has never seen the session
+    with CallLog(aws.dynamodb) as log:
+        accepted = other.accept(email("It is order 42", "ses-2"))
+    assert accepted.disposition == "resume"
+    assert log.count("dynamodb.GetItem") == 0 and log.count("dynamodb.TransactWriteItems") == 2
+    first.drain(SID)  # `first` remembers the park it made; the session moved on since
+    accepted = first.accept(email("Thanks", "ses-3"))
+    assert accepted.disposition == "resume"
+    assert [(i.delivery_id, i.seq) for i in first.inbox.pending(SID)] == [("ses-3", 3)]
+
+
+def test_a_refusal_is_never_made_on_a_remembered_view(aws, clock):
+    first = _host(aws, clock, FIRST_TURN)
+    first.accept(email("About the thing we discussed", "ses-1"))
+    first.drain(SID)
+    other = _host(aws, clock, [])  # remembers nothing: would take the session for absent
+    firing = Firing(trigger="not_declared", message="hello", variables={"conversation_id": SID}, delivery_id="x-1")
+    accepted = other.accept(firing, session_id=SID)  # an undeclared trigger refuses only a new session
+    assert accepted.disposition == "resume"
+    assert [i.delivery_id for i in other.inbox.pending(SID)] == ["x-1"]

@@ -3,15 +3,16 @@
 :class:`WaiterModel` is stateless and thread-safe, so one instance serves every session and
 thread of a run. Its rule, read from the request alone:
 
-* a handoff call (the reply-only call after a park) says ``waiting``;
-* when the newest message is a user message containing ``wait``, it calls
-  ``archmax_wait({reason: "bench", until: "1d"})``: the session parks with a ``resume_at``;
+* when the newest message is a user message containing ``wait``, it says ``waiting`` and calls
+  ``archmax_wait({reason: "bench", until: "1d"})``: the session parks with a ``resume_at``, and
+  having spoken it owes no handoff call;
+* a handoff call (the reply-only call after a silent park; not reached by this workload) says ``waiting``;
 * anything else (``finish``, or a timer's delivery, which carries no message) says ``done``:
   the turn ends and the session completes.
 
 So ``send(id, "please wait")`` parks, ``deliver(id, message="wait again")`` resumes and parks
-again, and ``deliver(id, message="finish")`` or a sweep's timer completes it. Two model calls per
-park, one per completion; no network, no randomness.
+again, and ``deliver(id, message="finish")`` or a sweep's timer completes it. One model call per
+park and one per completion; no network, no randomness.
 
 Rule source: DESIGN.md §7 (benchmarks), BEHAVIOUR.md §3.5 (deliver), §11 (sweep).
 """
@@ -44,5 +45,9 @@ class WaiterModel:
             call = ToolCall(
                 id=f"call_{len(request.messages)}", name="archmax_wait", args={"reason": "bench", "until": "1d"}
             )
-            return ModelResponse(tool_calls=[call], usage=_USAGE, stop_reason="tool_use", model_id=self.name)
+            # Its words ride the parking call, as the peer's tool node adds its "waiting" message: no
+            # handoff call is owed (BEHAVIOUR §5.5), so archmax's park costs one model call like the peer's.
+            return ModelResponse(
+                text="waiting", tool_calls=[call], usage=_USAGE, stop_reason="tool_use", model_id=self.name
+            )
         return ModelResponse(text="done", usage=_USAGE, stop_reason="end_turn", model_id=self.name)

@@ -341,6 +341,8 @@ def _outbound(outbound: Any, store: SessionStore, clock: Clock) -> Any:
     """The in-process dispatcher ``create_agent(outbound=...)`` asks for (None: from the environment)."""
     if outbound is False:
         return None
+    if outbound is None and getattr(store, "sends_from_stream", False):
+        return None  # the table's stream sends (the outbound function): nothing on the operation's path
     if outbound is None:
         from archmax.outbound.config import dispatcher_from_env
 
@@ -389,8 +391,9 @@ def create_agent(
             configured models, never a case's script (§10.4). Otherwise rubrics use the agent's models.
         outbound: The dispatcher that sends each operation's outbound messages in-process after its
             commit (:class:`archmax.outbound.Dispatcher`); ``None`` builds it from the environment
-            (:func:`archmax.outbound.config.dispatcher_from_env`: ``.eml`` files, SMTP, SES, EventBridge);
-            ``False`` sends nothing in-process (on AWS the stream function sends).
+            (:func:`archmax.outbound.config.dispatcher_from_env`: ``.eml`` files, SMTP, SES, EventBridge),
+            except for a store that sends from its change stream (``AwsStore``: the outbound function
+            sends, DESIGN.md §3), where ``None`` sends nothing in-process; ``False`` sends nothing in-process.
         workflows: Sub-workflows by slug (a folder, its ``workflow.yaml``, or a loaded :class:`Workflow`),
             for ``archmax_workflow_<slug>`` tools whose workflow is not the folder ``workflows/<slug>/``
             beside this one (§5.10). Children share this agent's store, model, tools, hooks and clock.

@@ -3,8 +3,10 @@
 2. A turn advances into a human state and dies right after the commit that parks it: that commit must
    carry the advance's tool result, so the transcript stays valid for ``decide`` (every tool call answered
    right after its message).
-3. A turn dies right after committing its final answer, before letting the lease go: ``recover`` (and
-   the sweep) finish the turn from the record, with no model call and nothing added.
+3. A turn dies right after a commit holding its final answer, before letting the lease go: ``recover``
+   (and the sweep) finish the turn from the record, with no model call and nothing added. A turn's
+   final answer normally lands in the commit that completes it (issue 10: one claim, one commit per
+   turn); a slow model makes the answer reach a lease renewal first, which is this crash's window.
 
 Rule source: BEHAVIOUR.md §3.12 (takeover), §9.3 (commit points; a crash loses at most one step), issue 9
 items 2-3. Every store kind: memory, filesystem, AWS on moto.
@@ -56,9 +58,21 @@ class Recording:
         return self.script.complete(request)
 
 
-def _killed_agent(env: Env, entries: list[dict[str, Any]], where: Any, workflow: Any) -> Any:
+class Slow:
+    """A scripted model whose every call takes ``seconds`` of the injected clock."""
+
+    def __init__(self, entries: list[dict[str, Any]], env: Env, seconds: float) -> None:
+        self.script, self.env, self.seconds = ScriptedModel(entries), env, seconds
+
+    def complete(self, request: ModelRequest) -> ModelResponse:
+        self.env.clock.advance(seconds=self.seconds)
+        return self.script.complete(request)
+
+
+def _killed_agent(env: Env, entries: list[dict[str, Any]], where: Any, workflow: Any, model: Any = None) -> Any:
     """An agent whose store dies right after the first commit satisfying ``where``."""
-    return create_agent(workflow, DieAfterCommitWhere(env.store, where), ScriptedModel(entries), clock=env.clock)
+    model = model or ScriptedModel(entries)
+    return create_agent(workflow, DieAfterCommitWhere(env.store, where), model, clock=env.clock)
 
 
 def test_a_park_at_a_human_state_is_committed_with_the_advance_result_that_made_it(env: Env) -> None:
@@ -98,7 +112,9 @@ ANSWERING = [
 
 def _send_and_die(env: Env) -> None:
     answered = lambda rec: rec.status == SessionStatus.RUNNING and final_answer_committed(rec.messages)  # noqa: E731
-    dying = _killed_agent(env, ANSWERING, answered, SUPPORT_INBOX)
+    # Each call outlasts half the lease, so the turn renews its lease right after the answer.
+    slow = Slow(ANSWERING, env, seconds=LEASE_S / 2 + 1)
+    dying = _killed_agent(env, ANSWERING, answered, SUPPORT_INBOX, model=slow)
     with pytest.raises(ProcessDied):
         dying.workflow.send("c-3", "Where is ORD-1001?", trigger="email_received", variables={"conversation_id": "c-3"})
     stored = env.other_store().load("c-3")

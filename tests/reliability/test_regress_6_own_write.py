@@ -27,7 +27,7 @@ def _chunk_keys(env: Any, sid: str) -> list[str]:
 def test_a_commit_whose_response_was_lost_counts_as_landed_and_its_chunk_stays(aws_env: Any) -> None:
     sid = "lost-1"
     store = aws_env.store
-    store.commit(sid, record(sid, 1, writer="first"), 0)
+    store.commit(sid, record(sid, 1, writer="first", pad=INLINE_MAX_BYTES), 0)  # an S3 object, like version 2
 
     with AwsFault(aws_env.aws.dynamodb, "UpdateItem", "lost_response") as fault:
         # padded: the delta goes to S3, so the chunk object's fate is checked too (small ones ride in the item)
@@ -50,7 +50,7 @@ def test_a_first_commit_whose_response_was_lost_creates_the_session_once(aws_env
 def test_a_real_conflict_is_still_refused_and_its_orphan_chunk_deleted(aws_env: Any) -> None:
     sid = "lost-conflict"
     winner, loser = aws_env.store, aws_env.other_store()
-    winner.commit(sid, record(sid, 1), 0)
+    winner.commit(sid, record(sid, 1, pad=INLINE_MAX_BYTES), 0)  # an S3 object: small ones ride in the item
     loser.load(sid)
     winner.commit(sid, record(sid, 2, messages=2, writer="winner", pad=INLINE_MAX_BYTES), 1)
 

@@ -84,8 +84,9 @@ def final_answer_committed(messages: list[Message]) -> bool:
     """Whether the transcript ends with the agent's final answer: an assistant message with no tool calls.
 
     A handoff's park message and a runtime note (a call of ``archmax_note``) are not final answers.
-    The loop commits that answer before completing the turn (§9.3); finding it last means the
-    turn's outcome is already decided and only its completion is owed.
+    Finding it last means the turn's outcome is already decided and only its completion is owed:
+    right after the model answered, and on a takeover (§3.12) of a turn whose answer reached a
+    commit (a lease renewal) before its process died.
     """
     if not messages:
         return False
@@ -102,6 +103,7 @@ class TurnLoop:
         self.wf = rt.workflow
         self.handoff_directive: str | None = None
         self.hooks = HookRunner(self)
+        self._side_effects = False
 
     @property
     def rec(self) -> Checkpoint:
@@ -124,6 +126,9 @@ class TurnLoop:
                 continue
             if self._is_parked():
                 if rec.park_phase == "closing":
+                    # The park is on record before its handoff call: if the lease runs out during
+                    # that call, the session counts as parked without a message (§3.1).
+                    self.work.commit()
                     self._handoff_call(self.handoff_directive or "wait")
                 rec.park_phase = "suspend"
                 self.handoff_directive = None
@@ -133,9 +138,9 @@ class TurnLoop:
                 self.work.release()
                 return
             if final_answer_committed(rec.messages):
-                # The turn's last answer is committed: completion is owed, never another model call.
-                # The loop comes here right after committing that answer, and so does a takeover
-                # (§3.12) of a process that died before letting the lease go: one path for both.
+                # The turn's last answer is in: completion is owed, never another model call. The loop
+                # comes here right after the answer, and so does a takeover (§3.12) of a process that
+                # died after a commit holding it: one path for both.
                 if rec.pending_rejection is not None:  # a failed sub-workflow call routes now (§5.7, §5.8)
                     rec.pending_failure, rec.pending_rejection = rec.pending_rejection.reason, None
                     continue
@@ -163,11 +168,20 @@ class TurnLoop:
             )
             if (response.text or "").strip():
                 self.rt.events.emit(rec, "agent_text", text=response.text)
-            self.work.commit()
+            if any(call.name in self.rt.host_tools for call in calls):
+                # A host tool has side effects: its call is on record before it runs, so a crash
+                # answers it `interrupted` (§3.12) instead of running it again.
+                self.work.commit()
+            else:
+                self.work.step()  # a model call repeats harmlessly: no commit of its own (issue 10)
             if not calls:
-                continue  # the final answer is committed: completion is the next step (above)
+                continue  # the final answer: completion is the next step (above), in the turn's last commit
+            self._side_effects = False
             self._dispatch_batch(state.slug, calls)
-            self.work.commit()
+            if self._side_effects:
+                self.work.commit()  # a host tool or a child ran: its result is on record before anything else
+            else:
+                self.work.step()  # control tools only change the record
 
     # ------------------------------------------------------------------ model calls
 
@@ -283,7 +297,7 @@ class TurnLoop:
         self.handoff_directive = directive
         self.rt.events.emit(rec, "parked", state=state.slug, awaiting="decision")
         if commit:
-            self.work.commit()
+            self.work.step()
 
     # ------------------------------------------------------------------ completion and failure
 
@@ -347,7 +361,7 @@ class TurnLoop:
         rec.state_turns = 0
         rec.status = SessionStatus.RUNNING
         self.handoff_directive = "introduce"
-        self.work.commit()
+        self.work.step()
         return True
 
     # ------------------------------------------------------------------ tool dispatch
@@ -379,6 +393,7 @@ class TurnLoop:
             return blocked(f"{name} rejected: the session has raised")
         args = call.args if isinstance(call.args, dict) else {}
         if is_subworkflow_tool(name):
+            self._side_effects = True  # a child session exists now, outside this record
             return _Result(*subworkflows.call(self, slug, call, args))
         handler = getattr(self, "_tool_" + name, None) if name in CONTROL_TOOL_SPECS else None
         if handler is not None:
@@ -397,6 +412,7 @@ class TurnLoop:
         refusal = self.wf.guard_refusal(slug, call.name, args, plain)
         if refusal:  # a guarded grant or denial (tools.allow / forbid with args) refuses this call
             return blocked(f"{call.name} rejected: {refusal}")
+        self._side_effects = True  # whatever the tool does outside the record has happened
         try:
             value = tool.fn(**args)
         except Exception as exc:  # a host tool's failure is the model's to read, not the runtime's

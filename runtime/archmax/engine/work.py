@@ -1,9 +1,13 @@
 """One operation's hold on one session: the record being built, the lease, and commits.
 
-Rule source: BEHAVIOUR.md §3.12 (lease, commits), §9.3 (when commits happen). A ``Work`` is
-created by claiming the session (a conditional commit that takes the lease); every later
-commit is conditional on the version it read and on still owning the lease; the commit that
-leaves the session finished or suspended lets the lease go.
+Rule source: BEHAVIOUR.md §3.12 (lease, commits), §9.3 (when commits happen) as issue 10 narrows
+it: one claim, one commit per turn. A ``Work`` is created by claiming the session (a conditional
+commit that takes the lease and records the firing); every later commit is conditional on the
+version it read and on still owning the lease; the commit that leaves the session finished or
+suspended lets the lease go. Between the two, a step boundary (:meth:`Work.step`) commits only
+when the lease needs renewing; the loop forces a commit (:meth:`Work.commit`) after work with
+side effects outside the record (a host tool ran, a hook ran, a child session was created), so a
+crash repeats at most model calls and control tools, never a side effect.
 """
 
 from __future__ import annotations
@@ -50,6 +54,7 @@ class Work:
         self.start_messages = len(self.record.messages)
         self._unstamped = self.start_messages  # messages before this index already carry their commit time
         self.start_version = self.version
+        self._renew_at = self.clock.now()  # before the claim: any step boundary commits
 
     def now(self) -> str:
         """The injected clock's now as an instant string ``YYYY-MM-DDTHH:MM:SS.mmmZ`` (BEHAVIOUR.md conventions)."""
@@ -65,8 +70,22 @@ class Work:
         self._commit(lease=True, claim=True)
 
     def commit(self) -> None:
-        """Commit the working record, extending the lease (§3.12, §9.3)."""
+        """Commit the working record now, extending the lease (§3.12, §9.3).
+
+        For step boundaries after side effects outside the record; other boundaries call :meth:`step`.
+        """
         self._commit(lease=True, claim=False)
+
+    def step(self) -> None:
+        """A step boundary with nothing to protect but the lease: commit only when the lease needs renewing.
+
+        A model call or a control tool repeats harmlessly after a crash (the takeover continues from
+        the claim or the last forced commit), so it is not worth a store write of its own (issue 10:
+        one claim, one commit per turn). The lease is renewed once half its time (``lease_ttl_s``,
+        seconds) has passed since the last commit, so a long turn is never taken over while it runs.
+        """
+        if self.clock.now() >= self._renew_at:
+            self.commit()
 
     def release(self) -> None:
         """Commit the working record and let the lease go (finished or suspended)."""
@@ -92,6 +111,7 @@ class Work:
         self.version = rec.version
         self.holds_lease = lease
         self._unstamped = len(rec.messages)
+        self._renew_at = now + timedelta(seconds=self.lease_ttl_s / 2)
 
     def spend(self, usage: Usage | None) -> None:
         """Add a model call's usage to the operation's and the session's totals."""

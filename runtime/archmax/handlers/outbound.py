@@ -52,7 +52,9 @@ def build(store: Any, dispatcher: Dispatcher) -> Any:
     Returns:
         ``handle(event, context) -> {"batchItemFailures": [{"itemIdentifier": <sequence number>}, ...]}``.
     """
-    processor = BatchProcessor(event_type=EventType.DynamoDBStreams)
+    # A batch whose records all failed answers like any other (every record in batchItemFailures),
+    # rather than raising: the same retry either way, and one shape for the caller to read.
+    processor = BatchProcessor(event_type=EventType.DynamoDBStreams, raise_on_entire_batch_failure=False)
 
     def send(record: DynamoDBRecord) -> None:
         session_id, version = stream_position(record)

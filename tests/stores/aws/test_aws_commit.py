@@ -118,7 +118,7 @@ class _ProcessDied(Exception):
 def test_chunk_put_whose_item_commit_never_happened_is_never_read(aws_env: Any) -> None:
     sid = "orphan"
     store = aws_env.store()
-    store.commit(sid, record(sid, 1, writer="committed"), 0)
+    store.commit(sid, record(sid, 1, writer="committed", pad=INLINE_MAX_BYTES), 0)  # too big for the item: S3
 
     def die(**_: Any) -> None:
         raise _ProcessDied
@@ -144,9 +144,9 @@ def test_chunk_put_whose_item_commit_never_happened_is_never_read(aws_env: Any) 
 
 def test_losing_commit_removes_its_own_body(aws_env: Any) -> None:
     sid = "tidy"
-    aws_env.store().commit(sid, record(sid, 1), 0)
+    aws_env.store().commit(sid, record(sid, 1, pad=INLINE_MAX_BYTES), 0)  # bodies too big for the item: S3
     with pytest.raises(CommitConflictError):
-        aws_env.store().commit(sid, record(sid, 1, writer="loser"), 0)
+        aws_env.store().commit(sid, record(sid, 1, writer="loser", pad=INLINE_MAX_BYTES), 0)
     objects = aws_env.s3.list_objects_v2(Bucket=aws_env.bucket, Prefix=f"{sid}/checkpoints/")["Contents"]
     assert len(objects) == 1
 
@@ -199,8 +199,8 @@ def test_finished_sessions_are_kept_by_default_as_finishing_deletes_nothing(aws_
 def test_load_reads_the_item_then_only_the_listed_chunks_and_never_lists_s3(aws_env: Any) -> None:
     sid = "hot-path"
     writer = aws_env.store()
-    for v in range(1, 6):
-        writer.commit(sid, record(sid, v, messages=v), v - 1)
+    for v in range(1, 6):  # version 1 too big for the item (an S3 object), the deltas small
+        writer.commit(sid, record(sid, v, messages=v, pad=INLINE_MAX_BYTES if v == 1 else 0), v - 1)
 
     reader = aws_env.store()
     with CallLog(aws_env.dynamodb, aws_env.s3) as log:
@@ -245,7 +245,7 @@ def test_head_is_one_item_read(aws_env: Any) -> None:
 
 def test_item_listing_chunks_that_are_gone_fails_as_a_store_error(aws_env: Any) -> None:
     sid = "lost"
-    aws_env.store().commit(sid, record(sid, 1), 0)
+    aws_env.store().commit(sid, record(sid, 1, pad=INLINE_MAX_BYTES), 0)  # an S3 object
     for obj in aws_env.s3.list_objects_v2(Bucket=aws_env.bucket, Prefix=f"{sid}/")["Contents"]:
         aws_env.s3.delete_object(Bucket=aws_env.bucket, Key=obj["Key"])
     with pytest.raises(StoreError, match="missing"):

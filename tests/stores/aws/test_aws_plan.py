@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from archmax.session.records import Message
-from archmax.stores.aws.plan import INLINE_BUDGET_BYTES, SNAPSHOT_MIN_BYTES
+from archmax.stores.aws.plan import INLINE_BUDGET_BYTES, INLINE_MAX_BYTES, SNAPSHOT_MIN_BYTES
 
 from .moto_env import CallLog
 from .records import record
@@ -75,3 +75,20 @@ def test_a_warm_commit_sends_only_the_attributes_that_changed(aws_env: Any) -> N
     assert not names & {"workflow", "created_at", "status", "position"}  # unchanged since version 1
     cold = aws_env.store().load(sid)
     assert cold.workflow == "bank-check" and cold.version == 2 and len(cold.messages) == 2
+
+
+def test_a_small_first_version_rides_in_the_item_and_a_large_one_goes_to_s3(aws_env: Any) -> None:
+    store = aws_env.store()
+    with CallLog(aws_env.dynamodb, aws_env.s3) as log:
+        small = record("small-start", 1, writer="first")
+        store.commit("small-start", small, 0)
+    assert (log.count("dynamodb.UpdateItem"), log.count("s3.PutObject")) == (1, 0)  # one write starts a session
+    (entry,) = _item(aws_env, "small-start")["chunks"]["L"]
+    assert "b" in entry["M"]  # the full chunk is inline
+    assert aws_env.store().load("small-start") == small  # a cold reader rebuilds it from the item alone
+
+    with CallLog(aws_env.dynamodb, aws_env.s3) as log:
+        large = record("large-start", 1, writer="first", pad=INLINE_MAX_BYTES)
+        store.commit("large-start", large, 0)
+    assert (log.count("dynamodb.UpdateItem"), log.count("s3.PutObject")) == (1, 1)
+    assert aws_env.store().load("large-start") == large

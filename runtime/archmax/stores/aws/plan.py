@@ -4,8 +4,9 @@ The session item's ``chunks`` list has one entry per version ``base .. version``
 
 * ``{"S": token}``: the chunk is the S3 object ``checkpoints/<version>-<token>.json`` (full
   snapshots, and deltas too large to travel inline);
-* ``{"M": {"t": token, "b": <chunk JSON text>}}``: a small delta carried **inside** the item, written by the
-  same conditional UpdateItem that commits the version (no S3 call);
+* ``{"M": {"t": token, "b": <chunk JSON text>}}``: a small chunk carried **inside** the item, written by the
+  same conditional UpdateItem that commits the version (no S3 call): a delta, or a full snapshot at
+  ``base`` of at most ``INLINE_MAX_BYTES`` (a new session's first version, so a start is one write);
 * ``{"M": {"t": token, "g": segment}}``: a delta that was inline, moved with its neighbours into
   one S3 *segment* object ``checkpoints/seg-<segment>.json`` when the item's inline budget ran out.
 

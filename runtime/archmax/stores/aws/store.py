@@ -139,6 +139,9 @@ class AwsStore:
     """A commit writes the active :mod:`~archmax.stores.riders` in its transaction (the inbox drain, issue 10)."""
     writes_artifacts = False
     """Artifacts are views materialized on read (``sessions.artifact``), never written per operation (§9.5)."""
+    sends_from_stream = True
+    """Outbox entries are sent by the outbound function from the table's stream (DESIGN.md §3), off the
+    operation's path: ``create_agent`` builds no in-process dispatcher for this store unless given one."""
 
     def __init__(
         self,
@@ -282,8 +285,12 @@ class AwsStore:
         put: dict[str, bytes] = {}  # S3 objects this attempt writes before the UpdateItem
         base: int | None = None
         if plan is None or chunk["full"]:
-            put[self.keys.chunk(session_id, version, token)] = data
-            entries, how, base = [s3_entry(token)], "set", version
+            if len(data) <= INLINE_MAX_BYTES:  # a small snapshot (a new session's first) rides the item too
+                entries = [inline_entry(token, data)]
+            else:
+                put[self.keys.chunk(session_id, version, token)] = data
+                entries = [s3_entry(token)]
+            how, base = "set", version
             sizes = {"delta_bytes": 0, "full_bytes": len(data)}
         else:
             sizes = {"delta_bytes": plan.delta_bytes + len(data), "full_bytes": plan.full_bytes}

@@ -18,12 +18,15 @@ from archmax.session.firing import Firing
 from stores.aws.moto_env import CallLog
 
 from .conftest import INBOX_TABLE, SUPPORT_INBOX
-from .test_host import FIRST_TURN, SID, ack, email
+from .test_host import FIRST_TURN, SID, ack, email, user_texts
 
 
 def _host(aws: Any, clock: Any, entries: list[dict[str, Any]]) -> Host:
-    """A host with its own store and inbox instances (another container) over the shared tables."""
-    agent = create_agent(SUPPORT_INBOX, aws.store(), ScriptedModel(entries), clock=clock)
+    """A host with its own store and inbox instances (another container) over the shared tables.
+
+    No in-process outbound dispatcher: on AWS the outbound function sends from the table's stream.
+    """
+    agent = create_agent(SUPPORT_INBOX, aws.store(), ScriptedModel(entries), clock=clock, outbound=False)
     return Host(agent, DynamoInbox(INBOX_TABLE, client=aws.dynamodb, clock=clock), waker=lambda sid: None)
 
 
@@ -65,3 +68,34 @@ def test_a_refusal_is_never_made_on_a_remembered_view(aws, clock):
     accepted = other.accept(firing, session_id=SID)  # an undeclared trigger refuses only a new session
     assert accepted.disposition == "resume"
     assert [i.delivery_id for i in other.inbox.pending(SID)] == ["x-1"]
+
+
+# ---------------------------------------------------------------- the drain acts on the version it remembers
+
+
+def test_a_warm_drain_reads_no_session_item_its_claim_checks_the_version(aws, clock):
+    host = _host(aws, clock, FIRST_TURN + [ack(1)])
+    host.accept(email("About the thing we discussed", "ses-1"))
+    host.drain(SID)
+    host.accept(email("It is order 42", "ses-2"))
+    with CallLog(aws.dynamodb, aws.s3) as log:
+        (outcome,) = host.drain(SID)
+    assert outcome.kind == "parked"  # type: ignore[union-attr]
+    assert log.count("dynamodb.GetItem") == 0 and log.count("s3.GetObject") == 0
+    assert log.calls[0] == "dynamodb.Query"
+
+
+def test_a_drain_on_a_version_another_instance_moved_applies_the_item_on_a_fresh_read(aws, clock):
+    first = _host(aws, clock, FIRST_TURN + [ack(3)])
+    other = _host(aws, clock, [ack(2)])
+    first.accept(email("About the thing we discussed", "ses-1"))
+    first.drain(SID)  # `first` remembers the park it made
+    other.accept(email("It is order 42", "ses-2"))
+    other.drain(SID)  # the session moved on without `first`
+    other.accept(email("Thanks", "ses-3"))
+    with CallLog(aws.dynamodb) as log:
+        (outcome,) = first.drain(SID)  # its claim on the old version loses; applied again on a fresh read
+    assert outcome.kind == "parked"  # type: ignore[union-attr]
+    assert log.count("dynamodb.GetItem") >= 1  # the fresh read after the lost claim
+    assert first.inbox.get(SID, "ses-3").status == "done"
+    assert user_texts(first) == ["About the thing we discussed", "It is order 42", "Thanks"]

@@ -32,8 +32,10 @@ from archmax.errors import (
     DuplicateDeliveryError,
     EmptyMessageError,
     MissingDeliveryTriggerError,
+    ModelError,
     SessionNotResumableError,
     SessionStoreCapabilityError,
+    StoreError,
     UnknownSessionTriggerError,
     UnknownTriggerError,
     WorkflowDisabledError,
@@ -123,6 +125,15 @@ class SweepReport(BaseModel):
 
 
 DrainResult = Outcome | ArchmaxError
+
+def _may_be_stale(result: Outcome | ArchmaxError) -> bool:
+    """A refusal or a lost claim that a remembered (possibly old) view of the session may explain.
+
+    Not a duplicate (an applied id stays applied) nor an outage (a store or model failure is not
+    retried now: the item stays pending for the sweep).
+    """
+    return isinstance(result, ArchmaxError) and not isinstance(result, (DuplicateDeliveryError, StoreError, ModelError))
+
 
 _GUARDED_ATTEMPTS = 3
 """Guarded accepts tried before the last one reads the session and puts unguarded."""
@@ -239,6 +250,7 @@ class Host:
                 break
             try:
                 created = self.inbox.put(item, guards=reads.condition_checks())  # type: ignore[call-arg]
+                self.agent.store.confirm(reads)
                 break
             except GuardFailed as moved:  # the session moved on since this store saw it: classify again
                 for moved_id, found in moved.found.items():
@@ -409,10 +421,25 @@ class Host:
         return seen, self.inbox.pending(session_id)
 
     def _apply(self, item: InboxItem, riders: Riders | None = None) -> DrainResult:
+        warm = getattr(self.agent.store, "guarded_reads", None) if riders is not None else None
+        if warm is None:
+            return self._settle(item, self._run(item), riders)
+        # The operation acts on the version this warm store last saw (no read): its claim is conditional
+        # on that version, so a stale view can only lose the claim. Whatever it refused, it refuses
+        # again on a fresh read before the refusal counts (issue 10).
+        with warm(only=item.session_id, once=True) as reads:
+            result = self._run(item)
+        remembered = item.session_id in reads.versions  # the view came from memory, not the table
+        if remembered and _may_be_stale(result) and not riders.claimed:  # type: ignore[union-attr]
+            result = self._run(item)
+        return self._settle(item, result, riders)
+
+    def _run(self, item: InboxItem) -> Outcome | ArchmaxError:
+        """Apply one item through the agent's operations: the Outcome, or the ArchmaxError it raised."""
         wf, f, sid = self.agent.workflow, item.firing, item.session_id
         try:
             if item.kind == "deliver":
-                outcome = wf.deliver(
+                return wf.deliver(
                     sid,
                     trigger=f.trigger,
                     variables=f.variables or None,
@@ -420,26 +447,28 @@ class Host:
                     files=f.files or None,
                     delivery_id=item.delivery_id,
                 )
-            else:
-                outcome = wf.send(
-                    sid,
-                    f.message,
-                    trigger=f.trigger,
-                    variables=f.variables or None,
-                    files=f.files or None,
-                    delivery_id=item.delivery_id,
-                )
-        except DuplicateDeliveryError as exc:
-            self.inbox.mark(sid, item.delivery_id, "done")
-            return exc
+            return wf.send(
+                sid,
+                f.message,
+                trigger=f.trigger,
+                variables=f.variables or None,
+                files=f.files or None,
+                delivery_id=item.delivery_id,
+            )
         except ArchmaxError as exc:
-            if is_retryable(exc):
-                return exc  # not now (another writer, an outage, a lost race): stays pending for the sweep
-            self.inbox.mark(sid, item.delivery_id, "failed", f"{type(exc).__name__}: {exc}")
             return exc
-        if riders is None or not riders.done:  # else marked in the commit that ended the turn
+
+    def _settle(self, item: InboxItem, result: Outcome | ArchmaxError, riders: Riders | None) -> DrainResult:
+        """Mark the item as ``result`` says (unless its mark rode the turn's last commit)."""
+        sid = item.session_id
+        if isinstance(result, DuplicateDeliveryError):
             self.inbox.mark(sid, item.delivery_id, "done")
-        return outcome
+        elif isinstance(result, ArchmaxError):
+            if not is_retryable(result):  # retryable: not now (another writer, an outage, a lost race): pending
+                self.inbox.mark(sid, item.delivery_id, "failed", f"{type(result).__name__}: {result}")
+        elif riders is None or not riders.done:  # else marked in the commit that ended the turn
+            self.inbox.mark(sid, item.delivery_id, "done")
+        return result
 
     # ------------------------------------------------------------------ direct delivery
 

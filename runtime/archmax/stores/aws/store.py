@@ -68,10 +68,32 @@ class GuardedReads:
     session is still at the version read: as if it had been read in the same call (issue 10).
     """
 
-    def __init__(self, store: AwsStore) -> None:
+    def __init__(self, store: AwsStore, *, only: str | None = None, once: bool = False) -> None:
         self.store = store
+        self.only = only
+        self.once = once
+        self._asked: set[str] = set()
         self.versions: dict[str, int] = {}
         """Session id -> the version read (0: read as absent)."""
+
+    def serves(self, session_id: str) -> bool:
+        """Whether this read of ``session_id`` is answered from memory.
+
+        With ``only``, reads of other sessions are real; with ``once``, only the first read of the
+        session is (what the operation acts on: its claim is conditional on that version, and every
+        later read, e.g. after a lost claim, must see the table). Without ``once`` every session is
+        served, a session this store never saw as absent; with ``once``, only a session this store
+        holds a version of, or saw absent through a checked read (:meth:`AwsStore.confirm`).
+        """
+        if self.only is not None and session_id != self.only:
+            return False
+        if not self.once:
+            return True
+        if session_id in self._asked:
+            return False
+        self._asked.add(session_id)
+        with self.store._lock:
+            return session_id in self.store._plans or session_id in self.store._absent
 
     def item(self, session_id: str) -> dict[str, Any] | None:
         """The session item as this store instance last saw it, or ``None`` (noted as absent)."""
@@ -168,6 +190,8 @@ class AwsStore:
         self._chunk_bytes = 0
         # The plan of the version last seen per session: lets a commit skip a GetItem and send only changes.
         self._plans: OrderedDict[str, Plan] = OrderedDict()
+        # Sessions a checked read found absent (GuardedReads, issue 10) and no commit of this instance created since.
+        self._absent: OrderedDict[str, None] = OrderedDict()
 
     # ------------------------------------------------------------------ checkpoints
 
@@ -680,14 +704,24 @@ class AwsStore:
     # ------------------------------------------------------------------ reads checked by a later write
 
     @contextmanager
-    def guarded_reads(self) -> Iterator[GuardedReads]:
+    def guarded_reads(self, *, only: str | None = None, once: bool = False) -> Iterator[GuardedReads]:
         """Serve this store's session reads from memory inside the block; see :class:`GuardedReads`."""
-        reads = GuardedReads(self)
+        reads = GuardedReads(self, only=only, once=once)
         token = _GUARDED.set(reads)
         try:
             yield reads
         finally:
             _GUARDED.reset(token)
+
+    def confirm(self, reads: GuardedReads) -> None:
+        """``reads``' condition checks held (the write carrying them landed): remember the sessions read absent."""
+        with self._lock:
+            for session_id, version in reads.versions.items():
+                if version == 0:
+                    self._absent[session_id] = None
+                    self._absent.move_to_end(session_id)
+            while len(self._absent) > _PLANS_CACHE_SIZE:
+                self._absent.popitem(last=False)
 
     def prime(self, session_id: str, item: dict[str, Any] | None) -> None:
         """Remember ``item`` (a session item as stored; ``None``: there is none) as the session's latest version.
@@ -699,6 +733,7 @@ class AwsStore:
         with self._lock:
             if item is None or "version" not in item:
                 self._plans.pop(session_id, None)
+                self._absent[session_id] = None
                 return
         self._remember(session_id, Plan.of_item(item))
 
@@ -706,7 +741,7 @@ class AwsStore:
 
     def _item(self, session_id: str) -> dict[str, Any] | None:
         reads = _GUARDED.get()
-        if reads is not None and reads.store is self:
+        if reads is not None and reads.store is self and reads.serves(session_id):
             return reads.item(session_id)
         answer = aws_call(
             self._ddb.get_item,
@@ -739,6 +774,7 @@ class AwsStore:
 
     def _remember(self, session_id: str, plan: Plan) -> None:
         with self._lock:
+            self._absent.pop(session_id, None)
             self._plans[session_id] = plan
             self._plans.move_to_end(session_id)
             while len(self._plans) > _PLANS_CACHE_SIZE:
@@ -788,7 +824,8 @@ class AwsStore:
         """
         cause = conflict.__cause__
         response = getattr(cause, "response", None) or {}
-        item = response.get("Item") or self._item(session_id)
+        reasons = response.get("CancellationReasons") or [{}]  # a transaction's: the commit is its first item
+        item = response.get("Item") or reasons[0].get("Item") or self._item(session_id)
         if not item or "version" not in item or int(item["version"]["N"]) < version:
             return False
         base, tokens = chunk_plan(item)

@@ -29,7 +29,7 @@ from archmax.errors import (
     SessionStoreCapabilityError,
     UnknownArtifactError,
 )
-from archmax.inbound.quarantine import held_ids
+from archmax.inbound.quarantine import held_in_summary
 from archmax.models.base import Model
 from archmax.session.files import check_seed_path, encode_seed_value
 from archmax.session.ids import parent_session_id, validate_session_id
@@ -166,12 +166,16 @@ class Sessions:
         self._store = ops.rt.store
 
     def get(self, session_id: str) -> SessionSummary | None:
-        """The summary of a session, or None when it has no checkpoint; ``quarantined`` names held mail (issue 13)."""
+        """The summary of a session, or None when it has no checkpoint; ``quarantined`` names held mail (issue 13).
+
+        One store read; the quarantine folder is listed only when the store cannot say that nothing
+        is held (on AWS: one GetItem when the item's hint is empty, issue 10).
+        """
         rec = self._ops.load(session_id)
         if rec is None:
             return None
         summary = summary_of(rec, parent_session_id(session_id), self._ops.rt.now())
-        held = held_ids(self._store, session_id)
+        held = held_in_summary(self._store, session_id, rec.version)
         return summary.model_copy(update={"quarantined": held}) if held else summary
 
     def list(self) -> list[SessionSummary]:

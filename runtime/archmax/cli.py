@@ -347,9 +347,9 @@ class _Cli:
                 return 1
             if cli_views.wants_view(a):
                 return cli_views.show(self, record, self._spec(record.workflow, {}))
-            from archmax.inbound.quarantine import held_ids
+            from archmax.inbound.quarantine import held_in_summary
 
-            held = held_ids(self.store, a.session)
+            held = held_in_summary(self.store, a.session, record.version)
             summary = summary_of(record, parent_session_id(a.session))
             pairs = [(record, summary.model_copy(update={"quarantined": held}) if held else summary)]
         else:

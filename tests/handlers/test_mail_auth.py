@@ -216,3 +216,99 @@ def test_the_http_routes_list_and_release_held_mail_once(parked: Any) -> None:
     assert json.loads(again["body"])["duplicate"] is True
     unknown = d.call("deliver", http("POST", f"/sessions/{sid}/quarantine/nope/release", route))
     assert unknown["statusCode"] == 404 and json.loads(unknown["body"])["error"] == "UnknownQuarantineError"
+
+
+# ---- the summary's quarantine hint (issue 10 "summary: 1 call"): AwsStore keeps a superset of held ids
+
+
+class _Died(Exception):
+    """Stands for a process that stopped at the hooked AWS call."""
+
+
+def summary_calls(d: Any) -> tuple[Any, list[str]]:
+    """``(sessions.get(THREAD), the AWS calls it made)``."""
+    store = d.collaborators.agent.store
+    with importlib.import_module("stores.aws.moto_env").CallLog(store._ddb, store._s3) as log:
+        summary = d.collaborators.agent.sessions.get(THREAD)
+    return summary, log.calls
+
+
+def hint(d: Any) -> set[str]:
+    store = d.collaborators.agent.store
+    item = store._ddb.get_item(TableName=store.table_name, Key={"pk": {"S": THREAD}}, ConsistentRead=True)["Item"]
+    return set(item.get("quarantine_hint", {}).get("SS", []))
+
+
+def die_on(d: Any, event_name: str, when: Any) -> Any:
+    """Register a botocore hook raising :class:`_Died` on the calls ``when(params)`` picks; returns its remover."""
+    store = d.collaborators.agent.store
+    client = store._s3 if ".s3." in event_name else store._ddb
+
+    def die(params: dict[str, Any], **_: Any) -> None:
+        if when(params):
+            raise _Died
+
+    client.meta.events.register(event_name, die, unique_id="die-hint")
+    return lambda: client.meta.events.unregister(event_name, unique_id="die-hint")
+
+
+def parse(raw: bytes, trigger: str | None) -> Any:
+    return parse_email(raw, trigger=trigger)
+
+
+def test_a_summary_with_nothing_held_is_one_get_item(parked: Any) -> None:
+    summary, calls = summary_calls(parked)
+    assert summary.status == "awaiting_input" and summary.quarantined is None
+    assert calls == ["dynamodb.GetItem"]
+
+
+def test_held_mail_is_in_the_summary_through_commits_and_leaves_it_on_release(parked: Any) -> None:
+    d = parked
+    send(d, "ses-held", mail("eve@other.example", msg_id="e5@other.example", body="It's ORD-1001."), PASS)
+    assert hint(d) == {"ses-held"}
+    summary, calls = summary_calls(d)
+    assert summary.quarantined == ["ses-held"] and calls == ["dynamodb.GetItem", "s3.ListObjectsV2"]
+    # the participant's reply completes the session: its commits (sending only changed attributes) keep the hint
+    reply = mail("dana@customer.example", msg_id="r2@customer.example", body="It's ORD-1001.")
+    assert send(d, "ses-reply", reply, {"dmarc": "PASS"})["disposition"] == "resume"
+    summary, _ = summary_calls(d)
+    assert summary.status == "completed" and summary.quarantined == ["ses-held"] and hint(d) == {"ses-held"}
+    release(d.collaborators.host, THREAD, "ses-held", parse=parse)
+    summary, calls = summary_calls(d)
+    assert summary.quarantined is None and calls == ["dynamodb.GetItem"]
+    assert hint(d) == set()
+
+
+def test_a_crash_between_hint_and_record_never_hides_held_mail(parked: Any) -> None:
+    d = parked
+    spoof = mail("mallory@evil.example", msg_id="m2@evil.example", body="Refund me.")
+    d.put_mail("inbound/ses-crash", spoof)
+    undo = die_on(d, "before-parameter-build.s3.PutObject", lambda p: "/quarantine/" in p["Key"])
+    try:
+        with pytest.raises(_Died):  # the hint was written, the held mail's files were not
+            send(d, "ses-crash", spoof, FAIL)
+    finally:
+        undo()
+    assert hint(d) == {"ses-crash"}  # a superset of what is held: the listing filters the id out
+    summary, calls = summary_calls(d)
+    assert summary.quarantined is None and calls == ["dynamodb.GetItem", "s3.ListObjectsV2"]
+    record = send(d, "ses-crash", spoof, FAIL)  # SES's retry holds it for real
+    assert "DMARC FAIL" in record["quarantined"]
+    assert summary_calls(d)[0].quarantined == ["ses-crash"]
+
+
+def test_a_release_that_stopped_after_its_stamp_is_tidied_by_repeating_it(parked: Any) -> None:
+    d = parked
+    send(d, "ses-held", mail("eve@other.example", msg_id="e6@other.example", body="It's ORD-1001."), PASS)
+    undo = die_on(d, "before-parameter-build.dynamodb.UpdateItem", lambda p: "#hint" in p.get("UpdateExpression", ""))
+    try:
+        with pytest.raises(_Died):
+            release(d.collaborators.host, THREAD, "ses-held", parse=parse)
+    finally:
+        undo()
+    assert hint(d) == {"ses-held"}  # stamped released, still hinted: the listing filters it out
+    summary, calls = summary_calls(d)
+    assert summary.status == "completed" and summary.quarantined is None and len(calls) == 2
+    assert release(d.collaborators.host, THREAD, "ses-held", parse=parse)["duplicate"] is True
+    assert hint(d) == set() and summary_calls(d)[1] == ["dynamodb.GetItem"]
+    assert user_messages(d).count("It's ORD-1001.") == 1

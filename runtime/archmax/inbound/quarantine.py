@@ -11,6 +11,11 @@ Layout, in the session's own files (outside ``scratchpad/``, so the session's to
     quarantine/<delivery id>.eml            the raw mail, exactly as received
     quarantine/<delivery id>.released.json  written once the mail was handed to the inbox
 
+On a store with a hint of possibly-held mail (``AwsStore``: the session item's ``quarantine_hint``),
+the id is added to the hint before the record is written and taken out after the release stamp,
+so the hint is a superset of the held mail (a crash in between leaves an id the listing then
+filters out) and a summary whose hint is empty lists nothing (issue 10 "summary: 1 call").
+
 The delivery id is SES's message id (``[A-Za-z0-9._-]``, checked before it becomes a path).
 Release hands the mail to :meth:`archmax.hosting.host.Host.accept` under the mail's own delivery
 id (its Message-ID), so a release repeated (or raced) is de-duplicated by the inbox and the
@@ -60,16 +65,24 @@ def _check_id(session_id: str, delivery_id: Any) -> str:
     return delivery_id
 
 
+def _hint(store: Any, session_id: str, delivery_id: str, *, held: bool) -> None:
+    note = getattr(store, "note_held_mail", None)  # only stores that keep a hint (AwsStore)
+    if note is not None:
+        note(session_id, delivery_id, held=held)
+
+
 def hold(store: Any, mail: QuarantinedMail, raw: bytes) -> bool:
     """Keep a mail in its session's quarantine; False when it was held already (an SES retry).
 
-    The raw mail is written before the record, so a listed record always has its mail.
+    The id joins the store's hint first (see the module docstring), then the raw mail is written
+    before the record, so a listed record always has its mail and its id in the hint.
 
     Raises:
         InvalidSessionIdError, StoreError, SessionStoreCapabilityError (a store without ``upload_files``).
     """
     sid = validate_session_id(mail.session_id)
     base = f"{QUARANTINE_DIR}/{_check_id(sid, mail.delivery_id)}"
+    _hint(store, sid, mail.delivery_id, held=True)
     try:
         store.upload_files(sid, {f"{base}.eml": raw}, create_only=True)
     except PathExistsError:
@@ -77,6 +90,8 @@ def hold(store: Any, mail: QuarantinedMail, raw: bytes) -> bool:
     try:
         store.seed(sid, {f"{base}.json": mail.model_dump_json(indent=2) + "\n"}, create_only=True)
     except PathExistsError:
+        if store.get(sid, f"{base}.released.json") is not None:
+            _hint(store, sid, mail.delivery_id, held=False)  # a retry of a mail released since: not held
         return False
     log.warning(
         "mail %s quarantined for session %r: %s", mail.delivery_id, sid, mail.reason,
@@ -90,6 +105,19 @@ def held_ids(store: Any, session_id: str) -> list[str]:
     names = {p.rsplit("/", 1)[-1] for p in store.list_files(session_id, QUARANTINE_DIR)}
     held = {n[: -len(".json")] for n in names if n.endswith(".json") and not n.endswith(".released.json")}
     return sorted(i for i in held if f"{i}.released.json" not in names)
+
+
+def held_in_summary(store: Any, session_id: str, version: int) -> list[str]:
+    """:func:`held_ids` for a summary of the checkpoint at ``version`` the caller just loaded.
+
+    No listing when the store's hint (``held_mail_hint``, AwsStore) says nothing may be held: the
+    summary then costs the one item read (issue 10). Stores without a hint list the folder.
+    """
+    hint = getattr(store, "held_mail_hint", None)
+    maybe = hint(session_id, version) if hint is not None else None
+    if maybe is not None and not maybe:
+        return []
+    return held_ids(store, session_id)
 
 
 def listing(store: Any, session_id: str) -> list[QuarantinedMail]:
@@ -135,7 +163,8 @@ def release(host: Any, session_id: str, delivery_id: str, *, parse: Any) -> dict
     mail = QuarantinedMail.model_validate_json(record)
     answer = {"session_id": sid, "delivery_id": delivery_id, "released": True}
     if store.get(sid, f"{base}.released.json") is not None:
-        return {**answer, "duplicate": True, "disposition": None}  # released before: nothing is written
+        _hint(store, sid, delivery_id, held=False)  # a release that stopped after its stamp: tidy the hint
+        return {**answer, "duplicate": True, "disposition": None}  # released before: nothing else is written
     firing = parse(raw, mail.trigger)  # the mail's own delivery id (its Message-ID): the inbox and session apply it once
     accepted = host.accept(firing, session_id=sid)
     from archmax.inbound.mail_auth import record_participant
@@ -146,5 +175,6 @@ def release(host: Any, session_id: str, delivery_id: str, *, parse: Any) -> dict
         store.seed(sid, {f"{base}.released.json": json.dumps(stamp) + "\n"}, create_only=True)
     except PathExistsError:
         pass  # a racing release stamped it; the inbox de-duplicated the mail
+    _hint(store, sid, delivery_id, held=False)  # after the stamp: the hint stays a superset of the held mail
     log.warning("quarantined mail %s released into session %r", delivery_id, sid)
     return {**answer, "duplicate": accepted.duplicate, "disposition": accepted.disposition}

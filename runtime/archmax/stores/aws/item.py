@@ -24,6 +24,9 @@ Item attributes::
     channel, state, reason, parked_at  S   park summary, only while a park record is present
     due_shard, resume_at  S   only while parked on input with a resume_at (the sparse index keys)
     ttl                N   epoch seconds, only on finished sessions
+    quarantine_hint    SS  delivery ids of mail that may be held in the session's quarantine (issue 10,
+                           issue 13 item 1): a superset of what is held, kept by the quarantine, never
+                           written or removed by a commit; absent when nothing may be held
 """
 
 from __future__ import annotations
@@ -41,6 +44,9 @@ DUE_INDEX = "due-parks"
 
 STALE_INDEX = "stale-leases"
 """The sparse GSI the sweep queries for running sessions whose lease expired (template.yaml ``SessionsTable``)."""
+
+QUARANTINE_HINT = "quarantine_hint"
+"""The item's string set of possibly-held mail ids (see the attribute table): commits never touch it."""
 
 _OPTIONAL = (
     "position",
@@ -229,6 +235,11 @@ def head_of_item(item: dict[str, Any]) -> SessionHead:
         resume_at=_str(item, "resume_at") if status == SessionStatus.AWAITING_INPUT else None,
         updated_at=item["updated_at"]["S"],
     )
+
+
+def quarantine_hint_of_item(item: dict[str, Any]) -> frozenset[str]:
+    """The delivery ids the item's ``quarantine_hint`` names (empty when absent: nothing is held)."""
+    return frozenset(item.get(QUARANTINE_HINT, {}).get("SS", ()))
 
 
 def chunk_plan(item: dict[str, Any]) -> tuple[int, list[str]]:

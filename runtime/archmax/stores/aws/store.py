@@ -31,11 +31,13 @@ from archmax.stores.aws.clients import LazyClient
 from archmax.stores.aws.errors import aws_call, found_in_item
 from archmax.stores.aws.item import (
     DUE_INDEX,
+    QUARANTINE_HINT,
     STALE_INDEX,
     chunk_plan,
     commit_request,
     committed_attributes,
     head_of_item,
+    quarantine_hint_of_item,
 )
 from archmax.stores.aws.layout import DUE_SHARDS, LEASE_SHARDS, Keys, new_chunk_token
 from archmax.stores.aws.plan import (
@@ -192,6 +194,8 @@ class AwsStore:
         self._plans: OrderedDict[str, Plan] = OrderedDict()
         # Sessions a checked read found absent (GuardedReads, issue 10) and no commit of this instance created since.
         self._absent: OrderedDict[str, None] = OrderedDict()
+        # Per thread: (session id, version, quarantine hint) of the item this thread last read (held_mail_hint).
+        self._read = threading.local()
 
     # ------------------------------------------------------------------ checkpoints
 
@@ -701,6 +705,50 @@ class AwsStore:
             return False
         return True
 
+    # ------------------------------------------------------------------ quarantine hint (issue 10, issue 13 item 1)
+
+    def note_held_mail(self, session_id: str, delivery_id: str, *, held: bool) -> None:
+        """Add ``delivery_id`` to the item's ``quarantine_hint`` string set (``held``), or take it out: one UpdateItem.
+
+        :mod:`archmax.inbound.quarantine` adds an id before it writes the held mail's record and takes
+        it out after the release stamp, so the hint is a superset of the held mail and a summary
+        whose item has no hint needs no S3 listing (:meth:`held_mail_hint`). The update touches only
+        the hint (never ``version``): a racing commit is not disturbed, and commits never drop it.
+        A session with no item is left alone: only sessions with a checkpoint hold mail (the send
+        handler's admission), and ``sessions.get`` of a session with no item is ``None`` anyway.
+
+        Raises:
+            InvalidSessionIdError: for an id failing §4.1.
+            StoreError: on an AWS failure.
+        """
+        validate_session_id(session_id)
+        try:
+            aws_call(
+                self._ddb.update_item,
+                operation="quarantine_hint",
+                session_id=session_id,
+                TableName=self.table_name,
+                Key={"pk": {"S": session_id}},
+                UpdateExpression=f"{'ADD' if held else 'DELETE'} #hint :ids",
+                ConditionExpression="attribute_exists(#version)",
+                ExpressionAttributeNames={"#hint": QUARANTINE_HINT, "#version": "version"},
+                ExpressionAttributeValues={":ids": {"SS": [delivery_id]}},
+            )
+        except CommitConflictError:
+            pass  # no session item (deleted meanwhile): nothing to hint
+
+    def held_mail_hint(self, session_id: str, version: int) -> frozenset[str] | None:
+        """The mail ids that may be held for ``session_id``, from the item this thread last read, or ``None``.
+
+        ``None`` (unknown: list the quarantine) unless this thread's last item read was of
+        ``session_id`` at ``version`` (what a ``load`` just returned); an empty set means nothing is
+        held, so ``sessions.get`` costs the one GetItem (issue 10 "summary: 1 call").
+        """
+        seen = getattr(self._read, "item", None)
+        if seen is None or seen[0] != session_id or seen[1] != version:
+            return None
+        return seen[2]
+
     # ------------------------------------------------------------------ reads checked by a later write
 
     @contextmanager
@@ -742,6 +790,7 @@ class AwsStore:
     def _item(self, session_id: str) -> dict[str, Any] | None:
         reads = _GUARDED.get()
         if reads is not None and reads.store is self and reads.serves(session_id):
+            self._read.item = None  # a remembered view: its hint may be stale (held_mail_hint answers "unknown")
             return reads.item(session_id)
         answer = aws_call(
             self._ddb.get_item,
@@ -752,7 +801,11 @@ class AwsStore:
             ConsistentRead=True,
         )
         item = answer.get("Item")
-        return item if item and "version" in item else None
+        if not item or "version" not in item:
+            self._read.item = None
+            return None
+        self._read.item = (session_id, int(item["version"]["N"]), quarantine_hint_of_item(item))
+        return item
 
     def _plan_for(self, session_id: str, expected_version: int, lease_owner: str | None) -> Plan | None:
         """The stored plan of ``expected_version``; from this instance's memory, else one GetItem that also refuses early."""

@@ -38,6 +38,7 @@ from archmax.session.notes import make_note, subworkflow_note_text
 from archmax.session.records import (
     Checkpoint,
     Delegation,
+    ForwardedDelivery,
     Message,
     PendingDecision,
     PendingInput,
@@ -265,6 +266,11 @@ def settle(loop: TurnLoop, *, answering: bool = False) -> tuple[str, str] | None
     assert d is not None
     child_rt = rt.workflows.runtime(d.workflow, rt.workflow)
     ops = child_operations(child_rt)
+    if d.forward is not None:  # a delivery claimed for the child by a process that died before handing it over
+        _hand_over(ops, d)
+        _forwarded(rec)
+        d = rec.delegation
+        assert d is not None
     try:
         child = _drive(ops, d, rec)
     except SessionStateError:
@@ -286,6 +292,30 @@ def settle(loop: TurnLoop, *, answering: bool = False) -> tuple[str, str] | None
         why = f"raised '{child.raised.code}' in state '{child.raised.state}': {child.raised.reason}"
         return _finish(loop, "failed", why, answering)
     return _finish(loop, "rejected", _rejection_text(child_rt, child), answering)
+
+
+def _forwarded(rec: Checkpoint) -> None:
+    """The child has the forwarded delivery: the caller's next commit stops carrying it."""
+    if rec.delegation is not None and rec.delegation.forward is not None:
+        rec.delegation = rec.delegation.model_copy(update={"forward": None})
+
+
+def _hand_over(ops: Operations, d: Delegation) -> None:
+    """Deliver ``d.forward`` to the child unless the child already took it (issue 9: no event lost).
+
+    The child took it when it moved past the park it was forwarded to (its version changed); a child
+    still at that version and parked on ``input`` gets it now, under the same delivery id. The
+    delivery's files lived only in the process that died: the message and variables are handed over.
+    """
+    fwd = d.forward
+    assert fwd is not None
+    child = ops.rt.store.load(d.session_id)
+    if child is None or child.version != fwd.child_version or ops.parked_channel(child) != "input":
+        return
+    try:
+        ops._deliver(child, fwd.trigger, fwd.variables, fwd.message, [], "deliver", [], fwd.delivery_id)
+    except SessionStateError:
+        return  # another process handed it over first: the child has it
 
 
 def _drive(ops: Operations, d: Delegation, parent: Checkpoint) -> Checkpoint:
@@ -506,11 +536,17 @@ def forward_delivery(
     from archmax.engine.deliveries import remember_delivery
 
     child_ops, child = child_of(ops, rec, "input")
-    work = _claim_caller(ops, rec, warnings, after="delivery", delivery_id=delivery_id, remember=remember_delivery)
+    forward = ForwardedDelivery(
+        trigger=trigger, variables=dict(variables or {}), message=message, delivery_id=delivery_id, child_version=child.version
+    )
+    work = _claim_caller(
+        ops, rec, warnings, after="delivery", delivery_id=delivery_id, remember=remember_delivery, forward=forward
+    )
     answers: list[Outcome] = []
 
     def body() -> None:
         answers.append(child_ops._deliver(child, trigger, variables, message, prepared, "deliver", [], delivery_id))
+        _forwarded(work.record)
         _run(ops, work)
 
     return _with_child_reply(ops._guarded(work, body, disposition), answers)
@@ -570,8 +606,12 @@ def _claim_caller(
     after: str,
     delivery_id: str | None = None,
     remember: Callable[[Any, Checkpoint, str | None], None] | None = None,
+    forward: ForwardedDelivery | None = None,
 ):
-    """Take the caller's park and lease before the child is touched; the loser of a race learns it is not parked."""
+    """Take the caller's park and lease before the child is touched; the loser of a race learns it is not parked.
+
+    ``forward`` (a delivery for the child) is committed with the claim, so it outlives this process.
+    """
     from archmax.engine.work import Work
     from archmax.errors import CommitConflictError
 
@@ -581,7 +621,9 @@ def _claim_caller(
     rec.pending_input = rec.pending_decision = None
     rec.park_phase = None
     rec.status = SessionStatus.RUNNING
-    rec.delegation = rec.delegation.model_copy(update={"after": after, "child_state": None})  # type: ignore[union-attr]
+    rec.delegation = rec.delegation.model_copy(  # type: ignore[union-attr]
+        update={"after": after, "child_state": None, "forward": forward}
+    )
     if remember is not None:
         remember(rt.store, rec, delivery_id)
     ops.preflight_model(rec.delegation.state)

@@ -246,6 +246,21 @@ class OutboxEntry(_Record):
         return f"{self.version:010d}-{self.index}"
 
 
+class ForwardedDelivery(_Record):
+    """A delivery the caller claimed for its parked child and has not yet seen the child take (§3.5, §5.10).
+
+    Committed with the caller's claim, so a process that dies before the child's own claim loses
+    nothing: whoever continues the caller's turn hands it to the child, once (issue 9: no event lost).
+    """
+
+    trigger: str
+    variables: dict[str, Any] = Field(default_factory=dict)
+    message: str | None = None
+    delivery_id: str | None = None
+    child_version: int
+    """The child's version when the delivery was forwarded: the park it is for (a later version took it)."""
+
+
 class Delegation(_Record):
     """A sub-workflow call in flight: the caller waits on (or is parked through) its child session (§5.10)."""
 
@@ -265,6 +280,8 @@ class Delegation(_Record):
     """What was last forwarded to the child, for the failure note (§5.10)."""
     child_state: str | None = None
     """The child's parked state while the caller mirrors its park."""
+    forward: ForwardedDelivery | None = None
+    """A delivery claimed for the child that the child has not taken yet (cleared once it has)."""
 
 
 class PendingRejection(_Record):

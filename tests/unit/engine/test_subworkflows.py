@@ -482,3 +482,50 @@ def test_a_crash_after_the_child_finished_but_before_the_caller_took_the_result_
     assert (out.kind, out.reply) == ("completed", "It shipped.")
     assert h.model.calls == 4  # the finished child was not run again
     assert [s.status for s in out.trail if s.kind == "sub-workflow"] == ["ok"]
+
+
+class DiesAfterTheCallerClaimedAForward(MemoryStore):
+    """A store under a process that dies right after the caller's claim of a delivery for its child landed."""
+
+    dead = died = False
+
+    def commit(self, session_id, record, expected_version, *, lease_owner=None):
+        if self.dead:
+            raise KeyboardInterrupt("the process is gone")
+        super().commit(session_id, record, expected_version, lease_owner=lease_owner)
+        forwarding = session_id == "s" and record.delegation is not None and record.delegation.forward is not None
+        if forwarding and not self.died:
+            self.dead = self.died = True
+            raise KeyboardInterrupt("the process stopped before the child took the delivery")
+
+
+@pytest.mark.parametrize("how", ["sweep", "redelivery"])
+def test_a_delivery_claimed_for_a_child_by_a_process_that_died_reaches_the_child_once(tmp_path, how):
+    entries = [
+        {"call": {"archmax_workflow_lookup": {}}},
+        {"say": "Which order?", "call": {"archmax_wait": {"reason": "the order number"}}},
+        {"say": "Found ORD-1."},  # the child, after the delivery
+        {"say": "Your order is ORD-1."},  # the caller, in its calling state
+    ]
+    store = DiesAfterTheCallerClaimedAForward()
+    h = agent_for(tmp_path, entries, {"parent": caller(), "lookup": WAITING}, store=store)
+    assert h.agent.workflow.send("s", "go").kind == "parked"
+    with pytest.raises(KeyboardInterrupt):
+        h.agent.workflow.deliver("s", trigger="email_reply", variables={"reply_body": "ORD-1"}, delivery_id="m-1")
+    assert h.load("s").delegation.forward is not None  # the claim carries the delivery ...
+    assert h.load("s~ask:lookup:1").status == SessionStatus.AWAITING_INPUT  # ... the child never got it
+
+    store.dead = False  # the next process
+    h.clock.advance(seconds=901)  # the caller's lease expires
+    if how == "sweep":
+        out = h.agent.workflow.recover("s")
+    else:  # the sender retries with the same id: the dead turn is finished, not refused as a duplicate
+        out = h.agent.workflow.deliver("s", trigger="email_reply", variables={"reply_body": "ORD-1"}, delivery_id="m-1")
+
+    assert (out.kind, out.reply) == ("completed", "Your order is ORD-1.")
+    child = h.load("s~ask:lookup:1")
+    assert child.status == SessionStatus.COMPLETED and child.variables["reply_body"].value == "ORD-1"
+    assert child.delivery_ids[-1] == "m-1"
+    assert sum(m.content.startswith("[event] 'email_reply'") for m in child.messages) == 1  # applied once
+    assert h.load("s").delegation is None
+    assert h.model.calls == 4

@@ -490,6 +490,19 @@ class PathExistsError(StoreError):
         super().__init__(f"'{path}' already exists", session_id=session_id)
 
 
+TURN_FAILING_MODEL_ERRORS: tuple[type[ModelError], ...] = (
+    ModelAccessError,
+    ModelNotFoundError,
+    ModelRequestError,
+    ModelConfigurationError,
+)
+"""Model errors a retry cannot cure (access refused, an unknown model, a request the provider rejects,
+a state's model that cannot be built): raised by a call inside a turn, they fail the turn like an
+exhausted budget (routed by ``on_error``, else the session is rejected, §5.7) instead of leaving it
+``running`` for a sweep that would call the model, fail and commit again, forever. An outage
+(throttling, a timeout, a cut-off answer, any other ``ModelError``) stays retryable."""
+
+
 def is_retryable(exc: BaseException) -> bool:
     """Whether an error means "not now" rather than "never": the one place that decides it.
 

@@ -18,6 +18,7 @@ from archmax.engine.prompt import shows_reset_instruction, state_block, static_p
 from archmax.engine.runtime import Runtime
 from archmax.engine.tools import CONTROL_TOOL_SPECS
 from archmax.engine.work import Work
+from archmax.errors import TURN_FAILING_MODEL_ERRORS
 from archmax.models.base import ModelRequest, ModelResponse, ToolSpec
 from archmax.session.notes import NOTE_TOOL, error_note_text, is_runtime_note, make_note
 from archmax.session.paths import UNRESOLVED, parse_session_path, resolve_path
@@ -224,20 +225,25 @@ class TurnLoop:
             model=state.model,
             timeout_s=timeout_ms / 1000 if timeout_ms else None,
         )
-        model = self.rt.model_for(state.model)
-        if not timeout_ms:
-            response = model.complete(request)
-        else:
-            pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
-            future = pool.submit(model.complete, request)
-            try:
-                response = future.result(timeout=timeout_ms / 1000)
-            except concurrent.futures.TimeoutError:
-                pool.shutdown(wait=False, cancel_futures=True)
-                if handoff is None:
-                    rec.pending_failure = f"state '{slug}' model call exceeded its time budget (timeoutMs: {timeout_ms})"
-                return None
-            pool.shutdown(wait=False)
+        try:
+            model = self.rt.model_for(state.model)
+            if not timeout_ms:
+                response = model.complete(request)
+            else:
+                pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
+                future = pool.submit(model.complete, request)
+                try:
+                    response = future.result(timeout=timeout_ms / 1000)
+                except concurrent.futures.TimeoutError:
+                    pool.shutdown(wait=False, cancel_futures=True)
+                    if handoff is None:
+                        rec.pending_failure = f"state '{slug}' model call exceeded its time budget (timeoutMs: {timeout_ms})"
+                    return None
+                pool.shutdown(wait=False)
+        except TURN_FAILING_MODEL_ERRORS as exc:  # a retry cannot cure it: the turn fails (§5.7)
+            if handoff is None:
+                rec.pending_failure = f"state '{slug}' model call failed: {type(exc).__name__}: {exc}"
+            return None
         self.work.spend(response.usage)
         return response
 

@@ -76,7 +76,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
     s = argparse.SUPPRESS
     parser.add_argument("--root", default=s, help="workspace folder holding workflows/<slug>/ (default: .)")
     parser.add_argument("--store", default=s, help="session store: a folder (default <root>/sessions) "
-                        "or aws:<table>/<bucket>[/<prefix>]")
+                        "or aws:<table>/<bucket>[/<prefix>] (prefix default: sessions, as the stack)")
     parser.add_argument("--model", default=s, help="model configuration, e.g. scripted:model.yaml, "
                         "bedrock:<model id>, openai:<model> (default: $ARCHMAX_MODEL)")
     parser.add_argument("--json", action="store_true", default=s, help="print the result as JSON")

@@ -12,8 +12,9 @@ process's environment (``ARCHMAX_MODEL=scripted:...`` wins over the default ``Mo
 flags. ``WORKFLOW_DIR`` is the workflow folder the layer would hold at ``/opt/workflows/<slug>``:
 ``<root>/workflows/<slug>``, else ``<root>/examples/workflows/<slug>`` (the ``Workflow`` parameter's
 default unless ``--workflow``). The store is the filesystem (``--store DIR``, default
-``<root>/sessions``) or ``--store aws:<table>/<bucket>[/<prefix>]`` (with ``--inbox-table``, the
-DynamoDB inbox; boto3 honours ``AWS_ENDPOINT_URL``). The inbox is drained inline
+``<root>/sessions``) or ``--store aws:<table>/<bucket>[/<prefix>]`` (prefix ``sessions`` when
+absent, as for every other command; with ``--inbox-table``, the DynamoDB inbox; boto3 honours
+``AWS_ENDPOINT_URL``). The inbox is drained inline
 (``ARCHMAX_DRAIN=inline``): locally there is no asynchronous self-invoke.
 
 Rule source: issue 11 item 6; DESIGN.md §4 (the four handlers); :mod:`archmax.hosting.wiring`.
@@ -33,7 +34,7 @@ from typing import Any
 
 import yaml
 
-from archmax.cli_workspace import UsageError
+from archmax.cli_workspace import UsageError, parse_aws_store
 
 FUNCTIONS = {"send": "SendFunction", "deliver": "DeliverFunction", "resolve": "ResolveFunction", "timer": "TimerFunction"}
 LAYER_WORKFLOWS = re.compile(r"^/opt/workflows/")
@@ -140,13 +141,9 @@ def invoke_environment(
     for key in ("SESSIONS_TABLE", "SESSIONS_BUCKET", "INBOX_TABLE"):
         env.pop(key, None)
     if store is not None and store.startswith("aws:"):
-        table, _, rest = store[4:].partition("/")
-        bucket, _, prefix = rest.partition("/")
-        if not table or not bucket:
-            raise UsageError(f"--store '{store}' must look like aws:<table>/<bucket>[/<prefix>]")
-        env.update(SESSIONS_TABLE=table, SESSIONS_BUCKET=bucket)
-        if prefix:
-            env["SESSIONS_PREFIX"] = prefix
+        # The same parse as every other command: one --store value, one S3 location.
+        table, bucket, prefix = parse_aws_store(store)
+        env.update(SESSIONS_TABLE=table, SESSIONS_BUCKET=bucket, SESSIONS_PREFIX=prefix)
     else:
         env["ARCHMAX_ROOT"] = str(Path(store) if store else root / "sessions")
     if inbox_table:

@@ -117,8 +117,33 @@ def only_workflow(root: Path, named: str | None = None, *, how: str = "name one"
 # --------------------------------------------------------------------------- store
 
 
+# The deployed stack's key root for session folders (template.yaml Globals ``SESSIONS_PREFIX``, the
+# default of archmax.hosting.wiring too): a bare aws:<table>/<bucket> must read what the functions wrote.
+DEFAULT_SESSIONS_PREFIX = "sessions"
+
+
+def parse_aws_store(spec: str) -> tuple[str, str, str]:
+    """``(table, bucket, prefix)`` of an ``aws:<table>/<bucket>[/<prefix>]`` store value.
+
+    With no prefix part the prefix is :data:`DEFAULT_SESSIONS_PREFIX` (``sessions``), the stack's
+    ``SESSIONS_PREFIX``, so every command (``invoke`` included) reads and writes the S3 keys the
+    deployed functions use; ``aws:<table>/<bucket>/`` (an empty prefix) is the bucket root.
+    Rule source: user-test finding 1 (one ``--store`` value, one S3 location).
+
+    Raises:
+        UsageError: the table or the bucket is missing.
+    """
+    table, _, rest = spec.removeprefix("aws:").partition("/")
+    bucket, slash, prefix = rest.partition("/")
+    if not table or not bucket:
+        raise UsageError(f"--store '{spec}' must look like aws:<table>/<bucket>[/<prefix>]")
+    return table, bucket, prefix if slash else DEFAULT_SESSIONS_PREFIX
+
+
 def open_store(spec: str | None, root: Path) -> SessionStore:
     """The store ``--store`` names: a folder (default ``<root>/sessions``) or ``aws:<table>/<bucket>[/<prefix>]``.
+
+    A bare ``aws:<table>/<bucket>`` uses the prefix ``sessions`` (see :func:`parse_aws_store`).
 
     Raises:
         UsageError: a malformed ``aws:`` value.
@@ -129,10 +154,7 @@ def open_store(spec: str | None, root: Path) -> SessionStore:
 
         return FilesystemStore(root / "sessions")
     if spec.startswith("aws:"):
-        table, _, rest = spec[4:].partition("/")
-        bucket, _, prefix = rest.partition("/")
-        if not table or not bucket:
-            raise UsageError(f"--store '{spec}' must look like aws:<table>/<bucket>[/<prefix>]")
+        table, bucket, prefix = parse_aws_store(spec)
         try:
             from archmax.stores.aws import AwsStore
         except ImportError as exc:

@@ -186,7 +186,8 @@ def aliases_for(store: Any, *, s3_client: Any = None, prefix: str | None = None)
             or any other store (a :class:`~archmax.stores.MemoryStore`, a wrapper): aliases in this
             process's memory, one index per store object.
         s3_client: For an ``AwsStore``: the S3 client to use.
-        prefix: For an ``AwsStore``: its key prefix (``SESSIONS_PREFIX``).
+        prefix: For an ``AwsStore``: its key prefix (``SESSIONS_PREFIX``); ``None`` takes the
+            store's own (``store.keys.root``), so the CLI's index is the one the functions keep.
     """
     from archmax.stores.filesystem import FilesystemStore
 
@@ -194,7 +195,9 @@ def aliases_for(store: Any, *, s3_client: Any = None, prefix: str | None = None)
         return FileAliases(store.root)
     bucket = getattr(store, "bucket", None)
     if isinstance(bucket, str) and s3_client is not None:
-        return S3Aliases(s3_client, bucket, prefix or "")
+        if prefix is None:  # the store's own key root: `.aliases/` sits beside its session folders
+            prefix = str(getattr(getattr(store, "keys", None), "root", "") or "")
+        return S3Aliases(s3_client, bucket, prefix)
     try:
         return _MEMORY.setdefault(store, MemoryAliases())
     except TypeError:  # a store object that cannot be a weak key: an index of its own

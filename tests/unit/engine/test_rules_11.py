@@ -31,7 +31,8 @@ def no_aws_region(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.mark.parametrize(
     ("flag", "table", "bucket", "prefix"),
     [
-        ("aws:sessions/my-bucket", "sessions", "my-bucket", ""),
+        ("aws:sessions/my-bucket", "sessions", "my-bucket", "sessions/"),  # the stack's SESSIONS_PREFIX
+        ("aws:sessions/my-bucket/", "sessions", "my-bucket", ""),  # an empty prefix: the bucket root
         ("aws:sessions/my-bucket/prod/archmax", "sessions", "my-bucket", "prod/archmax/"),
     ],
 )

@@ -126,3 +126,46 @@ def test_riders_ride_only_their_sessions_claim_and_its_ending_commit_that_applie
     assert riders.for_commit(_ended("s-1", 3, "d-1")) == ("done", [{"done": 1}])
     riders.landed("done")
     assert riders.for_commit(_ended("s-1", 4, "d-1")) is None
+
+
+class LoseFirstTransactionAnswer:
+    """A ``before-send`` hook: the first TransactWriteItems reaches moto (applied), its answer is lost.
+
+    botocore then sends it again, as it does in production; moto (unlike DynamoDB) ignores the
+    request token, so the retry fails its conditions against the write that already landed.
+    """
+
+    def __init__(self, client: Any) -> None:
+        from botocore.httpsession import URLLib3Session
+
+        self._client, self._http, self.fired = client, URLLib3Session(), 0
+
+    def __enter__(self) -> LoseFirstTransactionAnswer:
+        self._client.meta.events.register("before-send.dynamodb", self._send, unique_id=f"lose-{id(self)}")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._client.meta.events.unregister("before-send.dynamodb", unique_id=f"lose-{id(self)}")
+
+    def _send(self, request: Any, **_: Any) -> None:
+        from botocore.exceptions import ReadTimeoutError
+
+        target = request.headers.get("X-Amz-Target") or b""
+        target = target.decode() if isinstance(target, bytes) else target
+        if self.fired or not target.endswith(".TransactWriteItems"):
+            return None
+        self.fired += 1
+        self._http.send(request)
+        raise ReadTimeoutError(endpoint_url=request.url)
+
+
+def test_a_claim_whose_answer_was_lost_knows_it_took_the_drain_lease(aws, clock):
+    store, inbox = aws.store(), DynamoInbox(INBOX_TABLE, client=aws.dynamodb, clock=clock)
+    _put(inbox, "s-1", "d-1")
+    riders = inbox.riders("s-1", "d-1", owner="me", now=T0, ttl_s=900, release_seen=1)
+    with riding(riders), LoseFirstTransactionAnswer(aws.dynamodb) as lost:
+        store.commit("s-1", record("s-1", 1, lease_owner="engine"), 0)
+    assert lost.fired == 1
+    assert riders.claimed  # the retry's conflict was our own landed write: its riders landed with it
+    assert store.head("s-1").version == 1
+    assert _drain_item(aws, "s-1")["lease_owner"]["S"] == "me"

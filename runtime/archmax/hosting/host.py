@@ -384,7 +384,7 @@ class Host:
             view = self.inbox.drain_view(session_id)  # type: ignore[attr-defined]
             if view.held_by_other(owner, self._now()):
                 return results
-            held = held and view.owner == owner
+            held = view.owner == owner  # the query is the truth (a claim whose answer was lost took it too)
             if not view.items:
                 if not held or self.inbox.release(session_id, owner, view.seen):
                     return results

@@ -365,6 +365,9 @@ class AwsStore:
                 for key in put:
                     self._discard(key)  # no item lists this attempt's token: garbage, never state
                 raise
+            riding = _riders.current(record)
+            if riding is not None:  # our transaction applied: its riders with it
+                riding[0].landed(riding[1])
         for key, body in put.items():
             self._cache_chunk(key, body)
         self._remember(

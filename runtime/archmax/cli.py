@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from archmax import cli_schema, cli_views
-from archmax.cli_render import print_outcome, session_lines, sweep_lines, to_json
+from archmax.cli_render import command, print_outcome, session_lines, sweep_lines, to_json
 from archmax.cli_workspace import (
     UsageError,
     build_model,
@@ -44,9 +44,12 @@ from archmax.errors import (
     InvalidSessionPathError,
     InvalidVariableNameError,
     MissingDeliveryTriggerError,
+    ModelError,
     SessionNotAwaitingInputError,
     SessionNotParkedError,
+    SessionStateError,
 )
+from archmax.session.records import SessionStatus
 from archmax.workflow_tools import load_tools, load_workspace_tools, tool_diagnostics, tool_names
 
 USAGE_ERRORS = (
@@ -102,6 +105,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--session-path", dest="session_path",
                      help="dotted path to the session id inside --variables, e.g. conversation_id")
     _firing_flags(run)
+    _delivery_flag(run)
     _record_flag(run)
 
     deliver = add("deliver", "Deliver an event into a session parked by archmax_wait.")
@@ -109,6 +113,7 @@ def build_parser() -> argparse.ArgumentParser:
     deliver.add_argument("--trigger", help="the event's trigger id (required)")
     deliver.add_argument("--message", help="text that arrived with the event")
     _firing_flags(deliver)
+    _delivery_flag(deliver)
     _workflow_flag(deliver)
     _record_flag(deliver)
 
@@ -123,6 +128,7 @@ def build_parser() -> argparse.ArgumentParser:
     reply = add("reply", "Send a message to a session parked at a human state (it stays parked).")
     reply.add_argument("session")
     reply.add_argument("words", nargs="*", metavar="<message...>")
+    _delivery_flag(reply)
     _workflow_flag(reply)
     _record_flag(reply)
 
@@ -185,6 +191,13 @@ def _record_flag(p: argparse.ArgumentParser) -> None:
                    "replay it with --model scripted:FILE (one cassette per session)")
 
 
+def _delivery_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--delivery-id", dest="delivery_id", metavar="ID",
+                   help="a stable id of this event (a message id, an Idempotency-Key): the session applies it "
+                        "once; after an error, the same command with the same id finishes the turn instead "
+                        "of adding the message again, and a later repeat is a duplicate (exit 0)")
+
+
 def _workflow_flag(p: argparse.ArgumentParser) -> None:
     p.add_argument("--workflow", help="workflow slug (default: the session's own, or the only one)")
 
@@ -203,6 +216,7 @@ class _Cli:
         self.err = sys.stderr
         self._store: Any = None
         self._agent: Any = None  # the last agent built: its workflow names the triggers of a next: hint
+        self.target: str | None = None  # the session the command fires into, for the hint after an error
 
     # ------------------------------------------------------------------ collaborators
 
@@ -309,19 +323,30 @@ class _Cli:
             for warning in resolved.warnings:
                 self.note(f"warning: {warning}")
         message = " ".join(words) or None
-        outcome = agent.workflow.send(
-            resolved.session_id, message, trigger=a.trigger, variables=variables, files=files
-        )
+        self.target = resolved.session_id
+        try:
+            outcome = agent.workflow.send(
+                resolved.session_id, message, trigger=a.trigger, variables=variables, files=files,
+                delivery_id=a.delivery_id,
+            )
+        except DuplicateDeliveryError as exc:
+            return self.duplicate(exc)
         return self.outcome(outcome)
 
     def cmd_deliver(self) -> int:
         a = self.args
         variables = parse_variables(a.variables)
         files = parse_files(a.files)
+        self.target = a.session
         agent = self.agent(self.session_workflow(a.session, SessionNotAwaitingInputError))
-        return self.outcome(
-            agent.workflow.deliver(a.session, trigger=a.trigger, variables=variables, message=a.message, files=files)
-        )
+        try:
+            outcome = agent.workflow.deliver(
+                a.session, trigger=a.trigger, variables=variables, message=a.message, files=files,
+                delivery_id=a.delivery_id,
+            )
+        except DuplicateDeliveryError as exc:
+            return self.duplicate(exc)
+        return self.outcome(outcome)
 
     def cmd_decide(self) -> int:
         a = self.args
@@ -330,8 +355,77 @@ class _Cli:
 
     def cmd_reply(self) -> int:
         a = self.args
+        self.target = a.session
         agent = self.agent(self.session_workflow(a.session, SessionNotParkedError))
-        return self.outcome(agent.workflow.reply(a.session, " ".join(a.words)))
+        message = " ".join(a.words)
+        if a.delivery_id is None or not self._reply_by_firing(a.session, a.delivery_id):
+            return self.outcome(agent.workflow.reply(a.session, message))
+        try:  # the firing rule answers a decision park (§3.2) and applies the id once, as reply cannot
+            return self.outcome(agent.workflow.send(a.session, message, delivery_id=a.delivery_id))
+        except DuplicateDeliveryError as exc:
+            return self.duplicate(exc)
+
+    def _reply_by_firing(self, session_id: str, delivery_id: str) -> bool:
+        """Whether ``reply --delivery-id`` goes through ``send`` rather than ``reply``.
+
+        It does when the session is parked at a human state, or when its last applied event is this id
+        (a retry finishing the turn that id started); otherwise ``reply`` gives its own refusal.
+        """
+        head = self.store.head(session_id)
+        if head is None or head.status == SessionStatus.AWAITING_DECISION:
+            return head is not None
+        if head.status != SessionStatus.RUNNING:
+            return False
+        rec = self.store.load(session_id)
+        return rec is not None and bool(rec.delivery_ids) and rec.delivery_ids[-1] == delivery_id
+
+    def duplicate(self, exc: DuplicateDeliveryError) -> int:
+        """A repeated ``--delivery-id``: the event was applied the first time, so this is success."""
+        if self.json:
+            self.say(to_json({"duplicate": True, "session_id": exc.session_id, "message": str(exc)}))
+        else:
+            self.note(f"duplicate: {exc}")
+        return 0
+
+    def hint_after(self, exc: ArchmaxError) -> str | None:
+        """The ``next:`` line after an error that left the target session ``running`` mid-turn, or None.
+
+        A model error (an outage: a turn a retry can cure) and a refusal because the session is
+        ``running`` with no live lease both mean a turn stopped part-way: ``archmax sweep`` finishes it
+        (§3.12 recovery), and so does the same command with the same ``--delivery-id`` (the id's dead
+        turn is continued, not repeated). Rule source: user-test finding 3.
+        """
+        command_name = self.args.command
+        if command_name not in ("run", "deliver", "reply", "decide"):
+            return None
+        refused = isinstance(exc, SessionStateError) and getattr(exc, "status", None) == "running"
+        if not (isinstance(exc, ModelError) or refused):
+            return None
+        session_id = getattr(exc, "session_id", None) or self.target
+        if session_id is None:
+            return None
+        try:
+            head = self.store.head(session_id)
+        except ArchmaxError:
+            return None
+        if head is None or head.status != SessionStatus.RUNNING:
+            return None
+        if head.lease is not None and head.lease.live_at(SystemClock().now()):
+            return None  # another process is in the turn: it parks or finishes on its own
+        sweep = command("archmax", "sweep", *self.context())
+        given = getattr(self.args, "delivery_id", None)
+        if given is not None and not refused:
+            return (f"next: once the model answers, repeat this command (same --delivery-id {given}) or run "
+                    f"{sweep}: either finishes the turn of session '{session_id}', which is 'running'")
+        if refused:
+            return (f"next: session '{session_id}' is 'running' with a turn that stopped part-way: {sweep} "
+                    "finishes it (so does the command that started it, repeated with the same --delivery-id)")
+        again = (
+            "; repeating this command would add the message again (pass --delivery-id to make a retry safe)"
+            if command_name in ("run", "reply")
+            else ""
+        )
+        return f"next: once the model answers, {sweep} finishes the turn of session '{session_id}', which is 'running'{again}"
 
     def cmd_sessions(self) -> int:
         from archmax.session.ids import parent_session_id, validate_session_id
@@ -601,6 +695,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         0 for success or a park; 1 for a failed/rejected result or an ``ArchmaxError``; 2 for a usage error.
     """
     as_json = "--json" in (sys.argv[1:] if argv is None else argv)
+    cli: _Cli | None = None
     try:
         args = _parse(argv)
         if args.command is None:
@@ -614,7 +709,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except USAGE_ERRORS as exc:
         return _error(exc, 2, as_json)
     except ArchmaxError as exc:
-        return _error(exc, 1, as_json)
+        code = _error(exc, 1, as_json)
+        hint = cli.hint_after(exc) if cli is not None and not as_json else None
+        if hint:
+            print(hint, file=sys.stderr)
+        return code
 
 
 def _error(exc: Exception, code: int, as_json: bool) -> int:

@@ -220,6 +220,8 @@ def invoke(
     env = invoke_environment(
         doc, FUNCTIONS[name], root, workflow=workflow, store=store, inbox_table=inbox_table, model=model
     )
+    if name == "send" and not env.get("SESSIONS_BUCKET"):
+        _refuse_mail_without_bucket(event)
     from archmax.testing import FakeLambdaContext
 
     context = FakeLambdaContext(
@@ -228,6 +230,34 @@ def invoke(
     with _environment(env), contextlib.redirect_stdout(log or sys.stderr):
         handler = load_handler(doc, template.parent, FUNCTIONS[name], name)
         return handler(event, context)
+
+
+def _refuse_mail_without_bucket(event: Any) -> None:
+    """Refuse, before anything runs, SES mail the send function would have to read from S3.
+
+    The SES path reads each raw mail from ``<bucket>/inbound/<messageId>``; a filesystem store has no
+    bucket, so the function could only fail (user-test finding 8). A record refused on its spam or
+    virus verdict is never read and still runs; a malformed event is left to the function's own 400.
+
+    Raises:
+        UsageError: some record of the SES event would be read from the bucket.
+    """
+    from archmax.errors import InvalidEventError
+    from archmax.inbound.ses import INBOUND_PREFIX, is_ses_event, ses_mails
+
+    if not isinstance(event, dict) or not is_ses_event(event):
+        return
+    try:
+        mails = ses_mails(event, bucket=None)
+    except InvalidEventError:
+        return
+    unread = [mail.message_id for mail in mails if mail.refused is None]
+    if unread:
+        raise UsageError(
+            f"SES mail '{unread[0]}' is read from the sessions bucket ({INBOUND_PREFIX}{unread[0]}), and the "
+            "filesystem store has none: pass --store aws:<table>/<bucket> (with the raw mail at that key), "
+            "or give a raw mail to the local store with: archmax email <file.eml>"
+        )
 
 
 def read_event(path: str) -> Any:

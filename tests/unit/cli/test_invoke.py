@@ -106,3 +106,22 @@ def test_usage_errors_exit_2_and_a_raising_handler_exits_1(
     code = main([*base, "--model", "bedrock:", "invoke", "send", "-e", str(tmp_path / "e.json")])
     captured = capsys.readouterr()
     assert code == 1 and json.loads(captured.out)["errorType"] == "ModelConfigurationError"
+
+
+def test_ses_mail_on_the_filesystem_store_is_a_usage_error_naming_the_way_and_writes_nothing(
+    env: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # user-test finding 8: the raw mail lives in the sessions bucket, which a filesystem store lacks
+    store = tmp_path / "s"
+    base = ["--root", str(REPO), "--store", str(store)]
+    code = main([*base, "invoke", "send", "-e", str(REPO / "events/ses_inbound.json")])
+    captured = capsys.readouterr()
+    assert code == 2 and captured.out == ""
+    (line,) = captured.err.splitlines()
+    assert line.startswith("error: SES mail 'k5lm0f3ua9q1ed7c8rn2h4oe6s2v9example01' is read from the sessions bucket")
+    assert "--store aws:<table>/<bucket>" in line and "archmax email <file.eml>" in line
+    assert not store.exists()
+
+    # a mail refused on its spam verdict is never read: that event still runs locally
+    code, answer, _ = run(capsys, *base, "invoke", "send", "-e", str(REPO / "events/ses_inbound_spam.json"))
+    assert code == 0 and answer["ok"] is True and "refused" in answer["records"][0]

@@ -280,12 +280,14 @@ class Driver:
         except Crash:
             world.faults.disarm()
             world.restart()
-            return  # status stays what it was: applied, or in doubt
+            self._cut_short(event)
+            return
         except DuplicateDeliveryError:
             event.status = "applied"  # applied before: exactly what a redelivery must answer
             return
         except (StoreError, ModelError):
-            return  # cut short: in doubt until the caller retries
+            self._cut_short(event)
+            return
         except ArchmaxError as exc:
             if event.status != "applied" and not event.via_inbox:
                 event.status = "refused"  # (an inboxed copy is the inbox's to apply: checked there)
@@ -301,6 +303,17 @@ class Driver:
         event.status = "applied"
         if isinstance(answer, Accepted):
             self.ledger.inboxed.append(InboxRecord(event, first_try and not answer.duplicate, answer.delivery_id))
+
+    @staticmethod
+    def _cut_short(event: Event) -> None:
+        """An attempt died or failed part-way: it may have applied the event, or not.
+
+        ``applied`` stays applied and ``doubt`` stays in doubt (until the caller retries). A ``refused``
+        event fired again (a redelivery, perhaps by another door, of an id that was never applied) may
+        have been applied by this attempt: its outcome is now unknown to its caller, so it is in doubt.
+        """
+        if event.status == "refused":
+            event.status = "doubt"
 
     def _door(self, event: Event, channel: str) -> Any:
         world, sid = self.world, event.session_id

@@ -591,7 +591,11 @@ class _Cli:
         workflow_dir: Path | None = None
         if words and (len(words) == 2 or find_workflow(self.root, words[0]) is not None):
             workflow_dir = resolve_workflow(self.root, words.pop(0))
-        workflow_dir = workflow_dir or only_workflow(self.root)
+        # one word that is no workflow is a filter only in a one-workflow workspace: otherwise it was
+        # meant as the workflow, and is reported as not found (user-test finding 10)
+        workflow_dir = workflow_dir or only_workflow(
+            self.root, named=words[0] if words else None, how="name it first: archmax test <workflow> [filter]"
+        )
         case_filter = words[0] if words else None
         try:
             from archmax.cases import format_results, results_to_json, run_tests
@@ -708,12 +712,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _error(exc, 2, as_json)
     except USAGE_ERRORS as exc:
         return _error(exc, 2, as_json)
+    except BrokenPipeError:  # `archmax sessions | head`: the reader left; no traceback for that
+        _silence_stdout()
+        return 1
     except ArchmaxError as exc:
         code = _error(exc, 1, as_json)
         hint = cli.hint_after(exc) if cli is not None and not as_json else None
         if hint:
             print(hint, file=sys.stderr)
         return code
+
+
+def _silence_stdout() -> None:
+    """Point stdout at the null device, so the interpreter's final flush meets no closed pipe."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout with no file descriptor (captured by a test): nothing to flush
+        pass
 
 
 def _error(exc: Exception, code: int, as_json: bool) -> int:

@@ -107,7 +107,7 @@ def only_workflow(root: Path, named: str | None = None, *, how: str = "name one"
     if len(found) == 1:
         return next(iter(found.values()))
     if named is not None and _SLUG.fullmatch(named):
-        then = f": {how}" if found else "; run from the workspace folder or pass --root"
+        then = f"; {how}" if found else "; run from the workspace folder or pass --root"
         raise UsageError(not_found_message(root, named) + then)
     if not found:
         raise UsageError(f"no workflows/*/{WORKFLOW_FILE} under '{root}'; name a workflow or pass --root")

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import io
 import json
 import re
+import sys
 
 import pytest
 import yaml
 
-from archmax.cli import build_parser
+from archmax.cli import build_parser, main
 
 from ._support import EMAILS, EXAMPLES, INBOX_SCRIPT, make_workspace
 
@@ -138,3 +140,27 @@ def test_an_http_delivery_to_a_missing_session_is_a_404(tmp_path):
     assert error_response(SessionNotParkedError("nobody", None))[0] == 404
     assert error_response(SessionNotAwaitingInputError("s", "completed"))[0] == 409
     assert json.dumps(error_response(SessionNotParkedError("nobody", None))[1])
+
+
+def test_test_with_one_word_naming_no_workflow_in_a_several_workflow_workspace_says_it_was_not_found(cli, examples):
+    # user-test finding 10: the word was taken as a filter and the answer was "name one"
+    run = cli(*examples, "test", "nosuch")
+    assert run.code == 2
+    assert run.err == (
+        f"error: no workflow 'nosuch' under {EXAMPLES}/workflows/ (found: {FOUND}); "
+        "name it first: archmax test <workflow> [filter]\n"
+    )
+    near = cli(*examples, "run", "support-inbx", "Where?", "--model", INBOX_SCRIPT)
+    assert near.err.endswith("did you mean 'support-inbox'?; name it first: archmax run <workflow> <prompt...>\n")
+
+
+class _ClosedPipe(io.StringIO):
+    def write(self, text: str) -> int:
+        raise BrokenPipeError(32, "Broken pipe")
+
+
+def test_a_reader_that_leaves_early_ends_the_command_with_exit_1_and_no_traceback(monkeypatch, capsys):
+    # `archmax schema workflow | head -1`: the pipe closes while the CLI still writes
+    monkeypatch.setattr(sys, "stdout", _ClosedPipe())
+    assert main(["schema", "workflow"]) == 1
+    assert "Traceback" not in capsys.readouterr().err

@@ -111,7 +111,7 @@ def test_workflow_argument_is_required_when_the_workspace_holds_several(cli, ref
     run = cli(*refunds, "run", "Please", "refund", "--model", script([{"say": "ok"}]))
     assert run.code == 2
     assert run.err == (
-        f"error: no workflow 'Please' under {refunds[1]}/workflows/ (found: chores, refunds): "
+        f"error: no workflow 'Please' under {refunds[1]}/workflows/ (found: chores, refunds); "
         "name it first: archmax run <workflow> <prompt...>\n"
     )
 

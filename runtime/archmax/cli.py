@@ -437,7 +437,10 @@ class _Cli:
             validate_session_id(a.session)
             record = self.store.load(a.session)
             if record is None:
-                self.note(f"error: session '{a.session}' does not exist in this store (archmax sessions lists them)")
+                message = f"session '{a.session}' does not exist in this store (archmax sessions lists them)"
+                if self.json:  # the documented error shape, named as the resolve function names a 404
+                    self.say(to_json({"error": "NotFound", "message": message, "session_id": a.session, "exit": 1}))
+                self.note(f"error: {message}")
                 return 1
             if cli_views.wants_view(a):
                 return cli_views.show(self, record, self._spec(record.workflow, {}))

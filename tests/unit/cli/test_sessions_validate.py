@@ -74,6 +74,15 @@ def test_sessions_of_an_unknown_session_exits_1(cli, examples):
     run = cli(*examples, "sessions", "nobody")
     assert run.code == 1
     assert run.err == "error: session 'nobody' does not exist in this store (archmax sessions lists them)\n"
+    assert run.out == ""
+    # under --json the error is also on stdout, in the shape every other command uses (user-test finding 10)
+    as_json = cli(*examples, "sessions", "nobody", "--json")
+    assert as_json.code == 1 and as_json.json() == {
+        "error": "NotFound",
+        "message": "session 'nobody' does not exist in this store (archmax sessions lists them)",
+        "session_id": "nobody",
+        "exit": 1,
+    }
 
 
 def test_sessions_of_an_invalid_id_exits_2(cli, examples):

@@ -18,9 +18,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from botocore.exceptions import BotoCoreError, ClientError
+if TYPE_CHECKING:  # botocore is imported when a call fails: a handler's import makes no AWS call (issue 10)
+    from botocore.exceptions import ClientError
 
 from archmax.errors import ArchmaxError, CommitConflictError, PathExistsError, StoreError
 
@@ -144,14 +145,31 @@ def aws_call(
     """
     try:
         return method(**params)
-    except ClientError as exc:
-        mapped = map_client_error(
-            exc, operation=operation, session_id=session_id, expected_version=expected_version, path=path
-        )
-        if mapped is None:
-            if missing_ok:
-                return None
-            mapped = StoreError(f"AWS {operation} found nothing: {exc}", session_id=session_id)
-        raise mapped from exc
-    except BotoCoreError as exc:
-        raise StoreError(f"AWS {operation} failed: {exc}", session_id=session_id) from exc
+    except Exception as exc:
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        if isinstance(exc, ClientError):
+            _raise_mapped(exc, operation, missing_ok, session_id, expected_version, path)
+            return None
+        if isinstance(exc, BotoCoreError):
+            raise StoreError(f"AWS {operation} failed: {exc}", session_id=session_id) from exc
+        raise
+
+
+def _raise_mapped(
+    exc: ClientError,
+    operation: str,
+    missing_ok: bool,
+    session_id: str | None,
+    expected_version: int | None,
+    path: str | None,
+) -> None:
+    """Raise what :func:`map_client_error` makes of ``exc``; return only for "absent" with ``missing_ok``."""
+    mapped = map_client_error(
+        exc, operation=operation, session_id=session_id, expected_version=expected_version, path=path
+    )
+    if mapped is None:
+        if missing_ok:
+            return
+        mapped = StoreError(f"AWS {operation} found nothing: {exc}", session_id=session_id)
+    raise mapped from exc

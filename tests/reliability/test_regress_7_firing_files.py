@@ -305,3 +305,44 @@ def test_an_unmet_requirement_is_committed_by_the_claim_so_a_dead_process_leaves
     assert env.host([], DOCS).sweep().stale == []  # nothing to continue (and no model call: the script is empty)
     assert env.other_store().load("s3").status == SessionStatus.REJECTED
     _assert_file(env, "s3", "doc", "doc.pdf")  # a rejection applies the firing: its file is the session's
+
+
+class CommitsThen:
+    """A store whose next commit first lets ``meanwhile`` run to its end (another process's whole operation)."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner, self._meanwhile, self.fired = inner, None, 0
+        self.capabilities = inner.capabilities
+
+    def arm(self, meanwhile: Any) -> None:
+        self._meanwhile = meanwhile
+
+    def commit(self, *args: Any, **kwargs: Any) -> None:
+        if self._meanwhile is not None:
+            meanwhile, self._meanwhile = self._meanwhile, None
+            self.fired += 1
+            meanwhile()
+        return self._inner.commit(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+def test_a_claim_lost_to_the_same_firing_applied_elsewhere_keeps_the_file_the_winner_reused(env: Env) -> None:
+    """Two processes apply one delivery (a wake and a sweep): both place its file, the second reusing the
+    first's (same id, name and bytes); the first then loses the claim and must not take back a file the
+    winner's committed record names (found by the AWS soak: 'file ... holds None')."""
+    _park(env, "s1")
+    racing = CommitsThen(env.store)
+    loser = create_agent(DOCS, racing, ScriptedModel([]), clock=env.clock)
+    winner = env.agent([WAIT], DOCS)
+    files = {"f3": FileIn(name="ev3.pdf", content=PDF)}
+    racing.arm(lambda: winner.workflow.deliver("s1", trigger="ping", message="ev3", files=files, delivery_id="d-3"))
+
+    with pytest.raises(SessionNotAwaitingInputError) as lost:
+        loser.workflow.deliver("s1", trigger="ping", message="ev3", files=files, delivery_id="d-3")
+
+    assert racing.fired == 1 and lost.value.lost_race
+    _assert_file(env, "s1", "f3", "ev3.pdf")  # named by the winner's record, and still there
+    assert env.other_store().list_files("s1", ATTACHMENTS) == [ATTACHMENTS + "ev3.pdf"]
+    assert _user_texts(env, "s1") == ["Start.", "ev3"]  # applied once

@@ -373,8 +373,22 @@ class Operations:
             work.claim()
         except Exception as exc:
             if placement.created and (isinstance(exc, CommitConflictError) or not self._claim_landed(work)):
-                discard_files(self.rt.store, work.record.session_id, placement.created)
+                discard_files(self.rt.store, work.record.session_id, self._unclaimed(work, placement.created))
             raise
+
+    def _unclaimed(self, work: Work, created: tuple[str, ...]) -> list[str]:
+        """The created files no committed record names: the ones a lost claim may take back.
+
+        The writer that won may be this very firing applied by another process (the same delivery id,
+        a sweep racing a wake), which reused these files (same name, same bytes) in the claim that
+        beat this one: its record names them, so they stay. An unreadable session keeps them all.
+        """
+        try:
+            current = self.rt.store.load(work.record.session_id)
+        except Exception:  # noqa: BLE001 - the store is unreachable: keep the files (an orphan is harmless)
+            return []
+        named = {v.value for v in current.variables.values() if isinstance(v.value, str)} if current else set()
+        return [path for path in created if path not in named]
 
     def _claim_landed(self, work: Work) -> bool:
         """Whether a claim that raised is committed after all (the head shows this claim's lease); True when unsure."""

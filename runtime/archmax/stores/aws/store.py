@@ -397,13 +397,7 @@ class AwsStore:
         """
         riding = _riders.current(record)
         if riding is None:
-            aws_call(
-                self._ddb.update_item,
-                operation="commit",
-                session_id=session_id,
-                expected_version=expected_version,
-                **request,
-            )
+            self._update_alone(session_id, expected_version, request)
             return
         riders, kind, extra = riding
         try:
@@ -430,15 +424,13 @@ class AwsStore:
                     ) from exc.__cause__
                 raise StoreError(f"AWS commit transaction cancelled: {reasons}", session_id=session_id) from exc
             # an item arrived (or the mark could not apply): commit alone; the drain does the rest itself
-            aws_call(
-                self._ddb.update_item,
-                operation="commit",
-                session_id=session_id,
-                expected_version=expected_version,
-                **request,
-            )
+            self._update_alone(session_id, expected_version, request)
             return
         riders.landed(kind)
+
+    def _update_alone(self, session_id: str, expected_version: int, request: dict[str, Any]) -> None:
+        """The commit's conditional UpdateItem with nothing riding along."""
+        aws_call(self._ddb.update_item, operation="commit", session_id=session_id, expected_version=expected_version, **request)
 
     def list(self) -> list[str]:
         """Ids of every session with a committed item, sorted (§9.1). Scans keys: not a hot path.

@@ -27,7 +27,10 @@ from archmax.session.files import (
 from archmax.session.firing import FileIn
 from archmax.stores.base import SessionStore
 
-_locks: dict[str, threading.Lock] = defaultdict(threading.Lock)
+# Re-entrant: a placement that runs inside another's store write on the same thread (a host hook, the
+# reliability suite's interleavings) waits for nothing it holds itself; create-only writes keep the
+# names apart, the lock only spares needless collisions between threads.
+_locks: dict[str, threading.RLock] = defaultdict(threading.RLock)
 _locks_guard = threading.Lock()
 
 

@@ -15,24 +15,29 @@ HTTP API event, ``path`` of a REST one), which keeps the client's percent-encodi
 argument such as ``{id}`` arrives encoded (``x%20y%40z``). :func:`http_app` decodes each one
 exactly once, with :func:`urllib.parse.unquote`, before any route sees it; the route then
 validates it (``..%2Fetc`` becomes ``../etc`` and is refused with InvalidSessionIdError, 400).
+
+Powertools' event handler is imported when the first API Gateway event arrives, not when a handler
+module loads (issue 10, cold import): a container that only drains, or serves direct invokes, SES
+or EventBridge events, never pays for HTTP routing.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
+from functools import cache
 from re import Match
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, unquote, urlencode
-
-from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, APIGatewayRestResolver, Response
-from aws_lambda_powertools.event_handler.api_gateway import Router
 
 from archmax.errors import ArchmaxError, CallerError, InvalidEventError, ModelError, StoreError
 from archmax.hosting.http import error_response
 from archmax.session.ids import validate_session_id
 
 if TYPE_CHECKING:
+    from aws_lambda_powertools.event_handler import Response
+    from aws_lambda_powertools.event_handler.api_gateway import Router
+
     from archmax.hosting.wiring import Collaborators
 
 Handler = Callable[[Mapping[str, Any], Any], dict[str, Any]]
@@ -43,6 +48,8 @@ JSON = "application/json"
 
 def json_response(status: int, body: Any) -> Response:
     """A Powertools ``Response`` carrying ``body`` as JSON."""
+    from aws_lambda_powertools.event_handler import Response
+
     return Response(status_code=status, content_type=JSON, body=json.dumps(body, default=str))
 
 
@@ -51,24 +58,32 @@ def error_body(exc: ArchmaxError) -> tuple[int, dict[str, Any]]:
     return error_response(exc)
 
 
-class _DecodedPathParameters:
-    """Mixin for a Powertools resolver: every route argument percent-decoded exactly once.
+def _decode_route_keys(_resolver: Any, match: Match) -> dict[str, str]:
+    """Every route argument percent-decoded exactly once (Powertools hands them over still encoded).
 
-    Powertools hands a route the groups of its pattern matched over the raw path, still encoded
-    (``/sessions/x%20y%40z`` gives ``x%20y%40z``); API Gateway's ``pathParameters`` are decoded.
-    This is the one place the handlers decode them, so ``%25`` becomes ``%`` and no more.
+    Powertools matches routes over the raw path (``/sessions/x%20y%40z`` gives ``x%20y%40z``); API
+    Gateway's ``pathParameters`` are decoded. This is the one place the handlers decode them, so
+    ``%25`` becomes ``%`` and no more.
     """
-
-    def _convert_matches_into_route_keys(self, match: Match) -> dict[str, str]:
-        return {name: unquote(value) for name, value in match.groupdict().items()}
+    return {name: unquote(value) for name, value in match.groupdict().items()}
 
 
-class _HttpResolver(_DecodedPathParameters, APIGatewayHttpResolver):
-    """HTTP API (payload v2) resolver with decoded path parameters."""
+@cache
+def _resolver_classes() -> dict[str, type]:
+    """Payload version (``"2.0"``, ``"1.0"``) -> a Powertools resolver class decoding path parameters."""
+    from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, APIGatewayRestResolver
 
+    class HttpResolver(APIGatewayHttpResolver):
+        """HTTP API (payload v2)."""
 
-class _RestResolver(_DecodedPathParameters, APIGatewayRestResolver):
-    """REST API (payload v1) resolver with decoded path parameters."""
+        _convert_matches_into_route_keys = _decode_route_keys
+
+    class RestResolver(APIGatewayRestResolver):
+        """REST API (payload v1)."""
+
+        _convert_matches_into_route_keys = _decode_route_keys
+
+    return {"2.0": HttpResolver, "1.0": RestResolver}
 
 
 def is_http_event(event: Mapping[str, Any]) -> bool:
@@ -144,7 +159,7 @@ def http_app(register: Callable[[Router], None]) -> Handler:
     """One HTTP entry point serving the same routes to v2 (HTTP API) and v1 (REST) events.
 
     Args:
-        register: Adds the routes to a Powertools router; called once.
+        register: Adds the routes to a Powertools router; called once, on the first HTTP event.
 
     Returns:
         ``(event, context) -> API Gateway proxy response``. Archmax errors become
@@ -153,32 +168,38 @@ def http_app(register: Callable[[Router], None]) -> Handler:
         Route arguments reach the routes percent-decoded once (see the module docstring). An
         event whose envelope is malformed (:func:`envelope_problem`) is a 400 before any route runs.
     """
-    router = Router()
-    register(router)
     apps: dict[str, Any] = {}
-    for version, cls in (("2.0", _HttpResolver), ("1.0", _RestResolver)):
-        app = cls()
-        app.include_router(router)
 
-        @app.exception_handler(ArchmaxError)
-        def _archmax(exc: ArchmaxError) -> Response:
-            status, body = error_body(exc)
-            return json_response(status, body)
+    def build() -> None:
+        from aws_lambda_powertools.event_handler.api_gateway import Router
 
-        @app.not_found
-        def _missing(_exc: Exception, app: Any = app) -> Response:
-            event = app.current_event
-            return json_response(
-                404,
-                {"error": "NotFound", "message": f"no route for {event.http_method} {event.path}"},
-            )
+        router = Router()
+        register(router)
+        for version, cls in _resolver_classes().items():
+            app = cls()
+            app.include_router(router)
 
-        apps[version] = app
+            @app.exception_handler(ArchmaxError)
+            def _archmax(exc: ArchmaxError) -> Response:
+                status, body = error_body(exc)
+                return json_response(status, body)
+
+            @app.not_found
+            def _missing(_exc: Exception, app: Any = app) -> Response:
+                event = app.current_event
+                return json_response(
+                    404,
+                    {"error": "NotFound", "message": f"no route for {event.http_method} {event.path}"},
+                )
+
+            apps[version] = app
 
     def handle(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
         problem = envelope_problem(event)
         if problem is not None:
             return _envelope_refusal(event, problem)  # nothing routed, nothing written
+        if not apps:
+            build()  # the first HTTP event: Powertools' routing is loaded now (see the module docstring)
         version = "2.0" if _is_v2(event) else "1.0"
         event = dict(event)
         if event.get("headers"):

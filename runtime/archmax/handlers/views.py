@@ -22,8 +22,6 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
-from aws_lambda_powertools.event_handler import Response
-
 from archmax.engine.deliveries import was_applied
 from archmax.errors import InvalidEventError
 from archmax.handlers.common import base_path, json_response
@@ -34,6 +32,8 @@ from archmax.views.page import CSP, render_list, render_page, session_href
 from archmax.views.story import instant_of_ms, story_of
 
 if TYPE_CHECKING:
+    from aws_lambda_powertools.event_handler import Response
+
     from archmax.hosting.wiring import Collaborators
 
 DEFAULT_LIMIT = 50
@@ -43,6 +43,8 @@ _STATUSES = {s.value for s in SessionStatus}
 
 def html_response(status: int, body: str) -> Response:
     """An HTML response that nothing can turn into a script or a request elsewhere."""
+    from aws_lambda_powertools.event_handler import Response
+
     return Response(
         status_code=status,
         content_type="text/html; charset=utf-8",

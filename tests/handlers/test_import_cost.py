@@ -1,0 +1,76 @@
+"""What loading a function module imports, in a fresh interpreter with the template's environment.
+
+Rule source: issue 10 ("Cold import": clients created on first use, no X-Ray patch at import,
+nothing a code path does not need). A drain, a direct invoke, an SES or an EventBridge event never
+routes HTTP, so Powertools' event handler is loaded by the first API Gateway event, not at import.
+The speed itself is measured in ``bench/cold_import.py``, never asserted here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+WORKFLOW = REPO / "examples" / "workflows" / "support-inbox"
+
+_PROBE = """
+import importlib.util, json, sys
+spec = importlib.util.spec_from_file_location("app", {path!r})
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+loaded = lambda name: name in sys.modules
+before = {{n: loaded(n) for n in {watched!r}}}
+if {event!r} is not None:
+    from archmax.testing import FakeLambdaContext
+    answer = module.lambda_handler({event!r}, FakeLambdaContext())
+else:
+    answer = None
+after = {{n: loaded(n) for n in {watched!r}}}
+print(json.dumps({{"before": before, "after": after, "answer": answer}}))
+"""
+
+WATCHED = ["aws_lambda_powertools.event_handler", "boto3", "aws_xray_sdk"]
+
+
+def _load(function: str, tmp_path: Path, event: dict | None = None) -> dict:
+    """Load ``functions/<function>/app.py`` (and hand it ``event``) in a fresh interpreter."""
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": str(tmp_path),
+        "WORKFLOW_DIR": str(WORKFLOW),
+        "ARCHMAX_MODEL": f"scripted:{WORKFLOW / 'model.yaml'}",
+        "ARCHMAX_ROOT": str(tmp_path / "sessions"),
+        "ARCHMAX_DRAIN": "inline",
+        "POWERTOOLS_SERVICE_NAME": "archmax",
+        "POWERTOOLS_METRICS_NAMESPACE": "archmax",
+        "POWERTOOLS_TRACE_DISABLED": "true",
+        "AWS_REGION": "us-east-1",
+        "AWS_EC2_METADATA_DISABLED": "true",
+    }
+    code = _PROBE.format(path=str(REPO / "functions" / function / "app.py"), watched=WATCHED, event=event)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("function", ["send", "deliver", "resolve", "timer"])
+def test_loading_a_function_imports_no_http_routing_no_boto3_and_no_xray(function: str, tmp_path: Path) -> None:
+    report = _load(function, tmp_path)
+    assert report["before"] == dict.fromkeys(WATCHED, False)
+
+
+def test_the_first_http_event_loads_routing_and_is_answered(tmp_path: Path) -> None:
+    event = json.loads((REPO / "events" / "apigw_deliver.json").read_text())
+    report = _load("deliver", tmp_path, event)
+    assert report["before"]["aws_lambda_powertools.event_handler"] is False
+    assert report["after"]["aws_lambda_powertools.event_handler"] is True
+    answer = report["answer"]
+    assert answer["statusCode"] == 404
+    body = json.loads(answer["body"])
+    assert body["error"] == "SessionNotAwaitingInputError", body  # routed to the delivery; no such session

@@ -7,8 +7,9 @@ Each measurement is a fresh ``python`` subprocess that times one import with
 interleaved, round after round, so a noisy moment hits all of them; one discarded round first
 writes the bytecode caches. The handler modules are imported as Lambda would import them: the
 template's environment (``SESSIONS_TABLE``, ``SESSIONS_BUCKET``, ``INBOX_TABLE``,
-``ARCHMAX_DRAIN=async`` with ``AWS_LAMBDA_FUNCTION_NAME``, so the module-level wiring builds its
-DynamoDB, S3 and Lambda clients), dummy credentials and region; tracing stays enabled as on Lambda.
+``ARCHMAX_DRAIN=async`` with ``AWS_LAMBDA_FUNCTION_NAME``, and the template's default
+``ARCHMAX_MODEL``, its ``ModelId`` parameter), dummy credentials and region; tracing stays enabled as
+on Lambda.
 No request is made: building a boto3 client does not touch the network.
 
 Rule source: DESIGN.md §7 ("handler cold-import time against ``import boto3`` alone").
@@ -27,6 +28,18 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 FUNCTIONS = REPO / "functions"
 WORKFLOW_DIR = REPO / "examples" / "workflows" / "support-inbox"
+
+
+def template_model() -> str:
+    """``template.yaml``'s ``ModelId`` default: the model a deployed function runs unless told otherwise."""
+    import yaml
+
+    class _Template(yaml.SafeLoader):
+        """Reads CloudFormation's short tags (``!Ref``, ``!Sub`` ...) as plain nodes."""
+
+    _Template.add_multi_constructor("!", lambda loader, suffix, node: None)
+    template = yaml.load((REPO / "template.yaml").read_text(), Loader=_Template)  # noqa: S506 (SafeLoader subclass)
+    return str(template["Parameters"]["ModelId"]["Default"])
 
 _PROBE = """
 import sys, time
@@ -74,7 +87,7 @@ def lambda_environment(tmp: Path) -> dict[str, str]:
         "INBOX_TABLE": "bench-inbox",
         "SESSIONS_PREFIX": "sessions",
         "WORKFLOW_DIR": str(WORKFLOW_DIR),
-        "ARCHMAX_MODEL": "scripted:" + str(WORKFLOW_DIR / "model.yaml"),
+        "ARCHMAX_MODEL": template_model(),
         "ARCHMAX_DRAIN": "async",
         "AWS_LAMBDA_FUNCTION_NAME": "bench-function",
         "POWERTOOLS_SERVICE_NAME": "archmax",

@@ -23,7 +23,6 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from importlib import metadata
 from typing import Any
 
 from archmax.errors import UnknownArtifactError
@@ -41,6 +40,8 @@ _REMEMBERED = 4096  # sessions whose last written artifacts a writer remembers
 @functools.cache
 def package_version() -> str:
     """The installed archmax version, read once per process (``0+unknown`` when not installed)."""
+    from importlib import metadata  # only the metadata view asks; importing it is a visible share of a cold start
+
     try:
         return metadata.version("archmax")
     except metadata.PackageNotFoundError:

@@ -18,7 +18,7 @@ from archmax.models.base import ToolSpec
 _STR = {"type": "string"}
 
 CONTROL_TOOL_SPECS: dict[str, ToolSpec] = {
-    "archmax_advance": ToolSpec(
+    "archmax_advance": ToolSpec.model_construct(
         name="archmax_advance",
         description="Move the session along one of the current state's transitions.",
         parameters={
@@ -31,7 +31,7 @@ CONTROL_TOOL_SPECS: dict[str, ToolSpec] = {
             "required": ["to", "reason"],
         },
     ),
-    "archmax_wait": ToolSpec(
+    "archmax_wait": ToolSpec.model_construct(
         name="archmax_wait",
         description="Park the session until an event (a reply, a webhook, a timer) is delivered; "
         "you continue in this same state when it arrives.",
@@ -44,7 +44,7 @@ CONTROL_TOOL_SPECS: dict[str, ToolSpec] = {
             "required": ["reason"],
         },
     ),
-    "archmax_raise": ToolSpec(
+    "archmax_raise": ToolSpec.model_construct(
         name="archmax_raise",
         description="Declare that the work could not be done. Ends the session as failed. Call it alone.",
         parameters={
@@ -56,12 +56,12 @@ CONTROL_TOOL_SPECS: dict[str, ToolSpec] = {
             "required": ["code", "reason"],
         },
     ),
-    "archmax_reset": ToolSpec(
+    "archmax_reset": ToolSpec.model_construct(
         name="archmax_reset",
         description="Return to the state the conversation began in (keeps transcript, variables, files).",
         parameters={"type": "object", "properties": {"reason": _STR}, "required": ["reason"]},
     ),
-    "archmax_set_variables": ToolSpec(
+    "archmax_set_variables": ToolSpec.model_construct(
         name="archmax_set_variables",
         description="Set session variables (atomic). Locked variables cannot be changed.",
         parameters={
@@ -70,7 +70,7 @@ CONTROL_TOOL_SPECS: dict[str, ToolSpec] = {
             "required": ["variables"],
         },
     ),
-    "archmax_get_variables": ToolSpec(
+    "archmax_get_variables": ToolSpec.model_construct(
         name="archmax_get_variables",
         description="Read session variables: all of them, one by name, or a path inside one.",
         parameters={"type": "object", "properties": {"name": _STR, "path": _STR}},

@@ -26,7 +26,7 @@ DEFAULT_MAX_ATTACHMENT_BYTES = 25 * 1024 * 1024
 class AttachmentCaps(BaseModel):
     """The caps (positive integers)."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     max_attachments: int = Field(default=DEFAULT_MAX_ATTACHMENTS, ge=0)
     """Attachments one mail (or one webhook firing) may carry."""
@@ -49,7 +49,7 @@ class AttachmentCaps(BaseModel):
                 if not raw.isdigit():
                     raise ConfigurationError(f"{name}={raw!r} is not a non-negative integer", setting=name)
                 values[field] = int(raw)
-        return cls(**values)
+        return cls.model_construct(**values)  # each value checked above: no schema to build at start-up
 
     def check(self, firing: Firing, *, session_id: str | None = None) -> None:
         """Refuse a firing whose files exceed a cap; writes nothing.

@@ -38,7 +38,7 @@ class ScriptEntry(BaseModel):
     ``calls`` is the normalised form of ``call``: a list of ``(tool, args)`` pairs in order.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     say: str | None = None
     """A text answer (may be combined with ``call`` into one message). An empty string is an empty

@@ -152,7 +152,7 @@ def _state(slug: Any, body: Any, declared: set[str], out: Collector) -> State | 
     }
     if len(out.errors) != before:
         return None
-    return State(**state)
+    return State.model_construct(**state)
 
 
 def _transitions(slug: str, value: Any, declared: set[str], path: str, out: Collector) -> list[Transition]:
@@ -181,16 +181,16 @@ def _transitions(slug: str, value: Any, declared: set[str], path: str, out: Coll
         if type_ is not None and type_ not in _TRANSITION_TYPES:
             out.error(at(edge_path, "type"), f"must be one of {'|'.join(_TRANSITION_TYPES)}")
         if len(out.errors) == before:
-            edges.append(Transition(to=to, description=edge["description"], type=type_))
+            edges.append(Transition.model_construct(to=to, description=edge["description"], type=type_))
     return edges
 
 
 def _budget(value: Any, path: str, out: Collector) -> Budget:
     if value is None:
-        return Budget()
+        return Budget.model_construct()
     if not isinstance(value, dict):
         out.error(path, "must be a mapping {maxTurns?, maxParks?, timeoutMs?}")
-        return Budget()
+        return Budget.model_construct()
     unknown_keys(value, _BUDGET_KEYS, path, out)
     fields: dict[str, int] = {}
     for key, field in _BUDGET_KEYS.items():
@@ -200,7 +200,7 @@ def _budget(value: Any, path: str, out: Collector) -> Budget:
             fields[field] = value[key]
         else:
             out.error(at(path, key), "must be a positive integer")
-    return Budget(**fields)
+    return Budget.model_construct(**fields)
 
 
 def _state_tools(value: Any, path: str, out: Collector) -> tuple[list[ToolRule], list[ToolRule]]:

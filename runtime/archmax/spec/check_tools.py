@@ -52,7 +52,7 @@ def _rule(entry: Any, path: str, out: Collector) -> ToolRule | None:
         if not is_non_blank(entry):
             out.error(path, "must be a non-blank tool name")
             return None
-        return ToolRule(tool=entry.strip())
+        return ToolRule.model_construct(tool=entry.strip())
     if not isinstance(entry, dict):
         out.error(path, "must be a tool name or a {tool, args?, paths?} mapping")
         return None
@@ -70,7 +70,7 @@ def _rule(entry: Any, path: str, out: Collector) -> ToolRule | None:
     source = optional_text(entry, "source", path, out)
     if len(out.errors) != before:
         return None
-    return ToolRule(tool=tool.strip(), args=args, paths=paths, connection=connection, source=source)
+    return ToolRule.model_construct(tool=tool.strip(), args=args, paths=paths, connection=connection, source=source)
 
 
 def _guards(value: Any, path: str, out: Collector) -> dict[str, list[str]] | None:

@@ -64,7 +64,7 @@ def triggers_block(value: Any, path: str, out: Collector) -> dict[str, TriggerDe
 def trigger_decl(value: Any, path: str, out: Collector) -> TriggerDecl | None:
     """Parse one declaration at ``states.<s>.triggers.<t>``; ``None`` when it has errors."""
     if value is None:
-        return TriggerDecl()
+        return TriggerDecl.model_construct()
     if not isinstance(value, dict):
         out.error(path, "must be a mapping or null")
         return None
@@ -92,7 +92,7 @@ def trigger_decl(value: Any, path: str, out: Collector) -> TriggerDecl | None:
         out.error(at(path, "mail_auth"), f"must be one of {', '.join(_MAIL_POLICIES)}")
     if len(out.errors) != before:
         return None
-    return TriggerDecl(
+    return TriggerDecl.model_construct(
         session=session,
         message=message,
         connection=connection,
@@ -132,7 +132,7 @@ def _webhook_signature(value: Any, path: str, out: Collector) -> WebhookSignatur
         out.error(at(path, "tolerance_s"), "must be a whole number of seconds from 1 to 3600")
     if len(out.errors) != before:
         return None
-    return WebhookSignature(secret=secret, tolerance_s=tolerance, **headers)
+    return WebhookSignature.model_construct(secret=secret, tolerance_s=tolerance, **headers)
 
 
 def _path_key(
@@ -188,7 +188,7 @@ def signature(value: Any, path: str, out: Collector, *, returns: bool) -> list[R
 
 def _entry(item: Any, path: str, out: Collector) -> ReturnSpec | None:
     if isinstance(item, str):
-        return ReturnSpec(name=item) if _name_ok(item, path, out) else None
+        return ReturnSpec.model_construct(name=item) if _name_ok(item, path, out) else None
     if not isinstance(item, dict):
         out.error(path, "must be a variable name or a {name, type?, description?} mapping")
         return None
@@ -208,7 +208,7 @@ def _entry(item: Any, path: str, out: Collector) -> ReturnSpec | None:
         out.error(at(path, "description"), NON_BLANK)
     if len(out.errors) != before:
         return None
-    return ReturnSpec(name=name, type=type_, description=item.get("description"))
+    return ReturnSpec.model_construct(name=name, type=type_, description=item.get("description"))
 
 
 def _name_ok(name: str, path: str, out: Collector) -> bool:

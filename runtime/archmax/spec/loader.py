@@ -139,7 +139,7 @@ def _build(doc: Any, slug: str, root: Path | None) -> tuple[Workflow | None, lis
     spec = _json_ready(strip_metadata(doc), "", out)
     if out.errors:
         return None, out.items
-    workflow = Workflow(
+    workflow = Workflow.model_construct(
         slug=slug,
         root=root,
         title=title,

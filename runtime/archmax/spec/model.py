@@ -19,7 +19,10 @@ from archmax.spec.governance import NOTE_TOOL, SUBWORKFLOW_PREFIX, offered_tool_
 
 
 class _Value(BaseModel):
-    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+    # The loader checks every field itself (each problem a Diagnostic naming its path) and builds
+    # these with model_construct, so no schema is built at import or load; one is built only if
+    # code validates a value by hand (issue 10, cold import).
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True, defer_build=True)
 
 
 class ReturnSpec(_Value):
@@ -206,7 +209,7 @@ class Workflow(_Value):
     def triggers(self) -> dict[str, TriggerRef]:
         """Every declared trigger id → :class:`TriggerRef`, in document order (§2.2)."""
         return {
-            trigger: TriggerRef(state=state.slug, decl=decl)
+            trigger: TriggerRef.model_construct(state=state.slug, decl=decl)
             for state in self.states.values()
             for trigger, decl in state.triggers.items()
         }
@@ -238,7 +241,7 @@ class Workflow(_Value):
         ref = self.triggers().get(trigger)
         if ref is not None:
             return ref.decl
-        return TriggerDecl() if trigger == "manual" and self.is_declared("manual") else None
+        return TriggerDecl.model_construct() if trigger == "manual" and self.is_declared("manual") else None
 
     # ------------------------------------------------------------------ governance
 

@@ -23,7 +23,7 @@ from archmax.session.records import Checkpoint, Lease, SessionStatus
 class StoreCapabilities(BaseModel):
     """What a store can do beyond load/commit/get/seed (§9.1)."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     list: bool = True
     """``list()``, ``due()`` and ``stale()`` work."""

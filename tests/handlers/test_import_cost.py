@@ -35,10 +35,10 @@ after = {{n: loaded(n) for n in {watched!r}}}
 print(json.dumps({{"before": before, "after": after, "answer": answer}}))
 """
 
-WATCHED = ["aws_lambda_powertools.event_handler", "boto3", "aws_xray_sdk"]
+WATCHED = ["aws_lambda_powertools.event_handler", "boto3", "aws_xray_sdk", "email"]
 
 
-def _load(function: str, tmp_path: Path, event: dict | None = None) -> dict:
+def _load(function: str, tmp_path: Path, event: dict | None = None, **settings: str) -> dict:
     """Load ``functions/<function>/app.py`` (and hand it ``event``) in a fresh interpreter."""
     env = {
         "PATH": os.environ.get("PATH", ""),
@@ -52,6 +52,7 @@ def _load(function: str, tmp_path: Path, event: dict | None = None) -> dict:
         "POWERTOOLS_TRACE_DISABLED": "true",
         "AWS_REGION": "us-east-1",
         "AWS_EC2_METADATA_DISABLED": "true",
+        **settings,
     }
     code = _PROBE.format(path=str(REPO / "functions" / function / "app.py"), watched=WATCHED, event=event)
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path)
@@ -62,7 +63,19 @@ def _load(function: str, tmp_path: Path, event: dict | None = None) -> dict:
 @pytest.mark.parametrize("function", ["send", "deliver", "resolve", "timer"])
 def test_loading_a_function_imports_no_http_routing_no_boto3_and_no_xray(function: str, tmp_path: Path) -> None:
     report = _load(function, tmp_path)
-    assert report["before"] == dict.fromkeys(WATCHED, False)
+    assert {name: loaded for name, loaded in report["before"].items() if name != "email"} == dict.fromkeys(
+        ["aws_lambda_powertools.event_handler", "boto3", "aws_xray_sdk"], False
+    )
+
+
+def test_the_deliver_function_loads_no_mail_modules(tmp_path: Path) -> None:
+    """Sending is the outbound function's job on AWS: the dispatcher and its email modules load where one is built."""
+    # As deployed: the stream's function sends, and the model is a provider's (a scripted one parses
+    # its script with pydantic at load, and pydantic's plugin loader imports importlib.metadata, email).
+    report = _load(
+        "deliver", tmp_path, ARCHMAX_OUTBOUND="stream", ARCHMAX_MODEL="bedrock:anthropic.claude-3-5-haiku-20241022-v1:0"
+    )
+    assert report["before"]["email"] is False
 
 
 def test_the_first_http_event_loads_routing_and_is_answered(tmp_path: Path) -> None:

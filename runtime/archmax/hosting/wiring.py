@@ -50,13 +50,13 @@ from archmax.inbound.caps import AttachmentCaps
 from archmax.models import model_from_config
 from archmax.models.base import Model
 from archmax.outbound.config import dispatcher_from_env, reply_threader
-from archmax.outbound.dispatch import Dispatcher
 from archmax.session.firing import Firing
 from archmax.spec import load_workflow
 from archmax.workflow_tools import load_checked_tools
 
-if TYPE_CHECKING:  # the SES parser (email, html) is imported by the functions that read mail
+if TYPE_CHECKING:  # the SES parser and the dispatcher (email) load only in the functions that use them
     from archmax.inbound.ses import SesMail
+    from archmax.outbound.dispatch import Dispatcher
 
 
 def _no_mail(bucket: str | None, key: str) -> bytes:

@@ -23,25 +23,18 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from archmax.clock import Clock
 from archmax.errors import OutboundError
 from archmax.outbound.aliases import aliases_for
-from archmax.outbound.dispatch import Dispatcher, ReplyTo
-from archmax.outbound.replies import TokenSession, thread_reply
-from archmax.outbound.transports import (
-    EventBridgePublisher,
-    FileEventWriter,
-    FileMailer,
-    Mailer,
-    MailOff,
-    Publisher,
-    SesMailer,
-    SmtpMailer,
-)
+from archmax.outbound.replies import thread_reply
 from archmax.session.firing import Firing
-from archmax.session.records import Checkpoint
+
+if TYPE_CHECKING:  # the dispatcher and its transports (email, smtplib) load only where one is built
+    from archmax.clock import Clock
+    from archmax.outbound.dispatch import Dispatcher, ReplyTo
+    from archmax.outbound.replies import TokenSession
+    from archmax.session.records import Checkpoint
 
 log = logging.getLogger("archmax.outbound")
 
@@ -125,6 +118,18 @@ def dispatcher_from_env(
         return None
     if mode != "inline":
         raise OutboundError(f"ARCHMAX_OUTBOUND must be inline, stream or off, not {mode!r}")
+    from archmax.outbound.dispatch import Dispatcher
+    from archmax.outbound.transports import (
+        EventBridgePublisher,
+        FileEventWriter,
+        FileMailer,
+        Mailer,
+        MailOff,
+        Publisher,
+        SesMailer,
+        SmtpMailer,
+    )
+
     made = dict(clients or {})
 
     def client(service: str) -> Any:

@@ -12,6 +12,7 @@ Paths given to file methods are relative to the session folder, use ``/``, and a
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
@@ -20,10 +21,9 @@ from archmax.errors import InvalidFilePathError
 from archmax.session.records import Checkpoint, Lease, SessionStatus
 
 
-class StoreCapabilities(BaseModel):
-    """What a store can do beyond load/commit/get/seed (§9.1)."""
-
-    model_config = ConfigDict(frozen=True, defer_build=True)
+@dataclass(frozen=True)
+class StoreCapabilities:
+    """What a store can do beyond load/commit/get/seed (§9.1). A plain value: every store builds one at start-up."""
 
     list: bool = True
     """``list()``, ``due()`` and ``stale()`` work."""

@@ -158,7 +158,7 @@ class AwsStore:
         True
     """
 
-    capabilities = StoreCapabilities.model_construct(list=True, delete=True, upload_files=True)
+    capabilities = StoreCapabilities(list=True, delete=True, upload_files=True)
     rides_commits = True
     """A commit writes the active :mod:`~archmax.stores.riders` in its transaction (the inbox drain, issue 10)."""
     writes_artifacts = False

@@ -148,7 +148,11 @@ def build_parser() -> argparse.ArgumentParser:
     _workflow_flag(sweep)
     _record_flag(sweep)
 
-    email = add("email", "Send a raw email (.eml) to the session of its conversation.")
+    email = add(
+        "email",
+        "Send a raw email (.eml) to the session of its conversation. A sender who is not a participant of an "
+        "existing session (and carries no reply token of it) is quarantined, as on SES.",
+    )
     email.add_argument("file")
     email.add_argument("--trigger", help="override the trigger (default: email_received / email_reply)")
     _workflow_flag(email)
@@ -641,6 +645,12 @@ class _Cli:
                 f"email: {firing.variables.get('subject')!r} from {firing.variables.get('from')} "
                 f"-> session '{resolved.session_id}' ({firing.trigger}: {resolved.disposition})"
             )
+        if self._quarantined(resolved.session_id, firing, raw):
+            return 0  # held, as the SES path holds it: an operator decides
+        from archmax.inbound.mail_auth import record_participant
+
+        # Before the turn, as the SES path notes it on accept: a retry after a model error is still admitted.
+        record_participant(self.store, resolved.session_id, firing.variables.get("from"))
         try:
             outcome = agent.workflow.send(
                 resolved.session_id,
@@ -654,6 +664,45 @@ class _Cli:
             self.note(f"duplicate: {exc}")  # the event was applied the first time: success
             return 0
         return self.outcome(outcome)
+
+    def _quarantined(self, session_id: str, firing: Any, raw: bytes) -> bool:
+        """Hold a mail whose sender may not speak into the existing session (issue 13 item 1's participant rule).
+
+        A local file has no receipt verdicts, so the authentication policy is not checked here (the
+        operator vouches for the file); the participant rule is, as on SES. Held mail is listed and
+        released with ``archmax quarantine``.
+        """
+        import hashlib
+        import json
+        import os
+
+        from archmax.inbound.mail_auth import speaker_refusal
+        from archmax.inbound.quarantine import QuarantinedMail, hold
+        from archmax.outbound.config import token_session_from_env
+
+        if self.store.head(session_id) is None:
+            return False  # a new conversation: its sender becomes the first participant
+        read_token = token_session_from_env(os.environ)
+        token_sid = read_token(firing.variables.get("to") or []) if read_token else None
+        reason = speaker_refusal(self.store, session_id, firing.variables.get("from"), token_session_id=token_sid)
+        if reason is None:
+            return False
+        held = QuarantinedMail(
+            session_id=session_id,
+            delivery_id=hashlib.sha256(raw).hexdigest()[:32],  # a safe file name, the same for the same file
+            reason=reason,
+            sender=firing.variables.get("from"),
+            subject=firing.variables.get("subject") or "",
+            trigger=firing.trigger,
+            quarantined_at=format_instant(SystemClock().now()),
+        )
+        hold(self.store, held, raw)
+        if self.json:
+            self.say(json.dumps({"session_id": session_id, "quarantined": reason, "delivery_id": held.delivery_id}))
+        else:
+            self.note(f"quarantined: {reason}")
+            self.note(f"next: archmax quarantine release {session_id} {held.delivery_id}")
+        return True
 
 
 def _instant(value: str) -> str:

@@ -34,10 +34,8 @@ from archmax.inbound.apigw import message_firing, raw_body, trigger_firing
 from archmax.inbound.mail_auth import (
     DEFAULT_POLICY,
     authentication_failure,
-    is_participant,
-    normal_address,
     record_participant,
-    sent_to,
+    speaker_refusal,
     token_session,
 )
 from archmax.inbound.quarantine import QuarantinedMail, hold
@@ -120,14 +118,7 @@ def _admission(c: Collaborators, mail: SesMail, raw: bytes, firing: Firing) -> t
     failure = authentication_failure(policy, mail.verdicts, sender, raw)
     if failure is not None:
         return sid, failure
-    if token_sid == sid or is_participant(store, sid, None, sender):
-        return sid, None
-    if sender and normal_address(sender) in sent_to(store.load(sid)):
-        return sid, None
-    return sid, (
-        f"sender {sender!r} is not a participant of session {sid!r} (no mail was received from or sent to it) "
-        "and the mail carries no valid reply token"
-    )
+    return sid, speaker_refusal(store, sid, sender, token_session_id=token_sid)
 
 
 def _signed_webhook(c: Collaborators, event: Any, trigger: str) -> Any:

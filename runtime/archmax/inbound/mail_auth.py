@@ -159,6 +159,23 @@ def is_participant(store: Any, session_id: str, record: Any, address: str | None
     return store.get(session_id, participant_path(address)) is not None
 
 
+def speaker_refusal(store: Any, session_id: str, sender: str | None, *, token_session_id: str | None) -> str | None:
+    """Why ``sender`` may not speak into the existing session ``session_id``, or ``None`` when it may (rule 2 above).
+
+    It may when the mail carries a valid reply token of this session (``token_session_id``), or its
+    sender is a participant: an address the session received mail from (one file read) or sent
+    mail to (the checkpoint, read only when the first two do not answer).
+    """
+    if token_session_id == session_id or is_participant(store, session_id, None, sender):
+        return None
+    if sender and normal_address(sender) in sent_to(store.load(session_id)):  # the checkpoint, only when needed
+        return None
+    return (
+        f"sender {sender!r} is not a participant of session {session_id!r} (no mail was received from or "
+        "sent to it) and the mail carries no valid reply token"
+    )
+
+
 def token_session(recipients: Iterable[str], secret: bytes | None) -> str | None:
     """The session a valid reply token among ``recipients`` names, or ``None`` (no secret: no tokens)."""
     if not secret:

@@ -42,3 +42,38 @@ def test_release_of_an_unknown_mail_exits_1_and_without_an_id_exits_2(cli, examp
     cli(*flags, "email", str(EMAILS / "01-first.eml"), "--workflow", "support-inbox")
     assert cli(*flags, "quarantine", "release", CONVERSATION, "nope").code == 1
     assert cli(*flags, "quarantine", "release", CONVERSATION).code == 2
+
+
+def test_archmax_email_quarantines_a_stranger_and_release_applies_it_once(cli, examples, tmp_path):
+    """The participant rule of the SES path holds for ``archmax email`` too (a local file has no verdicts)."""
+    flags = [*examples, "--model", INBOX_SCRIPT]
+    assert cli(*flags, "email", str(EMAILS / "01-first.eml"), "--workflow", "support-inbox").code == 0
+    store = FilesystemStore(examples[3])
+    before = store.load(CONVERSATION)
+    reply = (EMAILS / "02-reply.eml").read_bytes()
+    lines = [b"From: Mallory <mallory@evil.example>" if ln.startswith(b"From:") else ln for ln in reply.split(b"\n")]
+    stranger = tmp_path / "stranger.eml"
+    stranger.write_bytes(b"\n".join(lines))
+
+    run = cli(*flags, "email", str(stranger), "--workflow", "support-inbox")
+    assert run.code == 0 and run.out == ""
+    assert "quarantined: sender 'mallory@evil.example' is not a participant" in run.err
+    held_id = run.err.split(f"next: archmax quarantine release {CONVERSATION} ")[1].split()[0]
+    assert store.load(CONVERSATION) == before  # nothing reached the session
+    assert f"{held_id}  held  from mallory@evil.example" in cli(*flags, "quarantine", "list", CONVERSATION).out
+
+    again = cli(*flags, "email", str(stranger), "--workflow", "support-inbox")  # the same file: held once
+    assert again.code == 0 and store.load(CONVERSATION) == before
+
+    released = cli(*flags, "--json", "quarantine", "release", CONVERSATION, held_id)
+    assert released.code == 0 and json.loads(released.out)["duplicate"] is False
+    assert store.load(CONVERSATION).status == "completed"
+    assert [ln for ln in cli(*flags, "quarantine", "list", CONVERSATION).out.splitlines() if "held" in ln] == []
+
+
+def test_archmax_email_admits_a_participant_after_a_first_mail(cli, examples):
+    flags = [*examples, "--model", INBOX_SCRIPT]
+    assert cli(*flags, "email", str(EMAILS / "01-first.eml"), "--workflow", "support-inbox").code == 0
+    run = cli(*flags, "email", str(EMAILS / "02-reply.eml"), "--workflow", "support-inbox")
+    assert run.code == 0 and "quarantined" not in run.err
+    assert FilesystemStore(examples[3]).load(CONVERSATION).status == "completed"

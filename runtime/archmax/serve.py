@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 import os
 import re
 import threading
@@ -29,6 +30,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 from archmax.clock import Clock
 from archmax.handlers import deliver, resolve, send, timer
 from archmax.handlers.common import Handler
+from archmax.hosting.http import error_response
 from archmax.hosting.wiring import Collaborators, from_environment
 from archmax.models.base import Model
 
@@ -63,6 +65,8 @@ ROUTES = [
     ("GET", re.compile(r"^/$"), "/", "resolve"),
     ("POST", re.compile(r"^/resolve$"), "/resolve", "resolve"),
 ]
+
+log = logging.getLogger("archmax.serve")
 
 
 def http_event(method: str, target: str, headers: Mapping[str, str], body: bytes) -> dict[str, Any]:
@@ -264,7 +268,12 @@ class LocalServer:
                 body = self.rfile.read(length) if length else b""
                 event = http_event(self.command, self.path, dict(self.headers.items()), body)
                 name = handler_for(self.command, urlsplit(self.path).path)
-                answer = server.handlers[name](event, None)
+                try:
+                    answer = server.handlers[name](event, None)
+                except Exception as exc:  # noqa: BLE001 - Lambda fails the invocation and API Gateway answers 500
+                    log.exception("%s %s failed", self.command, urlsplit(self.path).path)
+                    status, body = error_response(exc)  # an archmax error keeps its class; others say nothing more
+                    answer = {"statusCode": status, "headers": {"Content-Type": "application/json"}, "body": json.dumps(body)}
                 payload = answer.get("body") or ""
                 data = base64.b64decode(payload) if answer.get("isBase64Encoded") else payload.encode("utf-8")
                 self.send_response(int(answer.get("statusCode", 500)))

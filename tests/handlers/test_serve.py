@@ -105,3 +105,28 @@ def test_a_decision_is_posted_over_http_to_the_deliver_handler(tmp_path: Path, c
         assert status == 409 and again["error"] == "SessionNotParkedError"
     finally:
         server.stop()
+
+
+def test_a_handler_that_raises_is_answered_500_json_and_the_server_keeps_serving(tmp_path: Path, clock: Any) -> None:
+    """What Lambda does with a raised error (API Gateway answers 500), not a dropped connection."""
+    from archmax.errors import ConfigurationError
+
+    server = serve(SUPPORT_INBOX, root=tmp_path / "sessions", port=0, sweep_interval_s=None,
+                   model=ScriptedModel(PARK), clock=clock, env={})  # fmt: skip
+    resolve = server.handlers["resolve"]
+    raised: list[Exception] = [RuntimeError("a bug's private detail"), ConfigurationError("no region to read the secret")]
+
+    def failing(event: Any, context: Any) -> Any:
+        raise raised.pop(0)
+
+    try:
+        server.handlers["resolve"] = failing
+        status, body = request(f"{server.url}/sessions/chat-1")
+        assert (status, body) == (500, {"error": "InternalError", "message": "internal error"})
+        status, body = request(f"{server.url}/sessions/chat-1")
+        assert status >= 500 and body["error"] == "ConfigurationError" and "no region" in body["message"]
+        server.handlers["resolve"] = resolve
+        status, body = request(f"{server.url}/sessions/chat-1")
+        assert status == 404 and body["session_id"] == "chat-1"
+    finally:
+        server.stop()

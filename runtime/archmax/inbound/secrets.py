@@ -53,10 +53,12 @@ def read_secret(reference: str, *, ssm_client: Any = None, secrets_client: Any =
         The secret's bytes; never empty.
 
     Raises:
-        ConfigurationError: the parameter or secret is missing, unreadable or empty.
+        ConfigurationError: the parameter or secret is missing, unreadable or empty, or no client can be
+            built (no region or credentials configured).
     """
     from aws_lambda_powertools.utilities.parameters import SecretsProvider, SSMProvider
     from aws_lambda_powertools.utilities.parameters.exceptions import GetParameterError
+    from botocore.exceptions import BotoCoreError
 
     kind, name = parse_reference(reference)
     try:
@@ -64,7 +66,7 @@ def read_secret(reference: str, *, ssm_client: Any = None, secrets_client: Any =
             value = _provider(SSMProvider, ssm_client).get(name, max_age=MAX_AGE_S, decrypt=True)
         else:
             value = _provider(SecretsProvider, secrets_client).get(name, max_age=MAX_AGE_S)
-    except GetParameterError as exc:
+    except (GetParameterError, BotoCoreError) as exc:  # BotoCoreError: no region, no credentials, no endpoint
         raise ConfigurationError(f"cannot read the secret {reference!r}: {exc}", setting=reference) from None
     secret = value.encode("utf-8") if isinstance(value, str) else bytes(value or b"")
     if not secret:

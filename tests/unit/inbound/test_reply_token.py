@@ -95,3 +95,16 @@ def test_secrets_are_read_from_ssm_and_secrets_manager_on_moto(moto) -> None:
     with pytest.raises(ConfigurationError) as info:
         read_secret("ssm:/archmax/missing", ssm_client=ssm)
     assert info.value.setting == "ssm:/archmax/missing"
+
+
+def test_a_secret_read_with_no_region_configured_is_a_configuration_error(monkeypatch, tmp_path) -> None:
+    """botocore's NoRegionError (no client can be built) is named, not raised raw into the request."""
+    from archmax.inbound import secrets
+
+    for name in ("AWS_REGION", "AWS_DEFAULT_REGION", "AWS_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    monkeypatch.setattr(secrets, "_PROVIDERS", {})  # no provider built earlier under another environment
+    with pytest.raises(ConfigurationError) as info:
+        read_secret("ssm:/archmax/payments-webhook")
+    assert info.value.setting == "ssm:/archmax/payments-webhook" and "region" in str(info.value).lower()

@@ -262,6 +262,18 @@ def test_deliver_now_refuses_a_redelivered_id_and_changes_nothing(make_host):
     assert host.agent.sessions.messages(SID) == before
 
 
+def test_a_key_applied_directly_then_reused_for_an_inboxed_message_is_done_and_says_why(make_host):
+    """A reused Idempotency-Key (/deliveries, then /messages): nothing is applied twice, and the item names the duplicate."""
+    host = make_host(FIRST_TURN + [ack(0)])
+    host.accept(email("About the thing we discussed", "ses-1"))
+    host.deliver_now(SID, trigger="email_reply", message="ORD-1001", delivery_id="k-10")
+    before = host.agent.sessions.messages(SID)
+    host.accept(email("hello again", "k-10", trigger="email_reply"))
+    item = host.inbox.get(SID, "k-10")
+    assert item.status == "done" and item.error.startswith("DuplicateDeliveryError")
+    assert host.agent.sessions.messages(SID) == before
+
+
 def test_the_sweep_wakes_a_due_park_with_the_timer_trigger(make_host, clock):
     wait_an_hour = {
         "say": "I'll check back.",

@@ -649,7 +649,10 @@ class Operations:
         try:
             self._claim_with_files(work, placement)  # atomic: of two racing deliveries exactly one commits this version
         except CommitConflictError:
-            now = rt.store.head(rec.session_id)
+            now = rt.store.load(rec.session_id)
+            # The winner may have been this very event (a client retrying a slow request, a wake racing a
+            # sweep): it was applied, and the answer says so, as it would have one moment later.
+            refuse_duplicate(rt.store, now, delivery_id, rec.session_id)
             raise SessionNotAwaitingInputError(
                 rec.session_id, str(now.status) if now else None, "another event resumed it first", lost_race=True
             ) from None

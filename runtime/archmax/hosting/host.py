@@ -461,8 +461,8 @@ class Host:
     def _settle(self, item: InboxItem, result: Outcome | ArchmaxError, riders: Riders | None) -> DrainResult:
         """Mark the item as ``result`` says (unless its mark rode the turn's last commit)."""
         sid = item.session_id
-        if isinstance(result, DuplicateDeliveryError):
-            self.inbox.mark(sid, item.delivery_id, "done")
+        if isinstance(result, DuplicateDeliveryError):  # the item says why nothing was applied (a reused key)
+            self.inbox.mark(sid, item.delivery_id, "done", f"{type(result).__name__}: {result}")
         elif isinstance(result, ArchmaxError):
             if not is_retryable(result):  # retryable: not now (another writer, an outage, a lost race): pending
                 self.inbox.mark(sid, item.delivery_id, "failed", f"{type(result).__name__}: {result}")

@@ -53,7 +53,7 @@ class InboxItem(BaseModel):
         kind: ``send`` (the firing rule) or ``deliver`` (into an input park only).
         firing: The firing itself (trigger, variables, files, message).
         status: ``pending`` until applied; ``done`` (applied, or a duplicate) or ``failed`` (a typed refusal).
-        error: The refusal's text when ``failed``.
+        error: The refusal's text when ``failed``; for a ``done`` duplicate, why nothing was applied.
         seq: The per-session arrival number the inbox assigned at ``put`` (1, 2, ...); 0 before.
     """
 

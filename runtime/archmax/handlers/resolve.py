@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 class ResolveCall(BaseModel):
     """What to resolve (BEHAVIOUR.md §3.8 arguments) or, with ``action: get``, which summary to read."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     action: Literal["resolve", "get"] = "resolve"
     trigger: str | None = None

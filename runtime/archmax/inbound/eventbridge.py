@@ -29,7 +29,7 @@ SCHEDULED_DETAIL_TYPE = "Scheduled Event"
 class Schedule(BaseModel):
     """One scheduled firing."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     event_id: str
     """EventBridge's id of the event (logged; the sweep itself is idempotent)."""

@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from aws_lambda_powertools.utilities.data_classes import SESEvent
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from archmax.errors import InvalidEventError
 from archmax.inbound.caps import AttachmentCaps
@@ -41,7 +41,7 @@ SES_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
 class SesMail(BaseModel):
     """One received message of an SES receipt event."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     message_id: str
     """SES's own id of the message (``mail.messageId``): where the raw MIME is, and what a handler
@@ -54,7 +54,7 @@ class SesMail(BaseModel):
     """The receipt's recipients (the addresses this rule matched)."""
     refused: str | None = None
     """Why the message must not be delivered (a spam or virus verdict of FAIL), else ``None``."""
-    verdicts: Verdicts = Verdicts()
+    verdicts: Verdicts = Field(default_factory=Verdicts)
     """SES's SPF, DKIM and DMARC verdicts (issue 13: the mail authentication policy reads them)."""
 
 

@@ -24,7 +24,7 @@ import json
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from archmax.clock import format_instant
 from archmax.session.notes import NOTE_TOOL, runtime_note_kind
@@ -37,7 +37,11 @@ EntryKind = Literal[
 ]
 
 
-class TimelineEntry(BaseModel):
+class _View(BaseModel):
+    model_config = ConfigDict(defer_build=True)  # built when a view is first asked for, not when resolve loads
+
+
+class TimelineEntry(_View):
     """One thing that happened to the session, with its time.
 
     ``kind``: ``turn`` (a turn opened under ``trigger`` in ``state``), ``delivery`` (``trigger``
@@ -70,7 +74,7 @@ class TimelineEntry(BaseModel):
     """``hook``: ``ok``, ``correct`` or ``veto`` (§2.4)."""
 
 
-class ConversationEntry(BaseModel):
+class ConversationEntry(_View):
     """One line of the conversation as a person reads it.
 
     ``role``: ``person`` (a user message: a turn's prompt, a delivery's words, a reply at a human
@@ -93,7 +97,7 @@ class ConversationEntry(BaseModel):
     note: str | None = None
 
 
-class Wait(BaseModel):
+class Wait(_View):
     """What a parked session waits for (§3.1)."""
 
     channel: Literal["input", "decision"]
@@ -109,7 +113,7 @@ class Wait(BaseModel):
     ones the workflow names)."""
 
 
-class Exit(BaseModel):
+class Exit(_View):
     """How a finished session ended."""
 
     status: Literal["completed", "failed", "rejected"]
@@ -118,7 +122,7 @@ class Exit(BaseModel):
     reason: str | None = None
 
 
-class GraphState(BaseModel):
+class GraphState(_View):
     """A state of the workflow graph as the page draws it."""
 
     slug: str
@@ -128,7 +132,7 @@ class GraphState(BaseModel):
     current: bool = False
 
 
-class GraphEdge(BaseModel):
+class GraphEdge(_View):
     """A transition; ``taken`` when the session moved along it."""
 
     source: str
@@ -137,7 +141,7 @@ class GraphEdge(BaseModel):
     taken: bool = False
 
 
-class Story(BaseModel):
+class Story(_View):
     """Everything the page and ``--log`` show (issue 15)."""
 
     session_id: str

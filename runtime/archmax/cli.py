@@ -38,6 +38,7 @@ from archmax.cli_workspace import (
 from archmax.clock import FakeClock, SystemClock, format_instant
 from archmax.errors import (
     ArchmaxError,
+    CallerError,
     DuplicateDeliveryError,
     EmptyMessageError,
     InvalidSessionIdError,
@@ -645,15 +646,12 @@ class _Cli:
                 f"email: {firing.variables.get('subject')!r} from {firing.variables.get('from')} "
                 f"-> session '{resolved.session_id}' ({firing.trigger}: {resolved.disposition})"
             )
-        if self._quarantined(resolved.session_id, firing, raw):
+        sid = resolved.session_id
+        if self._quarantined(sid, firing, raw):
             return 0  # held, as the SES path holds it: an operator decides
-        from archmax.inbound.mail_auth import record_participant
-
-        # Before the turn, as the SES path notes it on accept: a retry after a model error is still admitted.
-        record_participant(self.store, resolved.session_id, firing.variables.get("from"))
         try:
             outcome = agent.workflow.send(
-                resolved.session_id,
+                sid,
                 firing.message,
                 trigger=firing.trigger,
                 variables=firing.variables,
@@ -663,7 +661,25 @@ class _Cli:
         except DuplicateDeliveryError as exc:
             self.note(f"duplicate: {exc}")  # the event was applied the first time: success
             return 0
+        except CallerError:
+            raise  # refused: nothing was applied and the sender is admitted to nothing
+        except ArchmaxError:
+            # A model or store failure after the claim: the mail is in the session (the sweep finishes
+            # its turn), so its sender is a participant, and a retry of the same file is admitted.
+            self._admit_sender(sid, firing)
+            raise
+        self._admit_sender(sid, firing)
         return self.outcome(outcome)
+
+    def _admit_sender(self, session_id: str, firing: Any) -> None:
+        """Note the sender of a mail the session applied as a participant (only once its checkpoint exists)."""
+        from archmax.inbound.mail_auth import record_participant
+
+        try:
+            if self.store.head(session_id) is not None:
+                record_participant(self.store, session_id, firing.variables.get("from"))
+        except ArchmaxError as exc:  # the store is failing too: the next mail from this sender is held for review
+            self.note(f"warning: sender not noted as a participant of session '{session_id}': {exc}")
 
     def _quarantined(self, session_id: str, firing: Any, raw: bytes) -> bool:
         """Hold a mail whose sender may not speak into the existing session (issue 13 item 1's participant rule).
@@ -701,7 +717,8 @@ class _Cli:
             self.say(json.dumps({"session_id": session_id, "quarantined": reason, "delivery_id": held.delivery_id}))
         else:
             self.note(f"quarantined: {reason}")
-            self.note(f"next: archmax quarantine release {session_id} {held.delivery_id}")
+            release = command("archmax", "quarantine", "release", session_id, held.delivery_id, *self.context())
+            self.note(f"next: {release}")
         return True
 
 

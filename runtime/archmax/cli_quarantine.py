@@ -23,7 +23,10 @@ def add_parser(add: Callable[[str, str], Any]) -> None:
 
 
 def run(cli: Any) -> int:
-    """Run the command for a ``_Cli`` (its store, workspace and output); 0 on success, 1 for a refusal.
+    """Run the command for a ``_Cli`` (its store, workspace and output).
+
+    Returns 0 on success; 1 for a refusal, or for a release whose turn stopped part-way (the mail is
+    applied, once; a ``next:`` line names the sweep that finishes the turn).
 
     Raises:
         UsageError: ``release`` without a delivery id.
@@ -55,9 +58,29 @@ def run(cli: Any) -> int:
     root = getattr(cli.store, "root", None)
     host = Host(agent, FilesystemInbox(root) if root is not None else MemoryInbox())
     answer = release(host, sid, a.delivery_id, parse=lambda raw, trigger: parse_email(raw, trigger=trigger))
+    unfinished = not answer["duplicate"] and _turn_unfinished(cli, sid)
     if cli.json:
-        cli.say(json.dumps(answer, indent=2))
+        cli.say(json.dumps({**answer, "turn_unfinished": unfinished}, indent=2))
     else:
         how = "already released: nothing applied again" if answer["duplicate"] else f"applied ({answer['disposition']})"
         cli.say(f"released {a.delivery_id} into session '{sid}': {how}")
+    if unfinished:  # released (and applied once) all the same; its turn stopped on a model or store failure
+        from archmax.cli_render import command
+
+        cli.note(f"warning: the turn of session '{sid}' did not finish (see: archmax sessions {sid} --log)")
+        cli.note(f"next: once the model answers, {command('archmax', 'sweep', *cli.context())} finishes it")
+        return 1
     return 0
+
+
+def _turn_unfinished(cli: Any, session_id: str) -> bool:
+    """Whether the session is left ``running`` with no live lease: a turn that stopped part-way (the sweep finishes it)."""
+    from archmax.clock import SystemClock
+    from archmax.session.records import SessionStatus
+
+    head = cli.store.head(session_id)
+    return (
+        head is not None
+        and head.status == SessionStatus.RUNNING
+        and not (head.lease is not None and head.lease.live_at(SystemClock().now()))
+    )

@@ -156,6 +156,8 @@ def test_a_firing_with_a_file_that_still_fits_one_item_is_accepted(deploy: Any) 
         lambda e: e.__setitem__("requestContext", {}),
         lambda e: e.pop("rawPath"),
         lambda e: e.__setitem__("rawPath", None),
+        lambda e: e["requestContext"].pop("stage"),
+        lambda e: e["requestContext"].__setitem__("stage", None),
     ],
     ids=[
         "body-object",
@@ -166,6 +168,8 @@ def test_a_firing_with_a_file_that_still_fits_one_item_is_accepted(deploy: Any) 
         "no-http-context",
         "no-rawPath",
         "rawPath-null",
+        "no-stage",
+        "stage-null",
     ],
 )
 def test_a_forged_http_api_envelope_is_a_400_before_any_route_runs(deploy: Any, mutate: Any) -> None:

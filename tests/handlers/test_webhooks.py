@@ -99,6 +99,25 @@ def test_a_bad_stale_or_unsigned_request_is_a_401_and_writes_nothing(signed: Any
     assert signed.snapshot() == before
 
 
+@pytest.mark.parametrize(
+    "forge",
+    [
+        lambda: {},  # no signature headers at all: anyone on the internet
+        lambda: {k: v for k, v in headers().items() if k != "X-Archmax-Signature"},
+        lambda: headers(ts=NOW - 301),
+    ],
+    ids=["bare", "unsigned", "stale"],
+)
+def test_an_unsigned_or_stale_request_is_refused_without_reading_the_secret(signed: Any, forge: Any) -> None:
+    """An anonymous caller cannot make the host read (or name) the secret: 401 before any lookup."""
+    reads: list[str] = []
+    signed.collaborators.read_secret = lambda reference: reads.append(reference) or SECRET.encode()
+    answer = signed.call("send", webhook("payment_event", BODY, forge()))
+    assert answer["statusCode"] == 401 and reads == []
+    signed.call("send", webhook("payment_event", BODY, headers()))  # a signed one does read it
+    assert reads == ["ssm:/archmax/payments-webhook"]
+
+
 def test_a_replayed_delivery_id_is_refused_and_writes_nothing(signed: Any) -> None:
     assert signed.call("send", webhook("payment_event", BODY, headers()))["statusCode"] == 202
     before = signed.snapshot()

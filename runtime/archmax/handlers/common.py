@@ -119,6 +119,8 @@ def envelope_problem(event: Mapping[str, Any]) -> str | None:
             return "requestContext.http.method must be a string"
         if not isinstance(event.get("rawPath"), str):
             return "rawPath must be a string"
+        if not isinstance(context.get("stage"), str):  # Powertools joins it to the path (HTTP API always sends it)
+            return "requestContext.stage must be a string"
     else:
         if not isinstance(event.get("httpMethod"), str) or not isinstance(event.get("path"), str):
             return "httpMethod and path must be strings"

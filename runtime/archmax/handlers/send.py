@@ -129,8 +129,10 @@ def _signed_webhook(c: Collaborators, event: Any, trigger: str) -> Any:
     decl = c.agent.spec.trigger_decl(trigger)
     if decl is None or decl.signature is None:
         raise UnauthenticatedEventError(f"trigger {trigger!r} declares no signature: it takes no signed webhooks")
-    secret = c.read_secret(decl.signature.secret)
-    delivery_id = verify_webhook(event.headers, raw_body(event), decl.signature, secret, c.host.clock.now())
+    reference = decl.signature.secret
+    delivery_id = verify_webhook(
+        event.headers, raw_body(event), decl.signature, lambda: c.read_secret(reference), c.host.clock.now()
+    )
     firing = trigger_firing(event, trigger=trigger, message_path=decl.message)
     firing = firing.model_copy(update={"delivery_id": delivery_id})
     c.caps.check(firing)

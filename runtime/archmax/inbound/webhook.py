@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime
 
 from archmax.errors import InvalidDeliveryIdError, UnauthenticatedEventError
@@ -37,7 +37,11 @@ def signature_for(secret: bytes, timestamp: str, body: bytes) -> str:
 
 
 def verify(
-    headers: Mapping[str, str], body: bytes, declared: WebhookSignature, secret: bytes, now: datetime
+    headers: Mapping[str, str],
+    body: bytes,
+    declared: WebhookSignature,
+    secret: bytes | Callable[[], bytes],
+    now: datetime,
 ) -> str:
     """Check one request's signature; return its delivery id.
 
@@ -45,7 +49,8 @@ def verify(
         headers: Request headers (any case).
         body: The raw body bytes, exactly as sent.
         declared: The trigger's ``signature:`` declaration.
-        secret: The shared secret.
+        secret: The shared secret, or a function reading it: called only for a request that carries a
+            fresh signature, so an unsigned or stale request never makes the host read the secret.
         now: The host's clock.
 
     Returns:
@@ -70,7 +75,7 @@ def verify(
         raise UnauthenticatedEventError(
             f"{declared.timestamp_header} is more than {declared.tolerance_s}s from now: a stale or replayed request"
         )
-    expected = signature_for(secret, timestamp, body)
+    expected = signature_for(secret() if callable(secret) else secret, timestamp, body)
     candidates = [v.strip() for v in given.split(",")][:8]
     matched = False
     for value in candidates:  # every candidate is compared: the time taken does not say which matched

@@ -73,7 +73,7 @@ def parse_email(
         A :class:`Firing` with
 
         * ``variables``: ``conversation_id`` (str), ``message_id`` (str | None), ``from`` (the
-          sender's address, str | None), ``to`` (list[str] of addresses), ``subject`` (decoded str,
+          sender's address; None when the mail names none or several, str | None), ``to`` (list[str] of addresses), ``subject`` (decoded str,
           ``""`` if absent), ``body`` (the whole text/plain, or text extracted from the HTML when
           there is no plain part; ``\n`` line ends), ``reply_body`` (body without quoted history),
           ``in_reply_to`` (first usable id or None), ``references`` (list[str], header order),
@@ -131,7 +131,7 @@ def parse_email(
     variables: dict[str, Any] = {
         "conversation_id": conversation_id,
         "message_id": message_id,
-        "from": next(iter(_addresses(msg, "From", warnings)), None),
+        "from": _sender(msg, warnings),
         "to": _addresses(msg, "To", warnings),
         "subject": _subject(msg, warnings),
         "body": body,
@@ -213,6 +213,20 @@ def _subject(msg: Message, warnings: list[str]) -> str:
     except Exception:  # noqa: BLE001 — the stdlib header parser has crash bugs on hostile input
         warnings.append("the Subject header could not be decoded; its raw text was kept")
         return raw[0]
+
+
+def _sender(msg: Message, warnings: list[str]) -> str | None:
+    """The mail's one sender: the single From address, else ``None``.
+
+    A mail naming several From addresses (two From headers, or a list in one) has no single sender
+    to trust: the participant rule (issue 13 item 1) then sees none, so such a mail is quarantined
+    by an existing session instead of being judged by whichever address came first.
+    """
+    senders = _addresses(msg, "From", warnings)
+    if len(senders) > 1:
+        warnings.append(f"the mail names {len(senders)} From addresses ({', '.join(senders[:3])}): no sender is trusted")
+        return None
+    return senders[0] if senders else None
 
 
 def _addresses(msg: Message, name: str, warnings: list[str]) -> list[str]:

@@ -170,10 +170,12 @@ def speaker_refusal(store: Any, session_id: str, sender: str | None, *, token_se
         return None
     if sender and normal_address(sender) in sent_to(store.load(session_id)):  # the checkpoint, only when needed
         return None
-    return (
-        f"sender {sender!r} is not a participant of session {session_id!r} (no mail was received from or "
-        "sent to it) and the mail carries no valid reply token"
+    who = (
+        f"sender {sender!r} is not a participant of session {session_id!r} (no mail was received from or sent to it)"
+        if sender
+        else f"the mail names no single sender (From) to find among the participants of session {session_id!r}"
     )
+    return f"{who}, and the mail carries no valid reply token"
 
 
 def token_session(recipients: Iterable[str], secret: bytes | None) -> str | None:

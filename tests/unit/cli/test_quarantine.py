@@ -114,3 +114,14 @@ def test_the_quarantine_next_line_names_the_store_and_a_release_whose_turn_fails
     assert released.code == 1
     assert f"released {held_id} into session '{CONVERSATION}'" in released.out
     assert "did not finish" in released.err and "archmax sweep" in released.err
+
+
+def test_a_reply_naming_a_participant_and_a_stranger_as_senders_is_quarantined(cli, examples, tmp_path):
+    flags = [*examples, "--model", INBOX_SCRIPT]
+    assert cli(*flags, "email", str(EMAILS / "01-first.eml"), "--workflow", "support-inbox").code == 0
+    reply = (EMAILS / "02-reply.eml").read_text()
+    sender = next(ln for ln in reply.split("\n") if ln.startswith("From:"))
+    two = reply.replace(sender, sender.rstrip("\r") + "\r\nFrom: Mallory <mallory@evil.example>", 1)
+    run = cli(*flags, "email", _mail(tmp_path / "two.eml", two.replace("\r\n", "\n")), "--workflow", "support-inbox")
+    assert run.code == 0 and "quarantined: the mail names no single sender (From)" in run.err
+    assert FilesystemStore(examples[3]).load(CONVERSATION).status == "awaiting_input"

@@ -399,3 +399,19 @@ def test_an_email_with_only_an_attachment_still_carries_a_message_naming_it():
     firing = parse_email(raw)
     assert firing.files["attachment_1"].name == "scan.pdf"
     assert firing.message == "(The email has no text; it carries 1 attachment(s): scan.pdf.)"
+
+
+@pytest.mark.parametrize(
+    "from_lines",
+    [
+        "From: Dana <dana@example.org>\r\nFrom: Mallory <mallory@evil.example>",
+        "From: dana@example.org, mallory@evil.example",
+    ],
+    ids=["two-from-headers", "a-list-in-one-from"],
+)
+def test_a_mail_naming_several_senders_trusts_none(from_lines: str) -> None:
+    """No single sender: the participant rule must not judge it by whichever address came first."""
+    raw = f"{from_lines}\r\nTo: support@shop.example\r\nMessage-ID: <x-1@example.org>\r\nSubject: hi\r\n\r\nbody\r\n"
+    firing = parse_email(raw.encode())
+    assert firing.variables["from"] is None
+    assert any("2 From addresses" in w for w in firing.warnings)

@@ -58,13 +58,29 @@ def test_the_202_names_a_transcript_to_poll_that_says_whether_the_firing_was_app
     polled = d.call("resolve", get(location))
     assert polled["statusCode"] == 200
     t = body(polled)
-    assert t["delivery"] == {"id": "msg-AAQk-1-0001", "applied": True}
+    assert t["delivery"] == {"id": "msg-AAQk-1-0001", "applied": True, "answered": True}
     assert t["status"] == "awaiting_input" and t["wait"]["state"] == "clarify"
     assert t["wait"]["reason"] == "the order number"
     assert t["reply"] == "Which order is this about?"
     assert [e["role"] for e in t["conversation"]] == ["person", "tool", "agent", "tool"]
     unknown = body(d.call("resolve", get("/sessions/AAQk-1/transcript?delivery_id=other")))
-    assert unknown["delivery"] == {"id": "other", "applied": False}
+    assert unknown["delivery"] == {"id": "other", "applied": False, "answered": False}
+
+
+def test_a_delivery_whose_turn_stopped_on_a_model_failure_is_applied_but_not_answered(deploy):
+    """The poll must not hand out the previous turn's reply as this delivery's answer (user test finding 4)."""
+    d = deploy(PARK)  # the script ends at the park: the next turn's model call fails, the turn stays running
+    d.call("send", event("apigw_send_message.json"))
+    second = event("apigw_send_message.json")
+    second["headers"]["idempotency-key"] = "msg-AAQk-1-0002"
+    second["body"] = json.dumps({"message": "It is ORD-1001.", "trigger": "email_reply", "variables": {"conversation_id": "AAQk-1"}})
+    accepted = d.call("send", second)
+    assert accepted["statusCode"] == 202
+    t = body(d.call("resolve", get(accepted["headers"]["Location"])))
+    assert t["status"] == "running"
+    assert t["delivery"] == {"id": "msg-AAQk-1-0002", "applied": True, "answered": False}
+    first = body(d.call("resolve", get("/sessions/AAQk-1/transcript?delivery_id=msg-AAQk-1-0001")))
+    assert first["delivery"] == {"id": "msg-AAQk-1-0001", "applied": True, "answered": True}  # its turn parked
 
 
 def test_the_page_is_html_with_the_graph_the_current_state_and_no_script(deploy):

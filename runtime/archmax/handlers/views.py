@@ -5,8 +5,10 @@ Rule source: issue 15 items 1 and 3; BEHAVIOUR.md §9.5 (artifacts are views of 
 
 * ``GET /sessions/{id}/view``: the session page (HTML, no script, CSP header).
 * ``GET /sessions/{id}/transcript[?delivery_id=...]``: ``{session_id, status, wait?, exit?, reply,
-  conversation: [...]}``; with ``delivery_id``, ``delivery: {id, applied}`` says whether that firing
-  has been applied yet (the poll a webhook's ``Location`` points at).
+  conversation: [...]}``; with ``delivery_id``, ``delivery: {id, applied, answered}`` says whether
+  that firing has been applied yet, and whether the turn it opened or resumed has ended (parked,
+  completed or failed), so ``reply`` is its answer; a turn that stopped on a model outage stays
+  unanswered until the sweep finishes it (the poll a webhook's ``Location`` points at).
 * ``GET /sessions/{id}/trail``: ``{session_id, workflow, steps: [{to, kind, reason?, at}], timeline}``.
 * ``GET /sessions[?status=&workflow=&parked_before=&limit=&after=]``: ``{sessions: [summary + view],
   next?}``, sorted by id; ``after`` is the last id of the previous page.
@@ -72,7 +74,9 @@ def _workflow_of(c: Collaborators, record: Checkpoint) -> Any:
 def transcript(record: Checkpoint, workflow: Any, delivery: tuple[str, bool] | None = None) -> dict[str, Any]:
     """The transcript view: the conversation as a person reads it, the wait or exit, the last reply.
 
-    ``delivery`` is ``(delivery id, applied)`` when the caller asked after one firing.
+    ``delivery`` is ``(delivery id, applied)`` when the caller asked after one firing. It is
+    ``answered`` once applied and its turn has ended: the session is not ``running``, or a later
+    firing was applied since (the newest applied id is another one).
     """
     story = story_of(record, workflow)
     said = [e for e in story.conversation if e.role == "agent" and e.text.strip()]
@@ -88,7 +92,9 @@ def transcript(record: Checkpoint, workflow: Any, delivery: tuple[str, bool] | N
     if story.exit is not None:
         body["exit"] = story.exit.model_dump(mode="json", exclude_none=True)
     if delivery is not None:
-        body["delivery"] = {"id": delivery[0], "applied": delivery[1]}
+        delivery_id, applied = delivery
+        in_turn = record.status == SessionStatus.RUNNING and record.delivery_ids[-1:] == [delivery_id]
+        body["delivery"] = {"id": delivery_id, "applied": applied, "answered": applied and not in_turn}
     return body
 
 

@@ -40,6 +40,12 @@ def run(cli: Any) -> int:
     sid = validate_session_id(a.session)
     if a.action == "list":
         mails = listing(cli.store, sid)
+        if not mails and cli.store.head(sid) is None:  # say so, as `archmax sessions <id>` does
+            message = f"session '{sid}' does not exist in this store (archmax sessions lists them)"
+            if cli.json:
+                cli.say(json.dumps({"error": "NotFound", "message": message, "session_id": sid, "exit": 1}))
+            cli.note(f"error: {message}")
+            return 1
         if cli.json:
             cli.say(json.dumps([m.model_dump(mode="json") for m in mails], indent=2))
         elif not mails:

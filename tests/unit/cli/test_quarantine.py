@@ -125,3 +125,10 @@ def test_a_reply_naming_a_participant_and_a_stranger_as_senders_is_quarantined(c
     run = cli(*flags, "email", _mail(tmp_path / "two.eml", two.replace("\r\n", "\n")), "--workflow", "support-inbox")
     assert run.code == 0 and "quarantined: the mail names no single sender (From)" in run.err
     assert FilesystemStore(examples[3]).load(CONVERSATION).status == "awaiting_input"
+
+
+def test_listing_the_quarantine_of_a_session_that_does_not_exist_says_so(cli, examples):
+    run = cli(*examples, "quarantine", "list", "nobody-here")
+    assert run.code == 1 and "session 'nobody-here' does not exist" in run.err
+    shown = cli(*examples, "--json", "quarantine", "list", "nobody-here")
+    assert shown.code == 1 and json.loads(shown.out)["error"] == "NotFound"

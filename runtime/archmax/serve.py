@@ -274,6 +274,12 @@ class LocalServer:
                     log.exception("%s %s failed", self.command, urlsplit(self.path).path)
                     status, body = error_response(exc)  # an archmax error keeps its class; others say nothing more
                     answer = {"statusCode": status, "headers": {"Content-Type": "application/json"}, "body": json.dumps(body)}
+                else:
+                    if int(answer.get("statusCode", 500)) >= 500:
+                        # A server-side failure the handler answered itself (a typed ConfigurationError, a
+                        # store outage): the operator running serve sees it, as CloudWatch shows it on Lambda.
+                        log.warning("%s %s answered %s: %s", self.command, urlsplit(self.path).path,
+                                    answer.get("statusCode"), str(answer.get("body") or "")[:500])  # fmt: skip
                 payload = answer.get("body") or ""
                 data = base64.b64decode(payload) if answer.get("isBase64Encoded") else payload.encode("utf-8")
                 self.send_response(int(answer.get("statusCode", 500)))

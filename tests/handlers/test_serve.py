@@ -130,3 +130,19 @@ def test_a_handler_that_raises_is_answered_500_json_and_the_server_keeps_serving
         assert status == 404 and body["session_id"] == "chat-1"
     finally:
         server.stop()
+
+
+def test_a_server_error_the_handler_answers_itself_is_logged(tmp_path: Path, clock: Any, caplog: Any) -> None:
+    """A typed 5xx (a secret that cannot be read, a store outage) is seen by the operator, not only the caller."""
+    server = serve(SUPPORT_INBOX, root=tmp_path / "sessions", port=0, sweep_interval_s=None,
+                   model=ScriptedModel(PARK), clock=clock, env={})  # fmt: skip
+    answered = {"statusCode": 503, "headers": {"Content-Type": "application/json"},
+                "body": json.dumps({"error": "StoreError", "message": "the store is unreachable"})}  # fmt: skip
+    try:
+        server.handlers["resolve"] = lambda event, context: answered
+        with caplog.at_level("WARNING", logger="archmax.serve"):
+            status, body = request(f"{server.url}/sessions/chat-1")
+        assert status == 503 and body["error"] == "StoreError"
+        assert any("answered 503" in r.getMessage() and "StoreError" in r.getMessage() for r in caplog.records)
+    finally:
+        server.stop()

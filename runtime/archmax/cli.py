@@ -384,6 +384,27 @@ class _Cli:
         rec = self.store.load(session_id)
         return rec is not None and bool(rec.delivery_ids) and rec.delivery_ids[-1] == delivery_id
 
+    def turn_stopped(self, session_id: str) -> bool:
+        """Whether the session is ``running`` with no live lease: a turn stopped part-way (the sweep finishes it).
+
+        Raises:
+            StoreError: the head could not be read.
+        """
+        head = self.store.head(session_id)
+        return (
+            head is not None
+            and head.status == SessionStatus.RUNNING
+            and not (head.lease is not None and head.lease.live_at(SystemClock().now()))
+        )
+
+    def not_found(self, session_id: str) -> int:
+        """Say that ``session_id`` has no checkpoint in this store (the documented error shape under ``--json``); 1."""
+        message = f"session '{session_id}' does not exist in this store (archmax sessions lists them)"
+        if self.json:  # named as the resolve function names a 404
+            self.say(to_json({"error": "NotFound", "message": message, "session_id": session_id, "exit": 1}))
+        self.note(f"error: {message}")
+        return 1
+
     def duplicate(self, exc: DuplicateDeliveryError) -> int:
         """A repeated ``--delivery-id``: the event was applied the first time, so this is success."""
         if self.json:
@@ -410,13 +431,10 @@ class _Cli:
         if session_id is None:
             return None
         try:
-            head = self.store.head(session_id)
+            if not self.turn_stopped(session_id):
+                return None  # not running, or another process is in the turn: it parks or finishes on its own
         except ArchmaxError:
             return None
-        if head is None or head.status != SessionStatus.RUNNING:
-            return None
-        if head.lease is not None and head.lease.live_at(SystemClock().now()):
-            return None  # another process is in the turn: it parks or finishes on its own
         sweep = command("archmax", "sweep", *self.context())
         given = getattr(self.args, "delivery_id", None)
         if given is not None and not refused:
@@ -442,11 +460,7 @@ class _Cli:
             validate_session_id(a.session)
             record = self.store.load(a.session)
             if record is None:
-                message = f"session '{a.session}' does not exist in this store (archmax sessions lists them)"
-                if self.json:  # the documented error shape, named as the resolve function names a 404
-                    self.say(to_json({"error": "NotFound", "message": message, "session_id": a.session, "exit": 1}))
-                self.note(f"error: {message}")
-                return 1
+                return self.not_found(a.session)
             if cli_views.wants_view(a):
                 return cli_views.show(self, record, self._spec(record.workflow, {}))
             from archmax.inbound.quarantine import held_in_summary
@@ -666,17 +680,17 @@ class _Cli:
         except ArchmaxError:
             # A model or store failure after the claim: the mail is in the session (the sweep finishes
             # its turn), so its sender is a participant, and a retry of the same file is admitted.
-            self._admit_sender(sid, firing)
+            self._admit_sender(sid, firing, if_claimed=True)
             raise
         self._admit_sender(sid, firing)
         return self.outcome(outcome)
 
-    def _admit_sender(self, session_id: str, firing: Any) -> None:
-        """Note the sender of a mail the session applied as a participant (only once its checkpoint exists)."""
+    def _admit_sender(self, session_id: str, firing: Any, *, if_claimed: bool = False) -> None:
+        """Note the sender of a mail the session applied as a participant (``if_claimed``: only if it has a checkpoint)."""
         from archmax.inbound.mail_auth import record_participant
 
         try:
-            if self.store.head(session_id) is not None:
+            if not if_claimed or self.store.head(session_id) is not None:
                 record_participant(self.store, session_id, firing.variables.get("from"))
         except ArchmaxError as exc:  # the store is failing too: the next mail from this sender is held for review
             self.note(f"warning: sender not noted as a participant of session '{session_id}': {exc}")
@@ -689,7 +703,6 @@ class _Cli:
         released with ``archmax quarantine``.
         """
         import hashlib
-        import json
         import os
 
         from archmax.inbound.mail_auth import speaker_refusal
@@ -703,18 +716,13 @@ class _Cli:
         reason = speaker_refusal(self.store, session_id, firing.variables.get("from"), token_session_id=token_sid)
         if reason is None:
             return False
-        held = QuarantinedMail(
-            session_id=session_id,
-            delivery_id=hashlib.sha256(raw).hexdigest()[:32],  # a safe file name, the same for the same file
-            reason=reason,
-            sender=firing.variables.get("from"),
-            subject=firing.variables.get("subject") or "",
-            trigger=firing.trigger,
-            quarantined_at=format_instant(SystemClock().now()),
-        )
+        held = QuarantinedMail.of(  # the file's hash: a safe file name, the same for the same file
+            firing, session_id=session_id, delivery_id=hashlib.sha256(raw).hexdigest()[:32], reason=reason,
+            at=format_instant(SystemClock().now()),
+        )  # fmt: skip
         hold(self.store, held, raw)
         if self.json:
-            self.say(json.dumps({"session_id": session_id, "quarantined": reason, "delivery_id": held.delivery_id}))
+            self.say(to_json({"session_id": session_id, "quarantined": reason, "delivery_id": held.delivery_id}))
         else:
             self.note(f"quarantined: {reason}")
             release = command("archmax", "quarantine", "release", session_id, held.delivery_id, *self.context())

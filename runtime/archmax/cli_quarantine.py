@@ -41,11 +41,7 @@ def run(cli: Any) -> int:
     if a.action == "list":
         mails = listing(cli.store, sid)
         if not mails and cli.store.head(sid) is None:  # say so, as `archmax sessions <id>` does
-            message = f"session '{sid}' does not exist in this store (archmax sessions lists them)"
-            if cli.json:
-                cli.say(json.dumps({"error": "NotFound", "message": message, "session_id": sid, "exit": 1}))
-            cli.note(f"error: {message}")
-            return 1
+            return cli.not_found(sid)
         if cli.json:
             cli.say(json.dumps([m.model_dump(mode="json") for m in mails], indent=2))
         elif not mails:
@@ -64,7 +60,7 @@ def run(cli: Any) -> int:
     root = getattr(cli.store, "root", None)
     host = Host(agent, FilesystemInbox(root) if root is not None else MemoryInbox())
     answer = release(host, sid, a.delivery_id, parse=lambda raw, trigger: parse_email(raw, trigger=trigger))
-    unfinished = not answer["duplicate"] and _turn_unfinished(cli, sid)
+    unfinished = not answer["duplicate"] and cli.turn_stopped(sid)
     if cli.json:
         cli.say(json.dumps({**answer, "turn_unfinished": unfinished}, indent=2))
     else:
@@ -77,16 +73,3 @@ def run(cli: Any) -> int:
         cli.note(f"next: once the model answers, {command('archmax', 'sweep', *cli.context())} finishes it")
         return 1
     return 0
-
-
-def _turn_unfinished(cli: Any, session_id: str) -> bool:
-    """Whether the session is left ``running`` with no live lease: a turn that stopped part-way (the sweep finishes it)."""
-    from archmax.clock import SystemClock
-    from archmax.session.records import SessionStatus
-
-    head = cli.store.head(session_id)
-    return (
-        head is not None
-        and head.status == SessionStatus.RUNNING
-        and not (head.lease is not None and head.lease.live_at(SystemClock().now()))
-    )

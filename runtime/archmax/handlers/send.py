@@ -72,15 +72,10 @@ def _mail(c: Collaborators, mail: SesMail) -> dict[str, Any]:
     firing = c.thread_mail(ses_firing(mail, raw, caps=c.caps), mail.recipients)  # a reply to what we sent
     session_id, reason = _admission(c, mail, raw, firing)
     if reason is not None:
-        held = QuarantinedMail(
-            session_id=session_id,
-            delivery_id=mail.message_id,  # SES's id: a safe file name for the held mail
-            reason=reason,
-            sender=firing.variables.get("from"),
-            subject=firing.variables.get("subject") or "",
-            trigger=firing.trigger,
-            quarantined_at=format_instant(c.host.clock.now()),
-        )
+        held = QuarantinedMail.of(  # SES's id: a safe file name for the held mail
+            firing, session_id=session_id, delivery_id=mail.message_id, reason=reason,
+            at=format_instant(c.host.clock.now()),
+        )  # fmt: skip
         hold(c.agent.store, held, raw)
         return {"message_id": mail.message_id, "session_id": session_id, "quarantined": reason}
     accepted = c.host.accept(firing, session_id=session_id)

@@ -58,6 +58,19 @@ class QuarantinedMail(BaseModel):
     released_at: str | None = None
     """When an operator released it; ``None`` while held."""
 
+    @classmethod
+    def of(cls, firing: Any, *, session_id: str, delivery_id: str, reason: str, at: str) -> QuarantinedMail:
+        """The record of ``firing`` (a parsed mail) held for ``session_id`` at instant ``at``, for ``reason``."""
+        return cls(
+            session_id=session_id,
+            delivery_id=delivery_id,
+            reason=reason,
+            sender=firing.variables.get("from"),
+            subject=firing.variables.get("subject") or "",
+            trigger=firing.trigger,
+            quarantined_at=at,
+        )
+
 
 def _check_id(session_id: str, delivery_id: Any) -> str:
     if not isinstance(delivery_id, str) or not _MAIL_ID.fullmatch(delivery_id) or delivery_id.endswith(".released"):

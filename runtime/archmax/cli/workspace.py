@@ -4,7 +4,7 @@ Workflows, the store, the model (and ``--record``), ``--variables`` and ``--file
 
 Rule source: BEHAVIOUR.md §11 (flags, workflow resolution, usage errors) and DESIGN.md §5 (the
 model is configuration). Everything here raises :class:`UsageError` for a bad command line; the
-CLI turns it into ``error: <message>`` and exit 2. ``UsageError`` never leaves ``archmax.cli.main``.
+CLI turns it into ``error: <message>`` and exit 2. ``UsageError`` never leaves :func:`archmax.cli.main`.
 
 Host tools are loaded by :mod:`archmax.workflow_tools`, the one convention every host shares.
 """
@@ -18,6 +18,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from archmax.cli.errors import UsageError
 from archmax.errors import InvalidFilePathError
 from archmax.models.base import Model
 from archmax.session.files import check_attachment_name
@@ -26,10 +27,6 @@ from archmax.session.variables import is_variable_name
 from archmax.stores.base import SessionStore
 
 WORKFLOW_FILE = "workflow.yaml"
-
-
-class UsageError(Exception):
-    """A bad command line (exit 2). Internal to the CLI: ``main`` catches every one."""
 
 
 # --------------------------------------------------------------------------- workflows
@@ -181,7 +178,7 @@ def model_spec(flag: str | None) -> str | None:
 def build_model(spec: str | None, *, record: str | None = None) -> Model:
     """The model a configuration names (DESIGN.md §5), optionally recorded.
 
-    ``scripted:<file>`` is read per session (:class:`~archmax.cli_model.TranscriptScriptedModel`),
+    ``scripted:<file>`` is read per session (:class:`~archmax.models.transcript_script.TranscriptScriptedModel`),
     so a script spans CLI processes.
 
     Args:

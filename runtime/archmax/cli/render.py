@@ -85,8 +85,16 @@ def next_line(
     """
     if isinstance(pending, PendingInput):
         if pending.resume_at:
-            cmd = command("archmax", "deliver", session_id, *context, "--trigger", "timer",
-                          "--variables", json.dumps({"now": pending.resume_at}))
+            cmd = command(
+                "archmax",
+                "deliver",
+                session_id,
+                *context,
+                "--trigger",
+                "timer",
+                "--variables",
+                json.dumps({"now": pending.resume_at}),
+            )
             return f"next: {cmd}   (or, once it is due: {command('archmax', 'sweep', *context)})"
         current = (variables or {}).get("trigger", {}).get("value")
         declared = workflow.declared_triggers() if workflow is not None else []
@@ -121,8 +129,7 @@ def print_outcome(
         print(outcome.reply, file=out)
     if outcome.kind == "parked":
         print(paint(waiting_line(outcome.session_id, outcome.pending, outcome.state), "yellow", err), file=err)
-        hint = next_line(outcome.session_id, outcome.pending, context, workflow=workflow,
-                         variables=outcome.variables)
+        hint = next_line(outcome.session_id, outcome.pending, context, workflow=workflow, variables=outcome.variables)
         print(paint(hint, "dim", err), file=err)
         return 0
     if outcome.kind == "failed":
@@ -162,7 +169,9 @@ def sweep_lines(session_id: str, shown: str, outcome: Outcome | None) -> list[st
     return lines
 
 
-def session_lines(summary: SessionSummary, record: Checkpoint | None, workflow: Workflow | None, *, one: bool) -> list[str]:
+def session_lines(
+    summary: SessionSummary, record: Checkpoint | None, workflow: Workflow | None, *, one: bool
+) -> list[str]:
     """The ``sessions`` lines of one session (§11).
 
     ``<id>  <status>  <classification>  state=<position>[  awaiting=<state>][  vars=a,b]``, then an

@@ -19,10 +19,19 @@ STATUSES = [s.value for s in SessionStatus]
 
 def add_flags(sessions: argparse.ArgumentParser) -> None:
     """The view and filter flags of ``sessions``."""
-    sessions.add_argument("--log", action="store_true",
-                          help="with a session: print its story (state changes, parks, deliveries, the conversation)")
-    sessions.add_argument("--open", nargs="?", const="", default=None, metavar="FILE",
-                          help="with a session: write its page (HTML) to FILE (default: a file under the temporary folder) and print where")
+    sessions.add_argument(
+        "--log",
+        action="store_true",
+        help="with a session: print its story (state changes, parks, deliveries, the conversation)",
+    )
+    sessions.add_argument(
+        "--open",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="FILE",
+        help="with a session: write its page (HTML) to FILE (default: a file under the temporary folder) and print where",
+    )
     sessions.add_argument("--status", choices=STATUSES, help="list only sessions with this status")
 
 
@@ -45,7 +54,7 @@ def check_flags(args: argparse.Namespace, usage_error: type[Exception]) -> None:
 
 def show(cli: Any, record: Any, workflow: Any) -> int:
     """Print one session's story (``--log``, ``--json`` for the Story model) and/or write its page (``--open``)."""
-    from archmax.cli_render import to_json
+    from archmax.cli.render import to_json
     from archmax.views import log_lines, story_of
 
     args = cli.args

@@ -158,12 +158,8 @@ class Context:
         Raises:
             StoreError: the head could not be read.
         """
-        from archmax.clock import SystemClock
+        from archmax.cli.leases import live_lease, now_instant
         from archmax.session.records import SessionStatus
 
         head = self.store.head(session_id)
-        return (
-            head is not None
-            and head.status == SessionStatus.RUNNING
-            and not (head.lease is not None and head.lease.live_at(SystemClock().now()))
-        )
+        return head is not None and head.status == SessionStatus.RUNNING and live_lease(head, now_instant()) is None

@@ -10,7 +10,8 @@ firing belongs to), §3 (the operations), DESIGN.md §5 (the model is configurat
 Exit codes: 0 success or a park; 1 a failed or rejected result or any other ``ArchmaxError``;
 2 a usage error (bad flags, bad JSON, a non-object ``--variables``, a bad ``--file``, and
 ``InvalidSessionIdError``, ``InvalidSessionPathError``, ``InvalidVariableNameError``,
-``EmptyMessageError`` or ``MissingDeliveryTriggerError`` from the command line).
+``EmptyMessageError`` or ``MissingDeliveryTriggerError`` from the command line); 130 when Ctrl-C
+interrupted the command (one ``interrupted:`` line and, for a turn left ``running``, its ``next:``).
 
 Example:
     $ archmax run support-inbox "Where is my order?" --trigger email_received \
@@ -27,7 +28,7 @@ from types import ModuleType
 
 from archmax.cli import flags
 from archmax.cli.context import Context
-from archmax.cli.errors import USAGE, USAGE_ERRORS, UsageError, report, silence_stdout
+from archmax.cli.errors import INTERRUPTED, USAGE, USAGE_ERRORS, UsageError, report, silence_stdout
 from archmax.errors import ArchmaxError
 
 COMMANDS = (
@@ -100,7 +101,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         argv: The arguments after the program name; ``None`` reads ``sys.argv[1:]``.
 
     Returns:
-        0 for success or a park; 1 for a failed/rejected result or an ``ArchmaxError``; 2 for a usage error.
+        0 for success or a park; 1 for a failed/rejected result or an ``ArchmaxError``; 2 for a usage error;
+        130 when Ctrl-C interrupted it.
     """
     as_json = "--json" in (sys.argv[1:] if argv is None else argv)
     cli: Context | None = None
@@ -114,6 +116,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.code if isinstance(exc.code, int) else 0
     except (UsageError, *USAGE_ERRORS) as exc:
         return report(exc, USAGE, as_json)
+    except KeyboardInterrupt:  # Ctrl-C: one line and what to do, never a traceback
+        return _interrupted(cli, as_json)
     except BrokenPipeError:  # `archmax sessions | head`: the reader left; no traceback for that
         silence_stdout()
         return 1
@@ -126,6 +130,23 @@ def main(argv: Sequence[str] | None = None) -> int:
             if hint:
                 print(hint, file=sys.stderr)
         return code
+
+
+def _interrupted(cli: Context | None, as_json: bool) -> int:
+    """Say that Ctrl-C stopped the command (and how to finish a turn it left ``running``); 130."""
+    from archmax.cli.hints import interrupted_lines
+
+    lines = interrupted_lines(cli)
+    if as_json:
+        from archmax.cli.render import to_json
+
+        body = {"error": "Interrupted", "message": lines[0], "exit": INTERRUPTED}
+        if cli is not None and cli.target is not None:
+            body["session_id"] = cli.target
+        print(to_json(body))
+    for line in lines:
+        print(line, file=sys.stderr)
+    return INTERRUPTED
 
 
 if __name__ == "__main__":

@@ -70,7 +70,7 @@ def show(cli: Any, record: Any, workflow: Any) -> int:
         if cli.json:
             cli.say(to_json(story))
         else:
-            for line in log_lines(story):
+            for line in _with_lease(cli, record, story, log_lines(story)):
                 cli.say(line)
     return 0
 
@@ -91,3 +91,17 @@ def _default_page_path(cli: Any, session_id: str) -> Path:
 def keep(record: Any, status: str | None) -> bool:
     """Whether a listed session passes ``--status``."""
     return status is None or str(record.status) == status
+
+
+def _with_lease(cli: Any, record: Any, story: Any, lines: list[str]) -> list[str]:
+    """``--log`` lines with, under the headline of a ``running`` session, its lease (issue 25 item 2)."""
+    if str(record.status) != "running":
+        return lines
+    from archmax.cli.leases import now_instant, running_line
+    from archmax.cli.render import command
+    from archmax.views.text import headline
+
+    expires_at = record.lease.expires_at if record.lease is not None else None
+    line = running_line(expires_at, now_instant(), command("archmax", "sweep", *cli.context()))
+    at = len(headline(story))
+    return [*lines[:at], line, *lines[at:]]

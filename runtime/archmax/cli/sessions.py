@@ -11,7 +11,8 @@ from archmax.cli import flags, session_views
 from archmax.cli.context import Context
 from archmax.cli.errors import UsageError
 from archmax.cli.flags import AddCommand
-from archmax.cli.render import session_lines, to_json
+from archmax.cli.leases import now_instant
+from archmax.cli.render import command, session_lines, to_json
 from archmax.cli.workspace import resolve_workflow
 
 
@@ -46,9 +47,11 @@ def run(cli: Context) -> int:
     if not pairs:
         cli.note("no sessions")
     specs: dict[str, Any] = {}
+    sweep = command("archmax", "sweep", *cli.context())
+    now = now_instant()
     for record, summary in pairs:
         spec = cli.workflow_spec(record.workflow, specs)
-        for line in session_lines(summary, record, spec, one=a.session is not None):
+        for line in session_lines(summary, record, spec, one=a.session is not None, sweep=sweep, now=now):
             cli.say(line)
     return 0
 

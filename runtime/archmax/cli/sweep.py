@@ -12,14 +12,19 @@ from archmax.cli import flags
 from archmax.cli.context import Context
 from archmax.cli.errors import UsageError
 from archmax.cli.flags import AddCommand
-from archmax.cli.render import sweep_lines, to_json
+from archmax.cli.leases import EVERY_LEASE, LEASE_MINUTES, live_lease, running_line
+from archmax.cli.render import command, sweep_lines, to_json
 from archmax.cli.workspace import only_workflow, resolve_workflow, workflows_in
 from archmax.clock import FakeClock, SystemClock, format_instant
 
 
 def add_parser(add: AddCommand) -> None:
     """Register ``sweep``."""
-    p = add("sweep", "Wake every session whose resume_at is due (trigger 'timer'); finish turns whose process died.")
+    p = add(
+        "sweep",
+        "Wake every session whose resume_at is due (trigger 'timer'); finish turns whose process died (once "
+        f"the turn's lease of {LEASE_MINUTES} minutes has expired); name the sessions still mid-turn.",
+    )
     p.add_argument("--now", help="the instant to sweep at (default: the clock)")
     flags.workflow(p)
     flags.record(p)
@@ -47,7 +52,9 @@ def run(cli: Context) -> int:
     def on_error(sid: str, exc: Exception) -> None:
         cli.note(f"error: session '{sid}': {exc}")
 
+    mid_turn: list[tuple[str, str]] = []  # (session id, lease expiry): running, no sweep can take them yet
     for workflow_dir in targets:
+        mid_turn += _mid_turn(cli, now, workflow_dir.name)
         if not cli.store.due(now, workflow=workflow_dir.name) and not cli.store.stale(now, workflow=workflow_dir.name):
             continue  # nothing due, no dead turn: no model needed
         clock = FakeClock(now) if a.now is not None else None
@@ -72,7 +79,26 @@ def run(cli: Context) -> int:
         for sid, shown in results + [(sid, shown) for sid, shown, _kind in recovered]:
             for line in sweep_lines(sid, shown, outcomes.get(sid)):
                 cli.say(line)
+        sweep_again = command("archmax", "sweep", *cli.context())
+        for sid, expires_at in mid_turn:
+            cli.note(f"running: session '{sid}' {running_line(expires_at, now, sweep_again)}")
     return 1 if sweep_failed(results + stale) else 0
+
+
+def _mid_turn(cli: Context, now: str, workflow: str) -> list[tuple[str, str]]:
+    """``(session id, lease expiry)`` of the workflow's ``running`` sessions whose lease is live at ``now``.
+
+    Listed before the sweep runs, so a turn this sweep starts is not among them. Stderr only: the
+    result lines (and ``--json``) stay what the sweep did.
+    """
+    if cli.json:
+        return []
+    leased = []
+    for sid in cli.store.stale(EVERY_LEASE, workflow=workflow):  # every running session of the workflow
+        expires_at = live_lease(cli.store.head(sid), now)
+        if expires_at is not None:
+            leased.append((sid, expires_at))
+    return leased
 
 
 def parse_instant(value: str) -> str:

@@ -94,21 +94,34 @@ def only_workflow(root: Path, named: str | None = None, *, how: str = "name one"
         root: The workspace (``--root``).
         named: A word that may have named a workflow (``run``'s first word). With no workflow, or
             several, a slug-like word that matches none is reported as a workflow not found
-            (``archmax run expense-aproval ...``), not as "name a workflow".
+            (``archmax run expense-aproval ...``), not as "name a workflow"; with one, so is a word
+            close to its slug but not equal (a misspelt name, not the prompt's first word: issue 25
+            item 3).
         how: What to do when there are several (see :func:`resolve_workflow`).
 
     Raises:
-        UsageError: there are zero or several.
+        UsageError: there are zero or several, or ``named`` looks like a misspelling of the one.
     """
     found = workflows_in(root)
     if len(found) == 1:
-        return next(iter(found.values()))
+        only = next(iter(found))
+        if named is not None and named != only and _SLUG.fullmatch(named) and _close(named, only):
+            raise UsageError(not_found_message(root, named) + f"; {how}")
+        return found[only]
     if named is not None and _SLUG.fullmatch(named):
         then = f"; {how}" if found else "; run from the workspace folder or pass --root"
         raise UsageError(not_found_message(root, named) + then)
     if not found:
         raise UsageError(f"no workflows/*/{WORKFLOW_FILE} under '{root}'; name a workflow or pass --root")
     raise UsageError(f"'{root}' holds several workflows ({', '.join(found)}): {how}")
+
+
+MISSPELT = 0.8
+"""How close (``difflib`` ratio) a first word must be to the only workflow's slug to be read as a misspelling of it."""
+
+
+def _close(word: str, slug: str) -> bool:
+    return difflib.SequenceMatcher(None, word, slug).ratio() >= MISSPELT
 
 
 # --------------------------------------------------------------------------- store

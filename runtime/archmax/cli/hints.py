@@ -10,6 +10,7 @@ from archmax.cli.context import Context
 from archmax.cli.leases import live_lease, now_instant
 from archmax.cli.render import command
 from archmax.errors import ArchmaxError, ModelError, SessionStateError
+from archmax.session.records import SessionStatus
 
 FIRING_COMMANDS = ("run", "deliver", "reply", "decide")
 """Commands that start a turn, and so can leave one stopped part-way."""
@@ -35,8 +36,7 @@ def hint_after(cli: Context, exc: ArchmaxError) -> str | None:
         return None
     sweep = command("archmax", "sweep", *cli.context())
     try:
-        expires_at = live_lease(cli.store.head(session_id), now_instant())
-        stopped = expires_at is None and cli.turn_stopped(session_id)
+        expires_at, stopped = _turn_of(cli, session_id)
     except ArchmaxError:
         return None
     if refused and expires_at is not None:
@@ -58,6 +58,17 @@ def hint_after(cli: Context, exc: ArchmaxError) -> str | None:
     return f"next: once the model answers, {sweep} finishes the turn of session '{session_id}', which is 'running'" + (
         _adds_again(command_name)
     )
+
+
+def _turn_of(cli: Context, session_id: str) -> tuple[str | None, bool]:
+    """``(live lease expiry, stopped)`` of the session: mid-turn under a lease, or ``running`` with none.
+
+    Raises:
+        StoreError: the head could not be read.
+    """
+    head = cli.store.head(session_id)
+    expires_at = live_lease(head, now_instant())
+    return expires_at, head is not None and head.status == SessionStatus.RUNNING and expires_at is None
 
 
 def _mid_turn_hint(session_id: str, expires_at: str, sweep: str, sessions: str) -> str:
@@ -85,9 +96,7 @@ def interrupted_lines(cli: Context | None) -> list[str]:
     if cli is None or session_id is None or cli.args.command not in FIRING_COMMANDS:
         return ["interrupted"]
     try:
-        head = cli.store.head(session_id)
-        expires_at = live_lease(head, now_instant())
-        stopped = expires_at is None and cli.turn_stopped(session_id)
+        expires_at, stopped = _turn_of(cli, session_id)
     except (ArchmaxError, KeyboardInterrupt):
         return [f"interrupted: the turn of session '{session_id}' may have stopped part-way"]
     sweep = command("archmax", "sweep", *cli.context())

@@ -224,3 +224,128 @@ def check_indexes(agent: Any, store: Any, records: dict[str, Checkpoint], instan
             and (rec.lease.expires_at <= now if rec.lease else rec.updated_at <= now)
         }
         check(stale == want_stale, f"stale({now}) = {sorted(stale)}, checkpoints say {sorted(want_stale)}")
+
+
+# --------------------------------------------------------------------------- caller and child (issue 22)
+
+
+def order_problems(messages: list[Message]) -> list[str]:
+    """The stored transcript's rule: each assistant message's tool calls are answered by the tool
+    messages directly after it, in order, and no tool message stands anywhere else (§5, §7)."""
+    problems: list[str] = []
+    i = 0
+    while i < len(messages):
+        m = messages[i]
+        if m.role == "assistant" and m.tool_calls:
+            ids = [c.id for c in m.tool_calls]
+            got = [x.tool_call_id for x in messages[i + 1 : i + 1 + len(ids)] if x.role == "tool"]
+            if got != ids:
+                problems.append(f"message {i} calls {ids}, the next messages answer {got}")
+            i += 1 + len(ids)
+            continue
+        if m.role == "tool":
+            problems.append(f"tool message {i} answers no call right before it")
+        i += 1
+    return problems
+
+
+def openai_order_problems(kwargs: dict[str, Any]) -> list[str]:
+    """OpenAI chat completions (``to_chat``): an assistant message with ``tool_calls`` is followed by one
+    ``tool`` message per call id before any other message; no ``tool`` message stands elsewhere."""
+    messages = kwargs["messages"]
+    problems: list[str] = []
+    i = 0
+    while i < len(messages):
+        m = messages[i]
+        if m["role"] == "assistant" and m.get("tool_calls"):
+            ids = [c["id"] for c in m["tool_calls"]]
+            got = [x.get("tool_call_id") for x in messages[i + 1 : i + 1 + len(ids)] if x["role"] == "tool"]
+            if sorted(got) != sorted(ids):
+                problems.append(f"openai message {i} calls {ids}, answered next by {got}")
+            i += 1 + len(ids)
+            continue
+        if m["role"] == "tool":
+            problems.append(f"openai tool message {i} answers no call right before it")
+        i += 1
+    return problems
+
+
+def converse_order_problems(kwargs: dict[str, Any]) -> list[str]:
+    """Bedrock Converse (``to_converse``): turns alternate, and an assistant turn's ``toolUse`` ids are
+    answered by the ``toolResult`` blocks of the very next turn; no ``toolResult`` answers anything else."""
+    turns = kwargs["messages"]
+    problems: list[str] = []
+    for i, turn in enumerate(turns):
+        if i and turns[i - 1]["role"] == turn["role"]:
+            problems.append(f"converse turns {i - 1} and {i} are both {turn['role']}")
+        asked = [b["toolUse"]["toolUseId"] for b in turn["content"] if "toolUse" in b]
+        results = [b["toolResult"]["toolUseId"] for b in turn["content"] if "toolResult" in b]
+        before = [b["toolUse"]["toolUseId"] for b in turns[i - 1]["content"] if "toolUse" in b] if i else []
+        if results and sorted(results) != sorted(before):
+            problems.append(f"converse turn {i} answers {results}, the turn before asked {before}")
+        if asked and i + 1 < len(turns):
+            answered = [b["toolResult"]["toolUseId"] for b in turns[i + 1]["content"] if "toolResult" in b]
+            if sorted(answered) != sorted(asked):
+                problems.append(f"converse turn {i} asks {asked}, the next turn answers {answered}")
+    return problems
+
+
+def request_order_problems(request: Any) -> list[str]:
+    """Every adapter's view of one model request: the engine's messages (what ``ScriptedModel`` and the
+    reactive model read), the OpenAI chat request and the Bedrock Converse request built from it."""
+    from archmax.models.bedrock import to_converse
+    from archmax.models.openai import to_chat
+
+    return (
+        [f"request: {p}" for p in order_problems(list(request.messages))]
+        + openai_order_problems(to_chat(request, "gpt-test"))
+        + converse_order_problems(to_converse(request, "amazon.nova-lite-v1:0", max_tokens=256))
+    )
+
+
+def check_requests(problems: list[tuple[str, str]]) -> None:
+    """No model request of the schedule broke tool-call order in any adapter (collected as they were made)."""
+    if problems:
+        sid, text = problems[0]
+        raise Violation(f"{sid}: a model request breaks tool-call order: {text} ({len(problems)} in all)")
+
+
+def unleased_running(records: dict[str, Checkpoint], now: str) -> set[str]:
+    """Sessions ``running`` whose lease is missing or expired at ``now``: nobody is working on them."""
+    return {
+        sid
+        for sid, rec in records.items()
+        if rec.status == SessionStatus.RUNNING and (rec.lease is None or not rec.lease.live_at(now))
+    }
+
+
+def check_pairs(records: dict[str, Checkpoint]) -> None:
+    """After recovery, each caller and its child agree (§5.10).
+
+    A caller parked through a child names an existing child parked on the same channel (so a finished
+    child's completion reached its caller: no caller still waits on it); a parked child whose caller
+    is parked is the one its caller waits on.
+    """
+    from archmax.session.ids import parent_session_id
+
+    for sid, rec in records.items():
+        d = rec.delegation
+        if d is not None and rec.status in (SessionStatus.AWAITING_INPUT, SessionStatus.AWAITING_DECISION):
+            child = records.get(d.session_id)
+            check(child is not None, f"{sid} is parked through child {d.session_id}, which does not exist")
+            check(
+                child.status == rec.status,
+                f"{sid} is {rec.status} through child {d.session_id}, which is {child.status}: "
+                "the child's news never reached its caller",
+            )
+        parent = parent_session_id(sid)
+        if parent is None or rec.status not in (SessionStatus.AWAITING_INPUT, SessionStatus.AWAITING_DECISION):
+            continue
+        caller = records.get(parent)
+        check(caller is not None, f"child {sid} is parked but its caller {parent} does not exist")
+        if caller.status not in (SessionStatus.AWAITING_INPUT, SessionStatus.AWAITING_DECISION):
+            continue  # a finished caller may have moved on (a new turn abandons a call in flight, §8)
+        check(
+            caller.delegation is not None and caller.delegation.session_id == sid,
+            f"child {sid} is parked ({rec.status}) but its caller {parent} is {caller.status} and not waiting on it",
+        )

@@ -163,6 +163,8 @@ def test_the_page_at_390_px_stacks_the_timeline_inside_the_viewport_with_readabl
         exact = first.get_attribute("datetime")
         assert exact is not None and re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", exact)
         assert first.inner_text() == f"{exact[:10]} {exact[11:19]} UTC"
+        due = page.locator('#timeline li.entry[data-kind="park"] span:last-child time').last  # "until": "2d"
+        assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC", due.inner_text())
     finally:
         server.stop()
 

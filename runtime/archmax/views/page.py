@@ -180,10 +180,16 @@ def _timeline(entries: Iterable[TimelineEntry]) -> str:
     rows = [
         f'<li class="entry {escape(e.kind)}" data-kind="{escape(e.kind)}">{_time(e.at)}'
         f'<span class="kind {escape(e.kind)}">{escape(e.kind.replace("_", " "))}</span>'
-        f"<span>{escape(entry_text(e))}</span></li>"
+        f"<span>{_with_times(entry_text(e), e.resume_at)}</span></li>"
         for e in entries
     ]
     return f'<ol class="timeline">{"".join(rows)}</ol>' if rows else "<p class=meta>Nothing has happened yet.</p>"
+
+
+def _with_times(text: str, instant: str | None) -> str:
+    """``text`` escaped, with ``instant`` (a ``resume_at`` it names) shown as a readable ``<time>``."""
+    shown = escape(text)
+    return shown.replace(escape(instant), _time(instant)) if instant else shown
 
 
 def _said(e: ConversationEntry) -> str:

@@ -165,6 +165,11 @@ def test_the_page_at_390_px_stacks_the_timeline_inside_the_viewport_with_readabl
         assert first.inner_text() == f"{exact[:10]} {exact[11:19]} UTC"
         due = page.locator('#timeline li.entry[data-kind="park"] span:last-child time').last  # "until": "2d"
         assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC", due.inner_text())
+
+        listing = browser.new_page(viewport=PHONE)
+        listing.goto(f"{server.url}/", wait_until="load")  # the list scrolls its table, not the page
+        assert listing.locator("a", has_text="AAQk-1").is_visible()
+        assert listing.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
     finally:
         server.stop()
 

@@ -293,8 +293,8 @@ def render_list(rows: Sequence[dict[str, Any]], *, base: str = "", filters: dict
     more = f'<p><a rel="next" href="{escape(next_href)}">next page</a></p>' if next_href else ""
     body = (
         f"<header><h1>Sessions</h1><div class=meta>filters: {escape(shown)} · {len(rows)} shown</div></header><main>"
-        '<section><div class="card"><table><thead><tr><th>session</th><th>workflow</th><th>status</th><th>state</th>'
-        f"<th>waiting for</th><th>resume_at</th><th>updated</th></tr></thead><tbody>{body_rows}</tbody></table>"
-        f"{more}</div></section></main>"
+        '<section><div class="card"><div class="scroll"><table><thead><tr><th>session</th><th>workflow</th>'
+        "<th>status</th><th>state</th><th>waiting for</th><th>resume_at</th><th>updated</th></tr></thead>"
+        f"<tbody>{body_rows}</tbody></table></div>{more}</div></section></main>"
     )
     return _page("archmax sessions", body)

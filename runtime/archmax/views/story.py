@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from archmax.clock import format_instant
 from archmax.session.notes import NOTE_TOOL, runtime_note_kind
@@ -164,6 +164,7 @@ class Running(_View):
     lease_until: str | None = None
     failure: str | None = None
 
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def stopped(self) -> bool:
         """No turn holds the session: it stopped part-way and waits for the sweep."""
@@ -305,10 +306,10 @@ def _resume_at(args: dict[str, Any], ts: int | None) -> str | None:
 def held_mail(store: Any, session_id: str) -> list[HeldMail]:
     """The session's quarantined mail as the story shows it, oldest first.
 
-    Read-only, through :func:`archmax.inbound.quarantine.listing` (one ``list_files``, one ``get``
-    per record). Raises what the store raises (StoreError).
+    Read-only, through :func:`archmax.inbound.quarantine.listing` (one ``list_files``, then two
+    ``get`` per held mail: its record and its release stamp). Raises what the store raises (StoreError).
     """
-    from archmax.inbound.quarantine import listing
+    from archmax.inbound.quarantine import listing  # imported here: only a story with a store reads mail
 
     mails = [
         HeldMail(delivery_id=m.delivery_id, sender=m.sender, subject=m.subject, reason=m.reason,

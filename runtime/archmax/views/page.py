@@ -70,6 +70,9 @@ time { font: 12px ui-monospace, SFMono-Regular, Menlo, monospace; color: var(--m
 .kind.park { color: var(--warn); } .kind.delivery, .kind.decision { color: var(--accent); }
 .kind.completed { color: var(--ok); } .kind.failed, .kind.rejected, .kind.on_error, .kind.raised { color: var(--bad); }
 .kind.quarantined, .kind.stopped { color: var(--warn); }
+ul.held { list-style: none; margin: 0; padding: 0; }
+ul.held li { padding: 6px 0; border-bottom: 1px dashed var(--line); overflow-wrap: anywhere; }
+ul.held li.released { color: var(--muted); }
 .notice { margin-top: 6px; padding: 4px 10px; border-left: 3px solid var(--warn); background: #fffaf0; }
 .conversation { display: flex; flex-direction: column; gap: 10px; }
 .msg { max-width: 80%; border-radius: 10px; padding: 8px 12px; white-space: pre-wrap; word-wrap: break-word;
@@ -156,21 +159,25 @@ def _status_line(story: Story) -> str:
 
 
 def _held(story: Story) -> str:
-    """The quarantine card: every held mail (and the released ones), who sent it, why and when."""
+    """The quarantine card: every held mail (and the released ones), who sent it, why and when.
+
+    One block per mail rather than a table row: ids and reasons are long, and a phone is narrow.
+    """
     if not story.held:
         return ""
-    rows = "".join(
-        f'<tr class="held-mail{" released" if m.released_at else ""}" data-delivery-id="{escape(m.delivery_id)}">'
-        f"<td><code>{escape(m.delivery_id)}</code></td><td>{escape(m.sender or 'unknown sender')}</td>"
-        f"<td>{escape(m.subject)}</td><td>{escape(m.reason)}</td><td>{_time(m.quarantined_at)}</td>"
-        f"<td>{_time(m.released_at) if m.released_at else 'held'}</td></tr>"
+    items = "".join(
+        f'<li class="held-mail{" released" if m.released_at else ""}" data-delivery-id="{escape(m.delivery_id)}">'
+        f'<div><strong>{escape(m.sender or "unknown sender")}</strong> · held since {_time(m.quarantined_at)} · '
+        + (f"released {_time(m.released_at)}" if m.released_at else '<span class="kind quarantined">held</span>')
+        + "</div>"
+        + (f'<div class="subject">{escape(m.subject)}</div>' if m.subject else "")
+        + f'<div class="why">{escape(m.reason)}</div>'
+        f'<div class="meta">id <code>{escape(m.delivery_id)}</code></div></li>'
         for m in story.held
     )
     count = sum(1 for m in story.held if m.released_at is None)
     return (
-        f'<section id="held"><h2>Held mail ({count} in quarantine)</h2><div class="card"><div class="scroll"><table>'
-        "<thead><tr><th>id</th><th>from</th><th>subject</th><th>why it was held</th><th>since</th><th>released</th>"
-        f"</tr></thead><tbody>{rows}</tbody></table></div>"
+        f'<section id="held"><h2>Held mail ({count} in quarantine)</h2><div class="card"><ul class="held">{items}</ul>'
         f'<p class="meta">An operator releases one with <code>archmax quarantine release '
         f"{escape(story.session_id)} &lt;id&gt;</code>; it is then applied once.</p></div></section>"
     )

@@ -62,16 +62,15 @@ TOOLS = [lookup_order]
 
 | form | grammar | examples |
 | --- | --- | --- |
-| duration | one or more `<whole number><unit>` parts, units `w` (week), `d`, `h`, `m`, `s`, `ms`, lowercase, each unit at most once and largest first, no spaces | `30m`, `120s`, `2h30m`, `1d12h`, `1w`, `1m30s`, `1s500ms` |
-| ISO-8601 duration | `P[nW][nD][T[nH][nM][nS]]`: uppercase letters, whole numbers, at least one part, `T` only before a time part | `PT2M`, `PT2H30M`, `P1D`, `P1DT2H`, `P1W` |
+| duration | `<whole number><unit>`, one unit of `ms`, `s`, `m`, `h`, `d`, lowercase, no spaces | `30m`, `120s`, `2h`, `1d`, `500ms` |
 | instant | `YYYY-MM-DD`, optionally `T` or one space and `HH:MM[:SS[.fraction]]`, optionally `Z`, `±HH:MM` or `±HHMM` | `2025-03-01`, `2025-03-01T09:00`, `2025-03-01 09:00+02:00` |
 
-A duration counts from the moment of the call (`1w` is 7 days, `1d` 24 hours) and must add up to
-more than zero (`0m`, `PT0S`: `must be a positive duration`). A date alone is midnight UTC, a time
-without an offset is UTC, fractions of a second are cut to milliseconds, and an instant in the
-past is due at once. Anything else is refused, and the model is told why together with the forms
-above: `1.5h`, `2 h`, `2H`, `30m2h` (largest unit first), `P1M` and `P1Y` (months and years have
-no fixed length), `PT1.5S`, `tomorrow`. A refused `until` parks nothing: the model gets an `error`
+A duration counts from the moment of the call (`1d` is 24 hours) and must be more than zero (`0m`:
+`must be a positive duration`). A date alone is midnight UTC, a time without an offset is UTC,
+fractions of a second are cut to milliseconds, and an instant in the past is due at once. The
+grammar is BEHAVIOUR.md §5.3's, exactly: anything else is refused, and the model is told why
+together with the forms above: `1.5h`, `2 h`, `2H`, `2h30m` (write `150m`), `1w` (write `7d`),
+`PT2M` (ISO-8601 durations: write `2m`), `tomorrow`. A refused `until` parks nothing: the model gets an `error`
 result and may call `archmax_wait` again.
 
 ## Timers: the `timer` trigger needs no declaration

@@ -6,11 +6,10 @@ from __future__ import annotations
 import pytest
 
 from archmax.session.records import SessionStatus
-from archmax.session.until import UNTIL_HINT
 
 from ._support import CHAT, TWO, harness, results_of, wait_then
 
-HINT = UNTIL_HINT  # the sentence itself is pinned in tests/unit/session/test_until.py
+HINT = "Expected a duration such as 30m, 2h or 1d (units ms, s, m, h, d) or an ISO-8601 date or date-time."
 
 
 @pytest.mark.parametrize(

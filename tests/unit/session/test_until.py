@@ -52,48 +52,6 @@ def test_durations_are_added_to_now(value: str, expected: str) -> None:
     assert parse_until(value, NOW) == expected
 
 
-@pytest.mark.parametrize(
-    ("value", "expected"),
-    [
-        ("2h30m", "2025-01-01T14:30:00.000Z"),
-        ("1d12h", "2025-01-03T00:00:00.000Z"),
-        ("1m30s", "2025-01-01T12:01:30.000Z"),
-        ("1s500ms", "2025-01-01T12:00:01.500Z"),
-        ("1w", "2025-01-08T12:00:00.000Z"),
-        ("2w", "2025-01-15T12:00:00.000Z"),
-        ("1w2d3h4m5s6ms", "2025-01-10T15:04:05.006Z"),
-        ("0h30m", "2025-01-01T12:30:00.000Z"),
-        ("90m", "2025-01-01T13:30:00.000Z"),
-    ],
-)
-def test_compound_durations_and_weeks_add_their_parts(value: str, expected: str) -> None:
-    assert parse_until(value, NOW) == expected
-
-
-@pytest.mark.parametrize(
-    ("value", "expected"),
-    [
-        ("PT2M", "2025-01-01T12:02:00.000Z"),
-        ("PT45S", "2025-01-01T12:00:45.000Z"),
-        ("PT2H30M", "2025-01-01T14:30:00.000Z"),
-        ("P1D", "2025-01-02T12:00:00.000Z"),
-        ("P1DT2H", "2025-01-02T14:00:00.000Z"),
-        ("P1W", "2025-01-08T12:00:00.000Z"),
-        ("P1W1D", "2025-01-09T12:00:00.000Z"),
-        ("PT36H", "2025-01-03T00:00:00.000Z"),
-        ("P2DT0H0M1S", "2025-01-03T12:00:01.000Z"),
-    ],
-)
-def test_iso_8601_durations_are_added_to_now(value: str, expected: str) -> None:
-    assert parse_until(value, NOW) == expected
-
-
-def test_a_compound_duration_past_the_last_instant_is_malformed() -> None:
-    with pytest.raises(UntilError) as info:
-        parse_until("P99999999999999W", NOW)
-    assert str(info.value) == neither("P99999999999999W")
-
-
 def test_duration_reads_the_injected_clock(clock: FakeClock) -> None:
     assert parse_until("1d", clock.now()) == "2025-01-02T00:00:00.000Z"
     clock.advance(hours=5)
@@ -114,7 +72,7 @@ def test_now_in_another_offset_gives_a_utc_instant() -> None:
     assert parse_until("1h", now) == "2025-01-01T13:00:00.000Z"
 
 
-@pytest.mark.parametrize("value", ["0ms", "0s", "0m", "0h", "0d", "000m", "0w", "0h0m", "PT0S", "P0D", "P0W"])
+@pytest.mark.parametrize("value", ["0ms", "0s", "0m", "0h", "0d", "000m"])
 def test_zero_amount_is_not_a_positive_duration(value: str) -> None:
     with pytest.raises(UntilError) as info:
         parse_until(value, NOW)
@@ -134,34 +92,13 @@ def test_zero_amount_is_not_a_positive_duration(value: str) -> None:
         "+1h",
         "30",
         "m",
+        "1w",
         "1y",
         "30min",
+        "1h30m",
+        "PT1H",
         "1e3s",
         "١d",
-        "1W",
-        "30m2h",
-        "1h1h",
-        "500ms1s",
-        "2h 30m",
-        "2h-30m",
-        "1.5w",
-        "h30m",
-        "P",
-        "PT",
-        "P1DT",
-        "PT5",
-        "P1Y",
-        "P1M",
-        "P1Y2M",
-        "PT1.5S",
-        "PT0,5S",
-        "pt2m",
-        "P2MT",
-        "PT2S1M",
-        "P1D2W",
-        "-PT1H",
-        "P1H",
-        "T1H",
     ],
 )
 def test_malformed_durations_are_neither(value: str) -> None:
@@ -330,10 +267,7 @@ def test_refusal_is_a_tool_argument_error_not_an_archmax_error() -> None:
     assert not isinstance(info.value, ArchmaxError)
 
 
-def test_the_hint_names_every_accepted_form() -> None:
+def test_the_hint_is_the_documented_sentence() -> None:
     assert UNTIL_HINT == (
-        "Expected a duration such as 30m, 2h30m, 1d or 1w (units w, d, h, m, s, ms, largest first), "
-        "an ISO-8601 duration such as PT2M, P1DT2H or P1W, or an ISO-8601 date or date-time."
+        "Expected a duration such as 30m, 2h or 1d (units ms, s, m, h, d) or an ISO-8601 date or date-time."
     )
-    for example in ("30m", "2h30m", "1d", "1w", "PT2M", "P1DT2H", "P1W"):
-        parse_until(example, NOW)  # every form the hint names is accepted

@@ -184,8 +184,6 @@ def test_instants_read_as_date_time_and_utc(at: str, shown: str) -> None:
     assert readable(at) == shown
 
 
-@pytest.mark.xfail(strict=True, reason="the CLI does not pass its store to story_of yet (cli_views.show: "
-                   "story_of(record, workflow, store=cli.store)); remove this mark when it does")
 def test_archmax_sessions_log_and_open_show_the_held_mail(inbox_store: Path, tmp_path: Path) -> None:
     held_id = _held_id(inbox_store)
     log = _archmax(inbox_store, "sessions", CONVERSATION, "--log")

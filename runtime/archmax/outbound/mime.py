@@ -22,6 +22,7 @@ import email.utils
 import hashlib
 from datetime import datetime
 from email import _header_value_parser as parser
+from email import errors
 from email.headerregistry import HeaderRegistry
 from email.message import EmailMessage
 from typing import Any
@@ -38,6 +39,19 @@ class _MessageIDToken(parser.ValueTerminal):
     """One ``<id>``: a word the folder may move to a new line but never encodes or splits."""
 
     as_ew_allowed = False
+
+
+def _msg_id(word: str) -> parser.TokenList | _MessageIDToken:
+    """``<id>`` as the stdlib's msg-id token (the one ``MessageIDHeader`` uses), else as one word.
+
+    The msg-id token keeps a long id on the header name's line; an id its parser reads differently
+    (an obsolete or sloppy form a client sent) is kept whole as one unencodable word instead.
+    """
+    try:
+        token, rest = parser.get_msg_id(word)
+    except errors.HeaderParseError:
+        return _MessageIDToken(word, "msg-id")
+    return token if not rest and str(token) == word else _MessageIDToken(word, "msg-id")
 
 
 class _MessageIDs(parser.TokenList):
@@ -61,7 +75,7 @@ class MessageIDListHeader:
         for n, word in enumerate(value.split()):
             if n:
                 tree.append(parser.WhiteSpaceTerminal(" ", "fws"))
-            tree.append(_MessageIDToken(word, "msg-id"))
+            tree.append(_msg_id(word))
         kwds["parse_tree"] = tree
         kwds["decoded"] = str(tree)
 

@@ -51,8 +51,10 @@ def parse_email(
     Conversation id: the thread root, i.e. the first usable id in ``References``, else in
     ``In-Reply-To``, else the message's own ``Message-ID`` (see
     :func:`archmax.inbound.email_ids.thread_root`; ids the host already knows win, and a
-    newest-first References list is read reversed). Ids are normalised: brackets and folding
-    whitespace stripped, the domain lowercased, the local part kept. With two ``Message-ID``
+    newest-first References list is read reversed). Ids reach the variables as written (brackets and
+    folding whitespace stripped, case kept: a reply quotes them so, issue 20 item 7); the
+    conversation id and the delivery id are their keys (the domain lowercased, the local part
+    kept, :func:`~archmax.inbound.email_ids.normalise_message_id`). With two ``Message-ID``
     headers, the **last** usable one wins: relays and forwarders prepend headers, so the one nearest
     the body is the one the sender's client wrote, and replies quote that one. A message with no
     usable id at all gets ``mail-<first 32 hex of sha256(raw)>``: fresh, but the same for a
@@ -72,14 +74,20 @@ def parse_email(
     Returns:
         A :class:`Firing` with
 
-        * ``variables``: ``conversation_id`` (str), ``message_id`` (str | None), ``from`` (the
-          sender's address; None when the mail names none or several, str | None), ``to`` (list[str] of addresses), ``subject`` (decoded str,
-          ``""`` if absent), ``body`` (the whole text/plain, or text extracted from the HTML when
-          there is no plain part; ``\n`` line ends), ``reply_body`` (body without quoted history),
-          ``in_reply_to`` (first usable id or None), ``references`` (list[str], header order),
-          ``body_charset`` (the codec the body was read with, see :func:`decode_text`; None without a body);
+        * ``variables``: ``conversation_id`` (str), ``message_id`` (str | None, as written), ``from``
+          (the sender's address; None when the mail names none or several, str | None), ``to``
+          (list[str] of the To header's RFC 5322 addresses; one with an encoded-word or otherwise
+          unusable is left out and warned), ``subject`` (decoded str, ``""`` if absent), ``body``
+          (every inline text/plain or text/html part in order, HTML reduced to text, one
+          alternative per multipart/alternative with plain text preferred, a blank line between
+          parts; ``\n`` line ends), ``reply_body`` (body without quoted history), ``in_reply_to``
+          (first usable id as written, or None), ``references`` (list[str] as written, header
+          order), ``body_charset`` (the codec the first text part was read with, see
+          :func:`decode_text`; None without a body);
         * ``files``: ``attachment_1``, ``attachment_2``, ... -> :class:`FileIn` with a safe basename
-          (the runtime re-validates names, BEHAVIOUR.md §9.5) and the decoded bytes;
+          (the runtime re-validates names, BEHAVIOUR.md §9.5) and the decoded bytes: every part
+          with ``Content-Disposition: attachment`` or a file name, whatever its type or
+          disposition, and inline text parts that are neither plain nor HTML;
         * ``attachments_refused`` (only when caps refused some): ``{"count", "reason"}``;
         * ``message``: ``reply_body``, else ``body``, else a line naming the attachments, else the
           subject (a mail that is only a subject still says something), else None;
@@ -117,7 +125,7 @@ def parse_email(
             warnings.append(f"{name} is present but holds no usable message id; it was ignored")
 
     own_key = normalise_message_id(message_id) if message_id else None
-    root = thread_root(own_key, _keys(in_reply_to), _keys(references), known_message_ids)
+    root = thread_root(own_key, _keys(in_reply_to), _keys(references), _known_keys(known_message_ids))
     warnings.extend(root.warnings)
     conversation_id = root.conversation_id
     if conversation_id is None:
@@ -204,6 +212,17 @@ def _ids_of(msg: Message, name: str, warnings: list[str]) -> list[str]:
         ids.extend(i for i in message_ids_in(value, skipped, as_written=True) if normalise_message_id(i) not in seen)
         warnings.extend(f"{name}: skipped the malformed id {token!r}" for token in skipped)
     return ids
+
+
+def _known_keys(
+    known: Mapping[str, str] | Collection[str] | None,
+) -> Mapping[str, str] | Collection[str] | None:
+    """The host's known ids keyed like the candidates they are matched with (a host may file ids as written)."""
+    if not known:
+        return known
+    if isinstance(known, Mapping):
+        return {key: value for raw, value in known.items() if isinstance(raw, str) and (key := normalise_message_id(raw))}
+    return {key for raw in known if isinstance(raw, str) and (key := normalise_message_id(raw))}
 
 
 def _keys(ids: list[str]) -> list[str]:

@@ -349,7 +349,8 @@ def _split_parts(msg: Message) -> tuple[list[Message], list[Message]]:
     files: list[Message] = []
 
     def walk(part: Message, *, files_only: bool = False) -> None:
-        if part.get_content_disposition() == "attachment" or _filename(part):
+        named = part.get_content_disposition() == "attachment" or _filename(part)
+        if named and part.get_content_maintype() != "multipart":  # a multipart is a container, never a file
             files.append(part)
             return
         if part.is_multipart():

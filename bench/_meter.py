@@ -125,7 +125,7 @@ class Meter:
         if op == "TransactWriteItems":
             out = []
             for entry in body.get("TransactItems", ()):
-                (action, spec), = entry.items()
+                ((action, spec),) = entry.items()
                 table = spec["TableName"]
                 key = self._key(table, spec["Item"]) if action == "Put" else spec["Key"]
                 out.append((table, key, "check" if action == "ConditionCheck" else "write"))
@@ -142,12 +142,19 @@ class Meter:
         return []
 
     def _dynamodb_units(
-        self, op: str, body: dict[str, Any], old: list[tuple[str, dict[str, Any], Any]], answer: dict[str, Any], ok: bool
+        self,
+        op: str,
+        body: dict[str, Any],
+        old: list[tuple[str, dict[str, Any], Any]],
+        answer: dict[str, Any],
+        ok: bool,
     ) -> tuple[float, float]:
         if old:
             transactional = op == "TransactWriteItems"
             kinds = [kind for _t, _k, kind in self._targets(op, body)]
-            cancelled = not ok and answer.get("__type", "").endswith(("ConditionalCheckFailedException", "TransactionCanceledException"))
+            cancelled = not ok and answer.get("__type", "").endswith(
+                ("ConditionalCheckFailedException", "TransactionCanceledException")
+            )
             if not ok and not cancelled:
                 return 0.0, 0.0
             wru = 0
@@ -175,7 +182,9 @@ class Meter:
             rru = 0.0
             for entry in body.get("TransactItems", ()):
                 spec = entry["Get"]
-                rru += read_units(item_size(self._image(spec["TableName"], spec["Key"])), consistent=True, transactional=True)
+                rru += read_units(
+                    item_size(self._image(spec["TableName"], spec["Key"])), consistent=True, transactional=True
+                )
             return 0.0, rru
         if op in ("Query", "Scan"):
             overhead = 100 if body.get("IndexName") else 0

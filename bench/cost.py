@@ -115,7 +115,7 @@ def _blob_size(value: Any) -> int:
 
 def value_size(value: Mapping[str, Any]) -> int:
     """Bytes of one attribute value in DynamoDB's typed form (``{"S": "x"}``, ``{"M": {...}}``...)."""
-    (kind, inner), = value.items()
+    ((kind, inner),) = value.items()
     if kind == "S":
         return len(inner.encode("utf-8"))
     if kind == "N":

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import functools
 import json
 import sys
 import uuid
@@ -66,7 +67,9 @@ class CycleModel(WaiterModel):
     def complete(self, request: ModelRequest) -> ModelResponse:
         last = request.messages[-1] if request.messages else None
         if last is not None and last.role == "tool" and "'timer' arrived" in last.content:
-            call = ToolCall(id=f"call_{len(request.messages)}", name="archmax_wait", args={"reason": "bench", "until": "1d"})
+            call = ToolCall(
+                id=f"call_{len(request.messages)}", name="archmax_wait", args={"reason": "bench", "until": "1d"}
+            )
             return ModelResponse(
                 text="waiting", tool_calls=[call], usage=Usage(input_tokens=1, output_tokens=1),
                 stop_reason="tool_use", model_id=self.name,
@@ -142,7 +145,11 @@ class Stream:
             for record in found:
                 stream = dict(record["dynamodb"])
                 stream["ApproximateCreationDateTime"] = stream["ApproximateCreationDateTime"].timestamp()
-                shaped = {**{k: v for k, v in record.items() if k != "dynamodb"}, "dynamodb": stream, "eventSourceARN": self._arn}
+                shaped = {
+                    **{k: v for k, v in record.items() if k != "dynamodb"},
+                    "dynamodb": stream,
+                    "eventSourceARN": self._arn,
+                }
                 if any(_matches(f, shaped) for f in self._filters):
                     out.append(shaped)
         return out
@@ -300,6 +307,16 @@ def _window(meter: Meter, cycles: int, run: Callable[[], None], messages: int) -
     return Measured(calls, bill, cycles, messages)
 
 
+ROWS = (  # (row, path, warm containers); the timer row first (see archmax_rows)
+    ("timer (sweep), warm", "timer", True),
+    ("deliver, warm container", "deliver", True),
+    ("deliver, cold container", "deliver", False),
+    ("webhook (send → drain), warm", "webhook", True),
+    ("webhook (send → drain), cold", "webhook", False),
+    ("public API, warm store", "public", True),
+)
+
+
 def archmax_rows(server: MotoServer, window: int, lengths: tuple[int, ...]) -> dict[str, dict[int, Measured]]:
     """Each archmax path at each transcript length: a fresh stack, a session grown unmetered, then metered cycles.
 
@@ -318,56 +335,58 @@ def archmax_rows(server: MotoServer, window: int, lengths: tuple[int, ...]) -> d
         )
         public = create_agent(WORKFLOW, public_store, MODEL, clock=clock, outbound=False)
         # The timer row first: its sweeps would wake every parked session of the table.
-        first = "timer (sweep), warm"
-        messages = 0
-        for name, make, run_name in (
-            ("timer (sweep), warm", lambda: Paths(stack, warm=True), "timer"),
-            ("deliver, warm container", lambda: Paths(stack, warm=True), "deliver"),
-            ("deliver, cold container", lambda: Paths(stack, warm=False), "deliver"),
-            ("webhook (send → drain), warm", lambda: Paths(stack, warm=True), "webhook"),
-            ("webhook (send → drain), cold", lambda: Paths(stack, warm=False), "webhook"),
-            ("public API, warm store", None, "public"),
-        ):
+        for name, path, warm in ROWS:
             if length == min(lengths):
-                sid = f"{run_name}-{length}-{'cold' if 'cold' in name else 'warm'}"
-                messages = _grow(grower, sid, length)
+                sid = f"{path}-{length}-{'warm' if warm else 'cold'}"
+                _grow(grower, sid, length)
             else:
                 sid = f"long-{length}"
-                messages = _grow(grower, sid, length) if name == first else messages + 4 * (window + 1)
+                if name == ROWS[0][0]:
+                    _grow(grower, sid, length)
+            messages = len(stack.env.store().load(sid).messages)  # an unmetered read
             stack.stream.records()  # the growth's records are not this row's
-            if make is None:
-                run = lambda sid=sid: _parked(  # noqa: E731
-                    public.workflow.deliver(sid, trigger="event", message=AGAIN_MESSAGE).kind, "public API"
-                )
+            if path == "public":
+                run = functools.partial(_public_cycle, public, sid)
             else:
-                paths = make()
-                run = lambda sid=sid, paths=paths, run_name=run_name: getattr(paths, run_name)(sid)  # noqa: E731
+                run = functools.partial(getattr(Paths(stack, warm=warm), path), sid)
             run()  # warm-up: the warm containers (and the public store) serve this cycle first
             out.setdefault(name, {})[length] = _window(meter, window, run, messages)
     return out
 
 
+def _public_cycle(agent: Any, sid: str) -> None:
+    _parked(agent.workflow.deliver(sid, trigger="event", message=AGAIN_MESSAGE).kind, "public API")
+
+
 def peer_rows(server: MotoServer, window: int, lengths: tuple[int, ...]) -> dict[str, dict[int, Measured]]:
-    """The peer in both modes, one Lambda invocation per cycle, at each length."""
-    from peers import Peer, PeerExit
+    """The peer in both modes on one thread per length, one Lambda invocation per cycle.
+
+    The thread is grown with ``durability="exit"`` (unmetered; the state it reaches is the same),
+    then metered on the saver's defaults, then with ``durability="exit"``.
+    """
+    from peers import Peer
 
     out: dict[str, dict[int, Measured]] = {}
     shadow = server.new_client("dynamodb")
-    for cls, name in ((Peer, "peer: LangGraph + DynamoDBSaver"), (PeerExit, 'peer, durability="exit"')):
-        for length in lengths:
-            meter = Meter(shadow)
-            peer = cls(server.fresh(), server.endpoint_url)
-            meter.attach(peer.saver.client)
-            sid = f"peer-{length}"
-            messages = peer.start(sid)
-            while messages < length:
-                messages = peer.cycle(sid)
+    for length in lengths:
+        meter = Meter(shadow)
+        peer = Peer(server.fresh(), server.endpoint_url)
+        meter.attach(peer.saver.client)
+        sid = f"peer-{length}"
+        peer.durability = "exit"
+        messages = peer.start(sid)
+        while messages < length:
+            messages = peer.cycle(sid)
+        for name, durability in (("peer: LangGraph + DynamoDBSaver", None), ('peer, durability="exit"', "exit")):
+            peer.durability = durability
 
             def run(peer: Any = peer, sid: str = sid, meter: Meter = meter) -> None:
                 meter.invoked("peer")
                 peer.cycle(sid)
 
-            out.setdefault(name, {})[length] = _window(meter, window, run, messages)
+            run()  # the first cycle in this mode is not measured (as archmax's warm-up)
+            out.setdefault(name, {})[length] = _window(meter, window, run, messages + 4)
+            messages += 4 * (window + 1)
     return out
 
 
@@ -444,7 +463,7 @@ def report(rows: dict[str, dict[int, Measured]], lam: LambdaAssumptions, window:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--window", type=int, default=4, help="metered cycles per row and length")
+    parser.add_argument("--window", type=int, default=3, help="metered cycles per row and length")
     parser.add_argument("--lengths", default=",".join(map(str, LENGTHS)), help="transcript lengths (messages)")
     parser.add_argument("--duration-ms", type=float, default=100.0, help="assumed billed ms per Lambda invocation")
     args = parser.parse_args(argv)

@@ -27,6 +27,20 @@ _UID = "bench-meter"
 _SINGLE_WRITES = {"PutItem": "Item", "UpdateItem": "Key", "DeleteItem": "Key"}
 
 
+def _error_code(http_response: Any) -> str:
+    """The error code of a failed answer (JSON ``__type`` or the S3 XML ``<Code>``), else the HTTP status."""
+    content = http_response.content or b""
+    try:
+        kind = json.loads(content).get("__type", "")
+        if kind:
+            return kind.rsplit("#", 1)[-1]
+    except ValueError:
+        start, end = content.find(b"<Code>"), content.find(b"</Code>")
+        if 0 <= start < end:
+            return content[start + 6 : end].decode()
+    return str(http_response.status_code)
+
+
 class Meter:
     """Calls and billing units of the clients it is attached to, since the last :meth:`reset`.
 
@@ -40,14 +54,18 @@ class Meter:
         self._tables: dict[str, tuple[tuple[str, ...], list[IndexShape]]] = {}
         self.calls: Counter[str] = Counter()
         self.bill = Bill()
+        self.failed: Counter[str] = Counter()
+        """Calls answered with an error (``service.Operation: Code``), also in :attr:`calls`."""
+        self.ended_failed: Counter[str] = Counter()
+        """:attr:`failed` of the window the last :meth:`reset` ended."""
 
     # ------------------------------------------------------------------ windows
 
     def reset(self) -> tuple[Counter[str], Bill]:
         """Start a new window; returns the calls and bill of the one that ended."""
         with self._lock:
-            calls, bill = self.calls, self.bill
-            self.calls, self.bill = Counter(), Bill()
+            calls, bill, self.ended_failed = self.calls, self.bill, self.failed
+            self.calls, self.bill, self.failed = Counter(), Bill(), Counter()
         return calls, bill
 
     def note_call(self, name: str) -> None:
@@ -84,6 +102,10 @@ class Meter:
     def _after(self, model: Any, http_response: Any, context: dict[str, Any], **_: Any) -> None:
         service, op = model.service_model.service_name, model.name
         ok = http_response.status_code < 300
+        if not ok:
+            code = _error_code(http_response)
+            with self._lock:
+                self.failed[f"{service}.{op}: {code}"] += 1
         if service == "s3":
             kind = s3_request_class(op)
             with self._lock:

@@ -20,8 +20,10 @@ own ``AwsStore`` with its own (cold) cache. A *warm* container served the previo
   produced, read from moto's DynamoDB Streams (``GetShardIterator``/``GetRecords``, free for a
   Lambda trigger, so not counted), filtered by the template's ``FilterCriteria``, one batch.
 * **public API**: ``create_agent(bench/waiter, AwsStore)`` ``deliver`` on a warm store, nothing else.
-* **peer**: LangGraph + ``DynamoDBSaver`` (bench/peers.py's graph, the same one-node workload), one
-  Lambda invocation per cycle, on its defaults and with ``durability="exit"``.
+* **peer**: LangGraph + ``DynamoDBSaver`` (bench/peers.py's table and saver defaults) given its fairest
+  setup: the same workload as a one-node graph (a park ends the run; the next input resumes the
+  thread: one super-step per cycle), one Lambda invocation per cycle, on the saver's default
+  durability and with ``durability="exit"``. No lifecycle events: it has no outbound side.
 
 Every AWS call is counted with botocore hooks (``bench/_meter.py``) and priced by ``bench/cost.py``.
 Transcripts at ~10 and ~1,000 messages (a session grown by an unmetered agent first). Goal rows
@@ -280,6 +282,7 @@ class Measured:
     bill: Bill
     cycles: int
     messages: int
+    failed: Counter[str] = field(default_factory=Counter)
 
     @property
     def calls_per_cycle(self) -> float:
@@ -289,7 +292,9 @@ class Measured:
         return self.bill.total(lam=lam) / self.cycles * 1e6
 
     def detail(self) -> str:
-        return ", ".join(f"{op}×{n / self.cycles:g}" for op, n in sorted(self.calls.items()))
+        calls = ", ".join(f"{op}×{n / self.cycles:.3g}" for op, n in sorted(self.calls.items()))
+        failed = ", ".join(f"{op}×{n / self.cycles:.3g}" for op, n in sorted(self.failed.items()))
+        return calls + (f" (of which failed: {failed})" if failed else "")
 
 
 def _grow(agent: Any, sid: str, length: int) -> int:
@@ -304,7 +309,7 @@ def _window(meter: Meter, cycles: int, run: Callable[[], None], messages: int) -
     for _ in range(cycles):
         run()
     calls, bill = meter.reset()
-    return Measured(calls, bill, cycles, messages)
+    return Measured(calls, bill, cycles, messages, meter.ended_failed)
 
 
 ROWS = (  # (row, path, warm containers); the timer row first (see archmax_rows)
@@ -358,19 +363,63 @@ def _public_cycle(agent: Any, sid: str) -> None:
     _parked(agent.workflow.deliver(sid, trigger="event", message=AGAIN_MESSAGE).kind, "public API")
 
 
+def one_node_graph(checkpointer: Any) -> Any:
+    """The workload as the peer's cheapest graph: one model node, START → model → END.
+
+    A park is the run ending after the wait tool's messages; a resume is the next input on the
+    same thread. One super-step per cycle, so the fewest checkpoints the saver can write.
+    """
+    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+    from langgraph.graph import END, MessagesState, StateGraph
+    from langgraph.graph import START as GRAPH_START
+
+    def model(state):  # no annotations: LangGraph reads them at run time
+        last = state["messages"][-1]
+        if isinstance(last, HumanMessage) and "wait" in str(last.content):
+            call = {"name": "wait", "args": {"reason": "bench", "until": "1d"}, "id": f"call_{len(state['messages'])}"}
+            return {
+                "messages": [
+                    AIMessage(content="", tool_calls=[call]),
+                    ToolMessage(content="parked", tool_call_id=call["id"]),
+                    AIMessage(content="waiting"),
+                ]
+            }
+        return {"messages": [AIMessage(content="done")]}
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("model", model)
+    graph.add_edge(GRAPH_START, "model")
+    graph.add_edge("model", END)
+    return graph.compile(checkpointer=checkpointer)
+
+
+def _peer(server: MotoServer) -> Any:
+    """bench/peers.py's peer (its table, its ``DynamoDBSaver`` defaults) on the one-node graph."""
+    from langchain_core.messages import HumanMessage
+    from peers import Peer
+
+    class OneNodePeer(Peer):
+        def __init__(self, env: AwsEnv, endpoint_url: str) -> None:
+            super().__init__(env, endpoint_url)
+            self.graph = one_node_graph(self.saver)
+
+        def cycle(self, sid: str) -> int:
+            return self._run(sid, {"messages": [HumanMessage(content=AGAIN_MESSAGE)]})
+
+    return OneNodePeer(server.fresh(), server.endpoint_url)
+
+
 def peer_rows(server: MotoServer, window: int, lengths: tuple[int, ...]) -> dict[str, dict[int, Measured]]:
     """The peer in both modes on one thread per length, one Lambda invocation per cycle.
 
     The thread is grown with ``durability="exit"`` (unmetered; the state it reaches is the same),
     then metered on the saver's defaults, then with ``durability="exit"``.
     """
-    from peers import Peer
-
     out: dict[str, dict[int, Measured]] = {}
     shadow = server.new_client("dynamodb")
     for length in lengths:
         meter = Meter(shadow)
-        peer = Peer(server.fresh(), server.endpoint_url)
+        peer = _peer(server)
         meter.attach(peer.saver.client)
         sid = f"peer-{length}"
         peer.durability = "exit"

@@ -122,3 +122,19 @@ def test_calls_made_outside_the_clients_are_noted_and_invocations_billed(aws):
     meter.invoked("send")
     calls, bill = meter.reset()
     assert calls == {"lambda.Invoke": 1} and bill.lambda_requests == 2 and bill.invocations == {"send": 2}
+
+
+def test_a_cancelled_transaction_is_counted_as_a_call_and_as_failed(aws):
+    meter, ddb, _ = aws
+    ddb.put_item(TableName=TABLE, Item=_item("a", 100))
+    meter.reset()
+    with pytest.raises(ddb.exceptions.TransactionCanceledException):
+        ddb.transact_write_items(
+            TransactItems=[
+                {"Put": {"TableName": TABLE, "Item": _item("a", 10), "ConditionExpression": "attribute_not_exists(pk)"}}
+            ]
+        )
+    calls, bill = meter.reset()
+    assert calls == {"dynamodb.TransactWriteItems": 1}
+    assert meter.ended_failed == {"dynamodb.TransactWriteItems: TransactionCanceledException": 1}
+    assert bill.wru == 2  # billed as if it had run, on the item as it stands (the model's stated assumption)

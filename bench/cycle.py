@@ -495,12 +495,12 @@ def report(rows: dict[str, dict[int, Measured]], lam: LambdaAssumptions, window:
     for line in price_table(lam=lam):
         print(line)
     print()
-    print("Where the money goes ($ per 1M cycles by line, ~1,000 messages):")
+    print(f"Where the money goes ($ per 1M cycles by line, ~{large} messages):")
     for name, by_length in rows.items():
         m = by_length[large]
         lines = {k: v / m.cycles * 1e6 for k, v in m.bill.dollars(lam=lam).items() if v}
         print(f"  {name}: " + ", ".join(f"{k} {v:.2f}" for k, v in lines.items()))
-    print("Calls per cycle in detail (~10 / ~1,000 messages; lambda.Invoke is the waker's self-invoke):")
+    print(f"Calls per cycle in detail (~{small} / ~{large} messages; lambda.Invoke is the waker's self-invoke):")
     for name, by_length in rows.items():
         print(f"  {name}: {by_length[small].detail()}")
         print(f"  {' ' * len(name)}  {by_length[large].detail()}")

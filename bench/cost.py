@@ -317,8 +317,10 @@ def price_table(prices: Prices = PRICES, lam: LambdaAssumptions | None = None) -
         f" = {usd(lam.gb_seconds * prices.lambda_gb_second, 1e6)} per million invocations",
         f"  EventBridge PutEvents                   {usd(prices.eventbridge_entry, 1e6)} per million entries",
         f"  SES outbound                            {usd(prices.ses_message, 1e3)} per 1,000 messages",
-        "Assumptions: storage (DynamoDB GB-month, S3 GB-month, PITR), data transfer, CloudWatch/X-Ray and the"
-        " entry request (HTTP API $1.00/M, the same on every system) are left out; the model's own cost and wait"
+        "Assumptions: storage (DynamoDB GB-month, S3 GB-month, PITR; the outbound marker objects are kept forever),"
+        " data transfer, CloudWatch Logs/EMF ingestion, X-Ray (template.yaml sets Tracing: Active: $5.00 per"
+        " million traces recorded past the free sampling reservoir, per traced invocation) and the entry request"
+        " (HTTP API $1.00/M, the same on every system) are left out; the model's own cost and wait"
         " are left out (the same model calls on every system); one outbound invocation per cycle (Lambda batches"
         " stream records of one shard, so under load several cycles share one: this is the worst case); a"
         " cancelled transaction is billed as if it had run (2× on each item's current size); an item not found"

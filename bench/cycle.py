@@ -5,8 +5,9 @@ Run: ``make bench`` (or ``.venv/bin/python bench/cycle.py [--window 4]``).
 One moto server serves the stack and the peer in the same run. The stack is template.yaml's: the
 sessions table with its change stream, the inbox table, the bucket, an event bus. Each Lambda
 *container* is a separately built set of collaborators (``archmax.hosting.wiring``, the
-composition root ``functions/*/app.py`` use, with the bench model and a shared fake clock): its
-own ``AwsStore`` with its own (cold) cache. A *warm* container served the previous cycle; a
+composition root ``functions/*/app.py`` use, with the bench model and a shared fake clock) under
+the handler app.py builds (``archmax.handlers.<function>.build``, without the Powertools telemetry
+wrapper, which makes no AWS API call): its own ``AwsStore`` with its own (cold) cache. A *warm* container served the previous cycle; a
 *cold* one never saw the session. Paths, each a cycle that resumes a parked session and parks it again:
 
 * **deliver**: the deliver function's ``POST /sessions/{id}/deliveries`` (``events/apigw_deliver.json``).
@@ -253,7 +254,7 @@ class Paths:
         answer = self.stack.invoke(self._container("accept", "send"), event)
         if answer["statusCode"] != 202:
             raise RuntimeError(f"send answered {answer['statusCode']}: {answer.get('body')}")
-        self._drain("drain", "send")
+        self._drain("drain")
         self.stack.outbound(self._container("outbound", "outbound"))
 
     def timer(self, sid: str) -> None:
@@ -262,10 +263,11 @@ class Paths:
         due = answer.get("report", {}).get("due", [])
         if [tuple(d) for d in due] != [(sid, "parked")]:
             raise RuntimeError(f"the sweep did not wake and re-park {sid}: {answer}")
-        self._drain("timer-drain", "timer")
+        self._drain("timer-drain")
         self.stack.outbound(self._container("outbound", "outbound"))
 
-    def _drain(self, role: str, function: str) -> None:
+    def _drain(self, role: str) -> None:
+        """Run each queued self-invoke ``{"drain": id}`` in the ``role`` container of the function it names."""
         while self.stack.pending:
             fn, sid = self.stack.pending.pop(0)
             answer = self.stack.invoke(self._container(role, fn), {"drain": sid})

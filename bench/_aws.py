@@ -13,6 +13,7 @@ benchmarks do, from the template).
 
 from __future__ import annotations
 
+import functools
 import json
 import threading
 import urllib.request
@@ -32,15 +33,20 @@ _CREDENTIALS = {"aws_access_key_id": "bench", "aws_secret_access_key": "bench", 
 _TABLE_KEYS = ("KeySchema", "AttributeDefinitions", "GlobalSecondaryIndexes", "BillingMode")
 
 
-def template() -> dict[str, Any]:
-    """template.yaml decoded (cfn-lint, so ``!Ref`` and friends parse), as plain dicts and strings."""
+@functools.cache
+def _template_json() -> str:
     from cfnlint.decode.decode import decode_str
 
     doc, errors = decode_str(TEMPLATE.read_text(encoding="utf-8"))
     if errors:
         raise RuntimeError(f"template.yaml does not decode: {errors}")
     # cfn-lint's nodes subclass str/dict; boto3 wants plain ones.
-    return json.loads(json.dumps(doc))
+    return json.dumps(doc)
+
+
+def template() -> dict[str, Any]:
+    """template.yaml decoded (cfn-lint, so ``!Ref`` and friends parse), as plain dicts and strings (a fresh copy)."""
+    return json.loads(_template_json())
 
 
 def _template_properties(logical_id: str) -> dict[str, Any]:

@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, Any
 
 from archmax.agent import Agent, create_agent
 from archmax.clock import Clock
+from archmax.engine.door import apply
 from archmax.errors import StoreError
 from archmax.inbound.caps import AttachmentCaps
 from archmax.models import model_from_config
@@ -56,6 +57,7 @@ from archmax.workflow_tools import load_checked_tools
 
 if TYPE_CHECKING:  # the SES parser and the dispatcher (email) load only in the functions that use them
     from archmax.inbound.ses import SesMail
+    from archmax.hosting.telemetry import Telemetry
     from archmax.outbound.dispatch import Dispatcher
 
 
@@ -147,6 +149,7 @@ def from_environment(
     clock: Clock | None = None,
     waker: Callable[[str], None] | None = None,
     clients: Mapping[str, Any] | None = None,
+    telemetry: Telemetry | None = None,
 ) -> Collaborators:
     """Assemble the collaborators the settings (see module docstring) describe.
 
@@ -156,6 +159,9 @@ def from_environment(
         clock: An injected clock (tests).
         waker: Overrides the waker (tests drain inline with ``None`` + ``ARCHMAX_DRAIN=inline``).
         clients: Prebuilt boto3 clients by service name (``dynamodb``, ``s3``, ``lambda``).
+        telemetry: A function's :class:`~archmax.hosting.telemetry.Telemetry`: the engine's door, the
+            store and the model are built wrapped by it (never patched afterwards), and refused mail and
+            due parks are reported to it.
 
     Returns:
         :class:`Collaborators`.
@@ -174,6 +180,8 @@ def from_environment(
     client = _client_factory(clients)
     bucket, inbox_table = env.get("SESSIONS_BUCKET"), env.get("INBOX_TABLE")
     store = _store(env, client)
+    if telemetry is not None:
+        store = telemetry.store(store)
     if inbox_table:
         from archmax.hosting.inbox_dynamo import DynamoInbox
 
@@ -203,7 +211,12 @@ def from_environment(
         if in_process
         else False
     )
+    if telemetry is not None and model is not None:
+        model = telemetry.model(model)
     agent = create_agent(spec, store, model, tools=load_checked_tools(spec), clock=clock, outbound=outbound)
+    if telemetry is not None:
+        agent = Agent(agent.runtime, telemetry.door(apply))
+        telemetry.observe(spec.slug, agent.runtime.clock)
     function_name = env.get("AWS_LAMBDA_FUNCTION_NAME")
     if waker is None and env.get("ARCHMAX_DRAIN", "async" if function_name else "inline") == "async":
         if not function_name:
@@ -211,7 +224,7 @@ def from_environment(
                 "ARCHMAX_DRAIN=async self-invokes the function: AWS_LAMBDA_FUNCTION_NAME is not set"
             )
         waker = lambda_waker(client("lambda"), function_name)
-    host = Host(agent, inbox, waker=waker, clock=clock)
+    host = Host(agent, inbox, waker=waker, clock=clock, on_due=telemetry.due if telemetry is not None else None)
     from archmax.inbound.reply_token import configured_secret
 
     return Collaborators(
@@ -222,6 +235,7 @@ def from_environment(
         thread_mail=reply_threader(store, env, s3_client=client("s3") if aws else None, s3_prefix=prefix),
         caps=AttachmentCaps.from_env(env),
         reply_secret=lambda: configured_secret(env),
+        **({"on_refused": telemetry.refused_mail} if telemetry is not None else {}),
     )
 
 

@@ -62,6 +62,7 @@ from contextlib import contextmanager
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from archmax import errors
 from archmax.errors import ArchmaxError, CallerError, DuplicateDeliveryError, ModelError
 
 if TYPE_CHECKING:
@@ -84,8 +85,6 @@ def error_class(exc: BaseException | str) -> str:
 
 def family(name: str, exc: BaseException | None = None) -> str:
     """``Refusals``, ``Duplicates``, ``ModelErrors`` or ``Failures``: the metric an error counts in."""
-    from archmax import errors
-
     cls = type(exc) if exc is not None else getattr(errors, name, None)
     if isinstance(cls, type) and issubclass(cls, DuplicateDeliveryError):
         return "Duplicates"

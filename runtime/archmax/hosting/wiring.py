@@ -47,6 +47,7 @@ from archmax.agent import Agent, create_agent
 from archmax.clock import Clock
 from archmax.engine.door import apply
 from archmax.errors import StoreError
+from archmax.hosting.host import Host
 from archmax.inbound.caps import AttachmentCaps
 from archmax.models import model_from_config
 from archmax.models.base import Model
@@ -172,8 +173,6 @@ def from_environment(
             a tool no module provides.
         ModelConfigurationError: ``ARCHMAX_MODEL`` (or a tunable) is not a usable model configuration.
     """
-    from archmax.hosting.host import Host
-
     workflow = env.get("WORKFLOW_DIR")
     if not workflow:
         raise StoreError("WORKFLOW_DIR is not set: it names the workflow folder this function serves")

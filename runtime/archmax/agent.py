@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from archmax.clock import Clock, SystemClock
-from archmax.engine.events import EventEmitter, EventHandler
 from archmax.engine import firing_rule
 from archmax.engine.artifacts import ARTIFACTS, render
 from archmax.engine.door import Door, apply, run_child
+from archmax.engine.events import EventEmitter, EventHandler
 from archmax.engine.runtime import Runtime
 from archmax.engine.subworkflows import WorkflowRegistry
 from archmax.engine.tools import host_tools_from

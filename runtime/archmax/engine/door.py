@@ -25,9 +25,11 @@ from archmax.stores.riders import Riders, riding
 
 
 class Door(Protocol):
-    """The shape of :func:`apply`, and of anything wrapping it (``create_agent(door=...)``)."""
+    """The shape of :func:`apply`, and of anything wrapping it (``Agent(runtime, door)``)."""
 
-    def __call__(self, rt: Runtime, firing: EngineFiring, *, riders: Riders | None = None) -> Applied: ...
+    def __call__(self, rt: Runtime, firing: EngineFiring, *, riders: Riders | None = None) -> Applied:
+        """Apply ``firing`` on ``rt`` with ``riders`` riding its commits (see :func:`apply`)."""
+        ...
 
 
 def apply(rt: Runtime, firing: EngineFiring, *, riders: Riders | None = None) -> Applied:

@@ -36,7 +36,9 @@ class FiringRunner(Protocol):
     (Temporal's ``_Runtime`` style: implemented above, never imported back).
     """
 
-    def __call__(self, rt: Runtime, firing: EngineFiring) -> Applied: ...
+    def __call__(self, rt: Runtime, firing: EngineFiring) -> Applied:
+        """Apply ``firing`` to a session of ``rt``'s workflow, nothing riding."""
+        ...
 
 
 @dataclass

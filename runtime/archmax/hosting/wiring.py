@@ -57,8 +57,8 @@ from archmax.spec import load_workflow
 from archmax.workflow_tools import load_checked_tools
 
 if TYPE_CHECKING:  # the SES parser and the dispatcher (email) load only in the functions that use them
-    from archmax.inbound.ses import SesMail
     from archmax.hosting.telemetry import Telemetry
+    from archmax.inbound.ses import SesMail
     from archmax.outbound.dispatch import Dispatcher
 
 

@@ -21,9 +21,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Field
+from typing import TYPE_CHECKING, Any
 
 from archmax.clock import Clock, format_instant
 from archmax.engine.placement import prepare_files
@@ -42,8 +40,8 @@ from archmax.errors import (
     is_retryable,
 )
 from archmax.hosting.inbox_base import GuardFailed, Inbox, InboxItem, ItemKind
-from archmax.hosting.sweep import ERROR as SWEEP_ERROR
-from archmax.hosting.sweep import SKIPPED, recover_stale
+from archmax.hosting.reports import Accepted, Disposition, Redrive, SweepReport
+from archmax.hosting.sweep import recover_stale
 from archmax.hosting.sweep import sweep as sweep_due
 from archmax.session.firing import Deliver, Firing, Send
 from archmax.session.ids import SessionId, parse_session_id, validate_delivery_id
@@ -56,75 +54,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("archmax.hosting")
 
-Disposition = Literal["turn", "resume", "reply", "queued"]
-
-
-class Accepted(BaseModel):
-    """What :meth:`Host.accept` answers once the firing is durably inboxed (a webhook's ``202`` body).
-
-    Attributes:
-        session_id: The resolved session id.
-        delivery_id: The firing's delivery id (given, or a fresh uuid).
-        disposition: What the firing means now: ``turn``/``resume``/``reply`` as ``resolve_session``
-            says, or ``queued`` when the session is mid-turn (decided when the item is applied).
-        duplicate: The delivery id was inboxed before; nothing new was written.
-        warnings: ``resolve_session``'s warnings (e.g. a session path that did not resolve).
-    """
-
-    model_config = ConfigDict(defer_build=True)  # schema built on first use, not at import (issue 10)
-
-    session_id: str
-    delivery_id: str
-    disposition: Disposition
-    duplicate: bool
-    warnings: list[str] = Field(default_factory=list)
-
-
-class Redrive(BaseModel):
-    """One session drained by the sweep.
-
-    Attributes:
-        session_id: The session.
-        results: Per applied item: the Outcome's kind, ``duplicate``, or the refusal's class name.
-        recovered: A send took the session over after its lease expired (§3.12).
-    """
-
-    model_config = ConfigDict(defer_build=True)  # schema built on first use, not at import (issue 10)
-
-    session_id: str
-    results: list[str] = Field(default_factory=list)
-    recovered: bool = False
-
-
-class SweepReport(BaseModel):
-    """What :meth:`Host.sweep` did.
-
-    Attributes:
-        now: The instant swept at.
-        due: ``(session_id, kind)`` of every due park woken with ``timer`` (see ``archmax.hosting.sweep``).
-        due_skipped: Why due parks and stale turns were not swept (a store without ``list``), else ``None``.
-        redriven: Every session with waiting inbox items, drained.
-        stale: ``(session_id, kind)`` of every other ``running`` session whose lease had expired (or
-            was missing), handed to ``recover`` (``archmax.hosting.sweep.recover_stale``): the
-            continued turn's Outcome kind, ``skipped`` (another process got there first) or ``error``.
-    """
-
-    model_config = ConfigDict(defer_build=True)  # schema built on first use, not at import (issue 10)
-
-    now: str
-    due: list[tuple[str, str]] = Field(default_factory=list)
-    due_skipped: str | None = None
-    redriven: list[Redrive] = Field(default_factory=list)
-    stale: list[tuple[str, str]] = Field(default_factory=list)
-
-    @property
-    def recovered(self) -> list[str]:
-        """Ids of sessions this sweep took over after their lease expired: by a re-drive, then by ``recover``."""
-        redriven = [r.session_id for r in self.redriven if r.recovered]
-        return redriven + [sid for sid, kind in self.stale if kind not in (SKIPPED, SWEEP_ERROR)]
-
-
 DrainResult = Outcome | ArchmaxError
+
 
 def _may_be_stale(result: Outcome | ArchmaxError) -> bool:
     """A refusal or a lost claim that a remembered (possibly old) view of the session may explain.
@@ -137,8 +68,6 @@ def _may_be_stale(result: Outcome | ArchmaxError) -> bool:
 
 _GUARDED_ATTEMPTS = 3
 """Guarded accepts tried before the last one reads the session and puts unguarded."""
-
-
 
 
 class Host:
@@ -566,6 +495,5 @@ class Host:
                 on_error=lambda sid, exc: log.warning("recovering the dead turn of %r failed: %s", sid, exc),
             )
         return report
-
 
 __all__ = ["Accepted", "DrainResult", "Host", "Redrive", "SweepReport"]

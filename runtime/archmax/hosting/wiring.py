@@ -177,26 +177,11 @@ def from_environment(
     if not workflow:
         raise StoreError("WORKFLOW_DIR is not set: it names the workflow folder this function serves")
     client = _client_factory(clients)
-    bucket, inbox_table = env.get("SESSIONS_BUCKET"), env.get("INBOX_TABLE")
+    bucket = env.get("SESSIONS_BUCKET")
     store = _store(env, client)
     if telemetry is not None:
         store = telemetry.store(store)
-    if inbox_table:
-        from archmax.hosting.inbox_dynamo import DynamoInbox
-
-        # With a bucket, firings too large for one DynamoDB item (a mail with a 1 MB attachment)
-        # keep their body under `<SESSIONS_PREFIX>/.inbox/` and the item points at it.
-        inbox: Any = DynamoInbox(
-            inbox_table,
-            client=client("dynamodb"),
-            s3_client=client("s3") if bucket else None,
-            bucket=bucket or None,
-            prefix=env.get("SESSIONS_PREFIX", "sessions"),
-        )
-    else:
-        from archmax.hosting.inbox_fs import FilesystemInbox
-
-        inbox = FilesystemInbox(Path(env.get("ARCHMAX_ROOT") or "sessions"))
+    inbox = _inbox(env, client)
     spec = load_workflow(Path(workflow))
     if model is None and (env.get("ARCHMAX_MODEL") or "").strip():
         # scripted: replays per session, since a session's turns span invocations; a bad value fails here
@@ -216,13 +201,7 @@ def from_environment(
     if telemetry is not None:
         agent = Agent(agent.runtime, telemetry.door(apply))
         telemetry.observe(spec.slug, agent.runtime.clock)
-    function_name = env.get("AWS_LAMBDA_FUNCTION_NAME")
-    if waker is None and env.get("ARCHMAX_DRAIN", "async" if function_name else "inline") == "async":
-        if not function_name:
-            raise StoreError(
-                "ARCHMAX_DRAIN=async self-invokes the function: AWS_LAMBDA_FUNCTION_NAME is not set"
-            )
-        waker = lambda_waker(client("lambda"), function_name)
+    waker = waker if waker is not None else _waker(env, client)
     host = Host(agent, inbox, waker=waker, clock=clock, on_due=telemetry.due if telemetry is not None else None)
     from archmax.inbound.reply_token import configured_secret
 
@@ -236,6 +215,40 @@ def from_environment(
         reply_secret=lambda: configured_secret(env),
         **({"on_refused": telemetry.refused_mail} if telemetry is not None else {}),
     )
+
+
+def _inbox(env: Mapping[str, str], client: Callable[[str], Any]) -> Any:
+    """The DynamoDB inbox with ``INBOX_TABLE``, else the filesystem inbox beside the store."""
+    inbox_table, bucket = env.get("INBOX_TABLE"), env.get("SESSIONS_BUCKET")
+    if inbox_table:
+        from archmax.hosting.inbox_dynamo import DynamoInbox
+
+        # With a bucket, firings too large for one DynamoDB item (a mail with a 1 MB attachment)
+        # keep their body under `<SESSIONS_PREFIX>/.inbox/` and the item points at it.
+        return DynamoInbox(
+            inbox_table,
+            client=client("dynamodb"),
+            s3_client=client("s3") if bucket else None,
+            bucket=bucket or None,
+            prefix=env.get("SESSIONS_PREFIX", "sessions"),
+        )
+    from archmax.hosting.inbox_fs import FilesystemInbox
+
+    return FilesystemInbox(Path(env.get("ARCHMAX_ROOT") or "sessions"))
+
+
+def _waker(env: Mapping[str, str], client: Callable[[str], Any]) -> Callable[[str], None] | None:
+    """``ARCHMAX_DRAIN=async`` (the default inside Lambda): a self-invoke; else ``None`` (drain inline).
+
+    Raises:
+        StoreError: async draining outside Lambda (no ``AWS_LAMBDA_FUNCTION_NAME``).
+    """
+    function_name = env.get("AWS_LAMBDA_FUNCTION_NAME")
+    if env.get("ARCHMAX_DRAIN", "async" if function_name else "inline") != "async":
+        return None
+    if not function_name:
+        raise StoreError("ARCHMAX_DRAIN=async self-invokes the function: AWS_LAMBDA_FUNCTION_NAME is not set")
+    return lambda_waker(client("lambda"), function_name)
 
 
 def outbound_from_environment(

@@ -23,6 +23,7 @@ from archmax.stores.base import SessionStore
 
 if TYPE_CHECKING:
     from archmax.engine.claims import Applied
+    from archmax.engine.work import Work
     from archmax.session.firing import EngineFiring
 
 log = logging.getLogger("archmax")
@@ -38,6 +39,22 @@ class FiringRunner(Protocol):
 
     def __call__(self, rt: Runtime, firing: EngineFiring) -> Applied:
         """Apply ``firing`` to a session of ``rt``'s workflow, nothing riding."""
+        ...
+
+
+class RunningTurn(Protocol):
+    """A turn in progress, as hooks and sub-workflow calls see it (implemented by ``loop.TurnLoop``).
+
+    They read and change the record, force a commit after a side effect, and reach the runtime;
+    they never import the loop that runs them.
+    """
+
+    rt: Runtime
+    work: Work
+
+    @property
+    def rec(self) -> Checkpoint:
+        """The record the turn is building."""
         ...
 
 

@@ -19,11 +19,11 @@ import json
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from archmax.engine.firing_rule import lease_live, parked_channel
 from archmax.engine.placement import place_files, prepare_files, session_file_exists
-from archmax.engine.runtime import Runtime
+from archmax.engine.runtime import RunningTurn, Runtime
 from archmax.errors import (
     ArchmaxError,
     CallerError,
@@ -51,9 +51,6 @@ from archmax.session.records import (
 from archmax.session.variables import VARIABLE_NAME, UnresolvedReferenceError, substitute_references
 from archmax.spec import Workflow, check_value_type, load_workflow
 from archmax.spec.governance import SUBWORKFLOW_PREFIX
-
-if TYPE_CHECKING:
-    from archmax.engine.loop import TurnLoop
 
 MAX_DEPTH = 5
 """A child may sit at most this many levels below the session that started the chain (§5.10)."""
@@ -137,7 +134,7 @@ class WorkflowRegistry:
 # ---------------------------------------------------------------------------------------- the call
 
 
-def call(loop: TurnLoop, slug: str, tool_call: ToolCall, args: dict[str, Any]) -> tuple[str, str]:
+def call(loop: RunningTurn, slug: str, tool_call: ToolCall, args: dict[str, Any]) -> tuple[str, str]:
     """Run ``archmax_workflow_<child>`` from state ``slug`` (§5.10).
 
     Returns:
@@ -199,7 +196,7 @@ def _mocked(rt: Runtime, rec: Checkpoint, slug: str, child_slug: str, name: str,
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
 
 
-def _arguments(loop: TurnLoop, child: Workflow, args: dict[str, Any]) -> tuple[str | None, dict, dict]:
+def _arguments(loop: RunningTurn, child: Workflow, args: dict[str, Any]) -> tuple[str | None, dict, dict]:
     """Check the call's arguments against the child's ``manual`` ``requires``: ``(problem, variables, files)``."""
     rec = loop.rec
     decl = child.trigger_decl("manual")
@@ -246,7 +243,7 @@ def call_path(rt: Runtime, rec: Checkpoint) -> list[str]:
 # ---------------------------------------------------------------------------------------- settling
 
 
-def settle(loop: TurnLoop, *, answering: bool = False) -> tuple[str, str] | None:
+def settle(loop: RunningTurn, *, answering: bool = False) -> tuple[str, str] | None:
     """Bring the caller up to date with its child (§5.10).
 
     Starts the child when it has no checkpoint, recovers it when its turn died (§3.12), then: a parked
@@ -356,7 +353,7 @@ def _drive(child_rt: Runtime, d: Delegation, parent: Checkpoint) -> Checkpoint:
     return latest
 
 
-def _mirror_park(loop: TurnLoop, child: Checkpoint, channel: str, answering: bool) -> tuple[str, str] | None:
+def _mirror_park(loop: RunningTurn, child: Checkpoint, channel: str, answering: bool) -> tuple[str, str] | None:
     """Park the caller through its child: its reason on ``input``, its decision on ``decision`` (§5.10)."""
     rt, rec = loop.rt, loop.rec
     d = rec.delegation
@@ -401,7 +398,7 @@ def _mirror_park(loop: TurnLoop, child: Checkpoint, channel: str, answering: boo
     return ("success", text) if answering else None
 
 
-def _finish(loop: TurnLoop, status: str, text: str, answering: bool) -> tuple[str, str] | None:
+def _finish(loop: RunningTurn, status: str, text: str, answering: bool) -> tuple[str, str] | None:
     """End the call: trail step; a success recovers a pending rejection of the same call, a failure leaves one."""
     rt, rec = loop.rt, loop.rec
     d = rec.delegation

@@ -241,7 +241,7 @@ class Host:
     def drain(self, session_id: str) -> list[DrainResult]:
         """Apply the session's pending items in arrival order while holding its drain lease.
 
-        Each item goes through ``agent.workflow.send`` (kind ``deliver``: ``deliver``) with its
+        Each item goes through the agent's door as a ``Send`` (kind ``deliver``: a ``Deliver``) with its
         delivery id. ``DuplicateDeliveryError`` → marked done (applied before). An error
         :func:`archmax.errors.is_retryable` calls "not now" — ``SessionNotResumableError`` (mid-turn
         elsewhere), ``StoreError`` or ``ModelError`` (an outage mid-turn), or a park race lost to

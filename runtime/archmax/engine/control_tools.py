@@ -62,7 +62,6 @@ def agent_spoke_since_opening(messages: list[Message]) -> bool:
     return False
 
 
-
 def archmax_wait(loop: TurnLoop, slug: str, call: ToolCall, args: dict[str, Any]) -> _Result:
     """§5.2: park on ``input``; ``until`` → ``resume_at``; ``maxParks`` refuses and routes."""
     rec = loop.rec
@@ -106,13 +105,11 @@ def archmax_wait(loop: TurnLoop, slug: str, call: ToolCall, args: dict[str, Any]
     loop.rt.events.emit(
         rec, "parked", state=slug, awaiting="input", reason=reason, resume_at=resume_at, call_id=call.id
     )
-    text = (
-        f"Parked in '{slug}'. The session will continue in this state when an event is delivered; "
-        "stop working now."
-    )
+    text = f"Parked in '{slug}'. The session will continue in this state when an event is delivered; stop working now."
     if resume_at:
         text += f" The wake-up instant {resume_at} is recorded, not scheduled: whoever polls wakes the session."
     return ok(text)
+
 
 def archmax_advance(loop: TurnLoop, slug: str, call: ToolCall, args: dict[str, Any]) -> _Result:
     """§5.1: refusals in order, then move (a human target parks on ``decision``)."""
@@ -158,6 +155,7 @@ def archmax_advance(loop: TurnLoop, slug: str, call: ToolCall, args: dict[str, A
         return ok(f"Advanced to state '{to}'. The session is parked there awaiting a person's decision; stop working.")
     return ok(f"Advanced to state '{to}'. Do the work of '{to}' now.")
 
+
 def archmax_reset(loop: TurnLoop, slug: str, call: ToolCall, args: dict[str, Any]) -> _Result:
     """§5.9: back to ``entry_state``, keeping transcript, variables, files and park counts."""
     rec = loop.rec
@@ -172,6 +170,7 @@ def archmax_reset(loop: TurnLoop, slug: str, call: ToolCall, args: dict[str, Any
     rec.state_turns = 0
     loop.rt.trail(rec, "reset", entry, reason.strip())
     return ok(f"Reset to state '{entry}', where the conversation began. Serve the request from here.")
+
 
 def archmax_raise(loop: TurnLoop, slug: str, call: ToolCall, args: dict[str, Any]) -> _Result:
     """§5.6: end the session as failed, at once, in this state."""
@@ -189,6 +188,7 @@ def archmax_raise(loop: TurnLoop, slug: str, call: ToolCall, args: dict[str, Any
     loop.rt.events.emit(rec, "raised", state=slug, code=code, reason=reason, call_id=call.id)
     return ok(f"Raised '{code}'. The session has ended as failed.")
 
+
 def archmax_set_variables(loop: TurnLoop, slug: str, call: ToolCall, args: dict[str, Any]) -> _Result:
     """§5.9, §6: atomic agent writes; locked values and bad names refuse the whole call."""
     rec = loop.rec
@@ -201,7 +201,9 @@ def archmax_set_variables(loop: TurnLoop, slug: str, call: ToolCall, args: dict[
     returns = {r.name: r for r in (decl.returns if decl else None) or []}
     for name, value in values.items():
         if not isinstance(name, str) or not VARIABLE_NAME.fullmatch(name):
-            hint = " Sub-paths cannot be written: set the whole variable." if isinstance(name, str) and "." in name else ""
+            hint = (
+                " Sub-paths cannot be written: set the whole variable." if isinstance(name, str) and "." in name else ""
+            )
             return error(f"archmax_set_variables rejected: '{name}' is not a valid variable name.{hint}" + nothing)
         current = rec.variables.get(name)
         if current is not None and current.locked:
@@ -228,6 +230,7 @@ def archmax_set_variables(loop: TurnLoop, slug: str, call: ToolCall, args: dict[
     names = list(values)
     loop.rt.events.emit(rec, "variables_set", state=slug, names=names, locked=lock, call_id=call.id)
     return ok(f"Set {', '.join(names)}{' (locked)' if lock else ''}.")
+
 
 def archmax_get_variables(loop: TurnLoop, slug: str, call: ToolCall, args: dict[str, Any]) -> _Result:
     """§5.9: all variables, one by name, or a path inside one."""

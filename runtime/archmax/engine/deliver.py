@@ -52,13 +52,14 @@ def deliver(rt: Runtime, f: Deliver, riders: Riders | None = None) -> Applied:
     refuse_duplicate(rt.store, rec, f.delivery_id, sid)
     if parked_channel(rt, rec) != "input":
         raise SessionNotAwaitingInputError(sid, str(rec.status) if rec else None)
-    refuse_other_park(sid, rec.version, str(rec.status), f.park_version)  # type: ignore[union-attr]
+    assert rec is not None  # parked on input
+    refuse_other_park(sid, rec.version, str(rec.status), f.park_version)
     if not isinstance(f.trigger, str) or not f.trigger.strip():
         raise MissingDeliveryTriggerError(sid)
     check_host_variables(f.variables, f.files, source=f"delivered to session '{sid}'", session_id=sid)
     prepared = prepare_files(rt.store, sid, f.files)
     text = f.message if (f.message or "").strip() else None
-    return resume_park(rt, rec, f.trigger.strip(), f.variables, text, prepared, "deliver", [], f.delivery_id, riders)  # type: ignore[arg-type]
+    return resume_park(rt, rec, f.trigger.strip(), f.variables, text, prepared, "deliver", [], f.delivery_id, riders)
 
 
 def resume_park(

@@ -115,9 +115,7 @@ def resolve_id(
         InvalidSessionPathError: a malformed caller path (even beside an explicit id).
         InvalidSessionIdError: a resolved id fails §4.1 (an explicit one was parsed at the edge).
     """
-    firing_path = (
-        parse_session_path(session_path, "the firing's session_path") if session_path is not None else None
-    )
+    firing_path = parse_session_path(session_path, "the firing's session_path") if session_path is not None else None
     if session_id is not None:
         return session_id, False, []
     path: SessionPath | None = firing_path or rt.session_path

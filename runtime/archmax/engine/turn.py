@@ -56,14 +56,14 @@ def send(rt: Runtime, f: Send, riders: Riders | None = None) -> Applied:
             for name, given in (("trigger", f.trigger), ("variables", f.variables), ("files", f.files))
             if given
         ]
-        return answer.answer_park(rt, rec, f.message or "", warnings + dropped, f.delivery_id, riders)  # type: ignore[arg-type]
+        return answer.answer_park(rt, rec, f.message or "", warnings + dropped, f.delivery_id, riders)
     prepared = prepare_files(rt.store, sid, f.files)
     if disposition == "resume":
+        assert rec is not None  # parked on input
         text = f.message if (f.message or "").strip() else None
-        given = f.trigger.strip() if isinstance(f.trigger, str) else f.trigger
-        return resume.resume_park(
-            rt, rec, given or "manual", f.variables, text, prepared, "deliver", warnings, f.delivery_id, riders  # type: ignore[arg-type]
-        )
+        trigger = (f.trigger.strip() if isinstance(f.trigger, str) else f.trigger) or "manual"
+        parts = (trigger, f.variables, text, prepared, "deliver", warnings, f.delivery_id, riders)
+        return resume.resume_park(rt, rec, *parts)
     if rt.workflow.disabled:
         raise WorkflowDisabledError(rt.workflow.slug, session_id=sid)
     if not (f.message or "").strip():

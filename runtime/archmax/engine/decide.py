@@ -38,7 +38,7 @@ def decide_at_park(
     session_id: str | None = None,
 ) -> Applied:
     """Apply a decision to the park of ``rec`` (checked here): move, claim, and run the turn on."""
-    sid = session_id if rec is None else rec.session_id
+    sid = rec.session_id if rec is not None else str(session_id)
     if parked_channel(rt, rec) != "decision":
         raise SessionNotParkedError(sid, str(rec.status) if rec else None)
     assert rec is not None and rec.pending_decision is not None

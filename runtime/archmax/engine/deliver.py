@@ -44,6 +44,7 @@ def deliver(rt: Runtime, f: Deliver, riders: Riders | None = None) -> Applied:
         head, rec = load_if(rt.store, sid, lambda h: h.status in _RESUMABLE)
         if rec is None:
             raise SessionNotAwaitingInputError(sid, str(head.status) if head else None)
+        assert head is not None  # a record came with its head
         refuse_other_park(sid, head.version, str(head.status), f.park_version)
     else:
         rec = rt.store.load(sid)

@@ -112,6 +112,7 @@ def forward_reply(
     """
     child_rt, child = child_of(rt, rec, "decision")
     child_answer = answer(child_rt, child, message, [], delivery_id).outcome
+    assert child_answer is not None  # a reply always answers
     outcome = build_outcome(open_work(rt, rec, rec.version, warnings=warnings), "reply")  # nothing claimed
     return Applied(outcome.model_copy(update={"reply": child_answer.reply, "usage": child_answer.usage}), None)
 

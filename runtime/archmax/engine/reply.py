@@ -49,7 +49,7 @@ def answer_park(
     session_id: str | None = None,
 ) -> Applied:
     """Answer ``message`` at the decision park of ``rec`` (checked here), with one claim and one release."""
-    sid = session_id if rec is None else rec.session_id
+    sid = rec.session_id if rec is not None else str(session_id)
     if parked_channel(rt, rec) != "decision":
         raise SessionNotParkedError(sid, str(rec.status) if rec else None)
     assert rec is not None and rec.pending_decision is not None

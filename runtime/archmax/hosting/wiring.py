@@ -62,6 +62,10 @@ if TYPE_CHECKING:  # the SES parser and the dispatcher (email) load only in the 
     from archmax.outbound.dispatch import Dispatcher
 
 
+def _refused_silently(mail: SesMail) -> None:
+    """A refused mail with no telemetry to tell: nothing to record beyond the handler's answer."""
+
+
 def _no_mail(bucket: str | None, key: str) -> bytes:
     raise StoreError(f"no mail bucket is configured: cannot read '{key}' (set SESSIONS_BUCKET)")
 
@@ -213,7 +217,7 @@ def from_environment(
         thread_mail=reply_threader(store, env, s3_client=client("s3") if aws else None, s3_prefix=prefix),
         caps=AttachmentCaps.from_env(env),
         reply_secret=lambda: configured_secret(env),
-        **({"on_refused": telemetry.refused_mail} if telemetry is not None else {}),
+        on_refused=telemetry.refused_mail if telemetry is not None else _refused_silently,
     )
 
 

@@ -3,6 +3,13 @@
 Rule source: BEHAVIOUR.md §3 (assembly, operations), §3.10 (``agent.sessions``); seed
 "Delivering the event", "Starting versus resuming", "Files handed to a session".
 
+Layering (issue 23): ``agent.workflow`` is a typed facade: it parses the session id once
+(:func:`~archmax.session.ids.parse_session_id`), builds a firing (:mod:`archmax.session.firing`)
+and calls :meth:`Agent.apply`, which passes it through the engine's one door
+(:func:`archmax.engine.apply`, or a host's wrapper of it) and then runs what follows the commit
+(the in-process outbox dispatch) from the record the door answers. Hosts call the same
+``Agent.apply``; the engine imports nothing of this module.
+
 Example:
     >>> agent = create_agent("workflows/support-inbox", model=ScriptedModel([...]))
     >>> outcome = agent.workflow.send("AAQk-1", "Where is my order?", trigger="email_received")

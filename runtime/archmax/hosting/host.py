@@ -154,6 +154,7 @@ class Host:
         explicit = session_id if session_id is not None else firing.session_id
         # DynamoInbox + AwsStore: the put checks the session reads, so they need no call of their own
         guarded = getattr(self.agent.store, "guarded_reads", None) if getattr(self.inbox, "takes_guards", False) else None
+        reads = None
         delivery_id: str | None = None
         for attempt in range(_GUARDED_ATTEMPTS):
             reads = None  # a guarded put carries the reads of its own attempt, never an earlier one's

@@ -293,7 +293,7 @@ class Agent:
         runtime: What ``create_agent`` assembled.
         door: The engine's door as this agent calls it: ``archmax.engine.apply`` (the default) or a
             wrapper of it with the same signature (a host's telemetry: ``Agent(agent.runtime,
-            telemetry.observe(apply))``, :class:`archmax.engine.door.Door`).
+            telemetry.door(apply))``, :class:`archmax.engine.door.Door`).
     """
 
     def __init__(self, runtime: Runtime, door: Door = apply) -> None:

@@ -28,7 +28,7 @@ from archmax.errors import CommitConflictError, PathExistsError, SessionStoreCap
 from archmax.session.ids import folder_name
 from archmax.session.records import Checkpoint
 from archmax.stores import common as _common
-from archmax.stores.base import DuePark, SessionHead, StoreCapabilities
+from archmax.stores.base import Capability, DuePark, SessionHead
 from archmax.stores.codec import (
     chunk_bytes,
     chunk_counts,
@@ -38,6 +38,8 @@ from archmax.stores.codec import (
     encode_chunk,
     head_of_chunk,
 )
+from archmax.stores.fallbacks import StoreFallbacks, local_capabilities
+from archmax.stores.riders import Riders
 
 __all__ = ["BackendSessionStore", "MemoryBackend", "SessionBackend", "create_backend_session_store"]
 
@@ -90,13 +92,14 @@ def create_backend_session_store(backend: SessionBackend) -> BackendSessionStore
     return BackendSessionStore(backend)
 
 
-class BackendSessionStore:
+class BackendSessionStore(StoreFallbacks):
     """A :class:`~archmax.stores.base.SessionStore` over a :class:`SessionBackend` (see module docstring)."""
 
     def __init__(self, backend: SessionBackend) -> None:
         self.backend = backend
-        self.capabilities = StoreCapabilities(
-            list=True, delete=True, upload_files=callable(getattr(backend, "upload_files", None))
+        raw = callable(getattr(backend, "upload_files", None))  # the backend's own optional member
+        self.capabilities = local_capabilities(
+            [Capability.LIST, Capability.DELETE, *([Capability.UPLOAD_FILES] if raw else [])]
         )
 
     # ------------------------------------------------------------------ checkpoints
@@ -127,9 +130,17 @@ class BackendSessionStore:
         return _common.same_session(session_id, head_of_chunk(latest) if latest is not None else None)
 
     def commit(
-        self, session_id: str, record: Checkpoint, expected_version: int, *, lease_owner: str | None = None
+        self,
+        session_id: str,
+        record: Checkpoint,
+        expected_version: int,
+        *,
+        lease_owner: str | None = None,
+        riders: Riders | None = None,
     ) -> None:
         """Create version ``expected_version + 1`` with one create-only write (§9.1, §3.12).
+
+        ``riders`` are ignored (no ``COMMIT_RIDERS``): the inbox drain writes its own marks.
 
         Raises:
             InvalidSessionIdError: for an id failing §4.1.
@@ -199,7 +210,7 @@ class BackendSessionStore:
             InvalidSessionIdError / InvalidFilePathError / PathExistsError: as :meth:`seed`.
         """
         folder = folder_name(session_id)
-        if not self.capabilities.upload_files:
+        if Capability.UPLOAD_FILES not in self.capabilities:
             raise SessionStoreCapabilityError("upload_files", next(iter(files), None), session_id=session_id)
         self._write(session_id, folder, _common.check_bytes(session_id, files), create_only)
 
@@ -229,8 +240,8 @@ class BackendSessionStore:
     def remove_files(self, session_id: str, paths: list[str]) -> None:
         """Remove session files (not checkpoints); a path that is absent is skipped.
 
-        Not part of the store protocol: the engine uses it, where a store has it, to take back the
-        files a firing placed before its claim failed (BEHAVIOUR.md §9.5; issue 9 item 7).
+        The engine uses it to take back the files a firing placed before its claim failed
+        (BEHAVIOUR.md §9.5; issue 9 item 7).
 
         Raises:
             InvalidSessionIdError / InvalidFilePathError: for a bad id or an unsafe path (nothing removed).

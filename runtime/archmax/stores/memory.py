@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,7 +21,7 @@ from archmax.errors import CommitConflictError, PathExistsError, SessionStoreCap
 from archmax.session.ids import validate_session_id
 from archmax.session.records import Checkpoint
 from archmax.stores import common as _common
-from archmax.stores.base import DuePark, SessionHead, StoreCapabilities
+from archmax.stores.base import Capability, DuePark, SessionHead
 from archmax.stores.codec import (
     chunk_bytes,
     chunk_counts,
@@ -30,6 +31,8 @@ from archmax.stores.codec import (
     encode_chunk,
     head_of_chunk,
 )
+from archmax.stores.fallbacks import StoreFallbacks, local_capabilities
+from archmax.stores.riders import Riders
 
 
 @dataclass
@@ -39,12 +42,13 @@ class _Session:
     files: dict[str, bytes] = field(default_factory=dict)
 
 
-class MemoryStore:
+class MemoryStore(StoreFallbacks):
     """A threadsafe in-memory :class:`~archmax.stores.base.SessionStore` (§9.1).
 
     Args:
-        capabilities: What the store can do; default every capability. Tests pass a reduced set to
-            exercise callers against a store lacking ``list``, ``delete`` or ``upload_files``.
+        capabilities: Which of ``LIST``, ``DELETE``, ``UPLOAD_FILES`` it has; default all three
+            (``APPEND_TEXT`` always). Tests pass a reduced set (e.g. ``StoreCapabilities(list=False)``)
+            to exercise callers against a store lacking one. The AWS fast paths are declared absent.
 
     Example:
         >>> store = MemoryStore()
@@ -52,8 +56,8 @@ class MemoryStore:
         True
     """
 
-    def __init__(self, capabilities: StoreCapabilities | None = None) -> None:
-        self.capabilities = capabilities or StoreCapabilities()
+    def __init__(self, capabilities: Iterable[Capability] | None = None) -> None:
+        self.capabilities = local_capabilities(capabilities, Capability.APPEND_TEXT)
         self._lock = threading.RLock()
         self._sessions: dict[str, _Session] = {}
         self._specs: dict[str, bytes] = {}
@@ -90,7 +94,13 @@ class MemoryStore:
         return _common.same_session(session_id, head_of_chunk(chunk_from_bytes(latest)))
 
     def commit(
-        self, session_id: str, record: Checkpoint, expected_version: int, *, lease_owner: str | None = None
+        self,
+        session_id: str,
+        record: Checkpoint,
+        expected_version: int,
+        *,
+        lease_owner: str | None = None,
+        riders: Riders | None = None,
     ) -> None:
         """Create version ``expected_version + 1`` if nobody committed since it was read (§9.1, §3.12).
 
@@ -101,6 +111,7 @@ class MemoryStore:
             expected_version: The version the writer read (0 for a new session).
             lease_owner: When given, the stored latest record must hold a lease with this owner (a
                 session with no stored record, or no lease, does not match).
+            riders: Ignored (no ``COMMIT_RIDERS``): the inbox drain writes its own marks.
 
         Raises:
             InvalidSessionIdError: for an id failing §4.1.
@@ -127,7 +138,7 @@ class MemoryStore:
         Raises:
             SessionStoreCapabilityError: without the ``list`` capability.
         """
-        if not self.capabilities.list:
+        if Capability.LIST not in self.capabilities:
             raise SessionStoreCapabilityError("list")
         with self._lock:
             return sorted(sid for sid, s in self._sessions.items() if s.chunks)
@@ -145,7 +156,7 @@ class MemoryStore:
         Raises:
             SessionStoreCapabilityError: without the ``list`` capability.
         """
-        if not self.capabilities.list:
+        if Capability.LIST not in self.capabilities:
             raise SessionStoreCapabilityError("list")
         return _common.due_pairs(self.due_parks(now, workflow))
 
@@ -155,7 +166,7 @@ class MemoryStore:
         Raises:
             SessionStoreCapabilityError: without the ``list`` capability.
         """
-        if not self.capabilities.list:
+        if Capability.LIST not in self.capabilities:
             raise SessionStoreCapabilityError("list")
         with self._lock:
             latest = [s.chunks[-1] for s in self._sessions.values() if s.chunks]
@@ -173,7 +184,7 @@ class MemoryStore:
         Raises:
             SessionStoreCapabilityError: without the ``list`` capability.
         """
-        if not self.capabilities.list:
+        if Capability.LIST not in self.capabilities:
             raise SessionStoreCapabilityError("list")
         with self._lock:
             latest = [s.chunks[-1] for s in self._sessions.values() if s.chunks]
@@ -227,7 +238,7 @@ class MemoryStore:
             InvalidFilePathError / PathExistsError: as :meth:`seed`.
         """
         validate_session_id(session_id)
-        if not self.capabilities.upload_files:
+        if Capability.UPLOAD_FILES not in self.capabilities:
             raise SessionStoreCapabilityError("upload_files", next(iter(files), None), session_id=session_id)
         self._write(session_id, _common.check_bytes(session_id, files), create_only)
 
@@ -257,8 +268,8 @@ class MemoryStore:
     def remove_files(self, session_id: str, paths: list[str]) -> None:
         """Remove session files (not checkpoints); a path that is absent is skipped.
 
-        Not part of the store protocol: the engine uses it, where a store has it, to take back the
-        files a firing placed before its claim failed (BEHAVIOUR.md §9.5; issue 9 item 7).
+        The engine uses it to take back the files a firing placed before its claim failed
+        (BEHAVIOUR.md §9.5; issue 9 item 7).
 
         Raises:
             InvalidSessionIdError / InvalidFilePathError: for a bad id or an unsafe path (nothing removed).
@@ -280,7 +291,7 @@ class MemoryStore:
             SessionStoreCapabilityError: without the ``delete`` capability.
         """
         validate_session_id(session_id)
-        if not self.capabilities.delete:
+        if Capability.DELETE not in self.capabilities:
             raise SessionStoreCapabilityError("delete", session_id=session_id)
         with self._lock:
             session = self._sessions.pop(session_id, None)

@@ -4,10 +4,10 @@ Rule source: DESIGN.md §3 "Inbox" (a drainer holds the session's drain lease; a
 once its firing was applied; the lease goes only when nothing new arrived) and issue 10 ("mark-done
 + release in one transaction"; the Lambda path in at most 5 AWS calls).
 
-The drain hands one :class:`Riders` per inbox item to the operation it runs, through
-:func:`riding` (a context variable: the engine and its wrappers pass nothing). A store that can
-(``rides_commits = True``: ``AwsStore``) writes the riders in the same DynamoDB transaction as its
-commit of that session:
+The drain hands one :class:`Riders` per inbox item to the operation it runs; the operation's
+commits pass them explicitly, ``store.commit(..., riders=riders)``. A store that declares
+``Capability.COMMIT_RIDERS`` (``AwsStore``) writes the riders in the same DynamoDB transaction as
+its commit of that session:
 
 * ``on_claim`` rides the first commit that holds the session's lease (the claim): the drain lease
   is taken or extended. It is *required*: when its condition fails (another drainer took the
@@ -20,6 +20,10 @@ commit of that session:
   again without it and the drain marks and releases with its own writes.
 
 Stores that do not ride (memory, filesystem) ignore riders; the drain then writes as before.
+
+Bridge (until the engine's door takes ``riders`` as an argument): the host still opens a
+:func:`riding` block around the operation, and ``engine.work.Work`` picks the block's riders up once
+(:func:`active`) and passes them to every commit it makes. No store reads the context variable.
 """
 
 from __future__ import annotations
@@ -87,13 +91,9 @@ def riding(riders: Riders | None) -> Iterator[Riders | None]:
         _CURRENT.reset(token)
 
 
-def current(record: Checkpoint) -> tuple[Riders, RiderKind, list[dict[str, Any]]] | None:
-    """The riders of the active :func:`riding` block that ride the commit of ``record``, or ``None``."""
-    riders = _CURRENT.get()
-    if riders is None:
-        return None
-    found = riders.for_commit(record)
-    return None if found is None else (riders, *found)
+def active() -> Riders | None:
+    """The riders of the enclosing :func:`riding` block, or ``None`` (the bridge; see the module docstring)."""
+    return _CURRENT.get()
 
 
-__all__ = ["RiderKind", "Riders", "current", "riding"]
+__all__ = ["RiderKind", "Riders", "active", "riding"]

@@ -16,7 +16,7 @@ from archmax.hosting.inbox import DynamoInbox, InboxItem
 from archmax.hosting.inbox_base import DRAIN_KEY
 from archmax.session.firing import Firing
 from archmax.session.records import SessionStatus
-from archmax.stores.riders import Riders, riding
+from archmax.stores.riders import Riders
 from stores.aws.moto_env import CallLog
 from stores.aws.records import record
 
@@ -75,8 +75,8 @@ def test_a_claim_whose_drain_lease_rider_fails_is_a_conflict_and_writes_nothing(
     _put(inbox, "s-1", "d-1")
     assert inbox.try_acquire("s-1", "other", T0, 900)
     riders = inbox.riders("s-1", "d-1", owner="me", now=T0, ttl_s=900, release_seen=1)
-    with riding(riders), pytest.raises(CommitConflictError):
-        store.commit("s-1", record("s-1", 1, lease_owner="engine"), 0)
+    with pytest.raises(CommitConflictError):
+        store.commit("s-1", record("s-1", 1, lease_owner="engine"), 0, riders=riders)
     assert store.load("s-1") is None
     assert not riders.claimed
     assert _drain_item(aws, "s-1")["lease_owner"]["S"] == "other"
@@ -86,11 +86,10 @@ def test_the_turns_last_commit_marks_the_item_done_and_lets_the_lease_go_in_one_
     store, inbox = aws.store(), DynamoInbox(INBOX_TABLE, client=aws.dynamodb, clock=clock)
     _put(inbox, "s-1", "d-1")
     riders = inbox.riders("s-1", "d-1", owner="me", now=T0, ttl_s=900, release_seen=1)
-    with riding(riders):
-        store.commit("s-1", record("s-1", 1, lease_owner="engine"), 0)  # the claim takes the drain lease
-        assert riders.claimed and _drain_item(aws, "s-1")["lease_owner"]["S"] == "me"
-        with CallLog(aws.dynamodb) as log:
-            store.commit("s-1", _ended("s-1", 2, "d-1"), 1, lease_owner="engine")
+    store.commit("s-1", record("s-1", 1, lease_owner="engine"), 0, riders=riders)  # the claim takes the drain lease
+    assert riders.claimed and _drain_item(aws, "s-1")["lease_owner"]["S"] == "me"
+    with CallLog(aws.dynamodb) as log:
+        store.commit("s-1", _ended("s-1", 2, "d-1"), 1, lease_owner="engine", riders=riders)
     assert log.calls == ["dynamodb.TransactWriteItems"]
     assert riders.done
     assert inbox.get("s-1", "d-1").status == "done"
@@ -102,10 +101,9 @@ def test_an_item_that_arrived_during_the_turn_keeps_the_lease_and_the_commit_sti
     store, inbox = aws.store(), DynamoInbox(INBOX_TABLE, client=aws.dynamodb, clock=clock)
     _put(inbox, "s-1", "d-1")
     riders = inbox.riders("s-1", "d-1", owner="me", now=T0, ttl_s=900, release_seen=1)
-    with riding(riders):
-        store.commit("s-1", record("s-1", 1, lease_owner="engine"), 0)
-        _put(inbox, "s-1", "d-2")  # the counter moves on: the release's condition fails
-        store.commit("s-1", _ended("s-1", 2, "d-1"), 1, lease_owner="engine")
+    store.commit("s-1", record("s-1", 1, lease_owner="engine"), 0, riders=riders)
+    _put(inbox, "s-1", "d-2")  # the counter moves on: the release's condition fails
+    store.commit("s-1", _ended("s-1", 2, "d-1"), 1, lease_owner="engine", riders=riders)
     assert store.head("s-1").version == 2
     assert not riders.done  # neither the mark nor the release: the drain writes them itself
     assert inbox.get("s-1", "d-1").status == "pending"
@@ -163,8 +161,8 @@ def test_a_claim_whose_answer_was_lost_knows_it_took_the_drain_lease(aws, clock)
     store, inbox = aws.store(), DynamoInbox(INBOX_TABLE, client=aws.dynamodb, clock=clock)
     _put(inbox, "s-1", "d-1")
     riders = inbox.riders("s-1", "d-1", owner="me", now=T0, ttl_s=900, release_seen=1)
-    with riding(riders), LoseFirstTransactionAnswer(aws.dynamodb) as lost:
-        store.commit("s-1", record("s-1", 1, lease_owner="engine"), 0)
+    with LoseFirstTransactionAnswer(aws.dynamodb) as lost:
+        store.commit("s-1", record("s-1", 1, lease_owner="engine"), 0, riders=riders)
     assert lost.fired == 1
     assert riders.claimed  # the retry's conflict was our own landed write: its riders landed with it
     assert store.head("s-1").version == 1

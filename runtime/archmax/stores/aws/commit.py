@@ -86,16 +86,7 @@ class AwsCommits(AwsReads):
         version = record.version
         token = new_chunk_token()
         body = self._body(session_id, record, plan, token)
-        for key, data in body.put.items():
-            aws_call(
-                self._s3.put_object,
-                operation="commit",
-                session_id=session_id,
-                Bucket=self.bucket,
-                Key=key,
-                Body=data,
-                ContentType="application/json",
-            )
+        self._put_objects(session_id, body.put)
         previous = plan.attrs if plan is not None else None
         request = commit_request(
             self.table_name,
@@ -122,18 +113,33 @@ class AwsCommits(AwsReads):
                 riders.landed(riding[0])
         for key, data in body.put.items():
             self._cache_chunk(key, data)
-        self._remember(
-            session_id,
-            Plan(
-                version=version,
-                counts=(len(record.messages), len(record.trail)),
-                base=version if body.base is not None else plan.base,  # type: ignore[union-attr]
-                entries=body.entries,
-                inline_bytes=sum(len(b) for e in body.entries if (b := entry_inline(e)) is not None),
-                delta_bytes=body.sizes["delta_bytes"],
-                full_bytes=body.sizes["full_bytes"],
-                attrs=committed_attributes(record, body.sizes, self.finished_ttl_days, previous),
-            ),
+        self._remember(session_id, self._plan_after(record, plan, body))
+
+    def _put_objects(self, session_id: str, put: dict[str, bytes]) -> None:
+        """The S3 objects this attempt writes before its conditional write (chunks, a segment)."""
+        for key, data in put.items():
+            aws_call(
+                self._s3.put_object,
+                operation="commit",
+                session_id=session_id,
+                Bucket=self.bucket,
+                Key=key,
+                Body=data,
+                ContentType="application/json",
+            )
+
+    def _plan_after(self, record: Checkpoint, plan: Plan | None, body: _Body) -> Plan:
+        """The plan of the version just committed: what the next commit builds on without a read."""
+        previous = plan.attrs if plan is not None else None
+        return Plan(
+            version=record.version,
+            counts=(len(record.messages), len(record.trail)),
+            base=record.version if body.base is not None else plan.base,  # type: ignore[union-attr]
+            entries=body.entries,
+            inline_bytes=sum(len(b) for e in body.entries if (b := entry_inline(e)) is not None),
+            delta_bytes=body.sizes["delta_bytes"],
+            full_bytes=body.sizes["full_bytes"],
+            attrs=committed_attributes(record, body.sizes, self.finished_ttl_days, previous),
         )
 
     def _body(self, session_id: str, record: Checkpoint, plan: Plan | None, token: str) -> _Body:

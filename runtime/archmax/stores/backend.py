@@ -20,6 +20,7 @@ Example:
 
 from __future__ import annotations
 
+import builtins
 import json
 import threading
 from typing import Any, Protocol, runtime_checkable
@@ -65,7 +66,7 @@ class SessionBackend(Protocol):
             True when written; False when ``create_only`` and the key existed (nothing written).
         """
 
-    def list(self, prefix: str) -> list[str]:
+    def list(self, prefix: str) -> builtins.list[str]:
         """Every key starting with ``prefix`` (``""`` lists all)."""
 
     def delete(self, key: str) -> bool:
@@ -162,19 +163,19 @@ class BackendSessionStore(StoreFallbacks):
         if not self.backend.write(key, chunk_bytes(chunk).decode("utf-8"), create_only=True):
             raise CommitConflictError(session_id, expected_version, record.version)
 
-    def list(self) -> list[str]:
+    def list(self) -> builtins.list[str]:
         """Ids of every session with a checkpoint, sorted (the ids stored in the checkpoints)."""
         return sorted(h.session_id for h in self._heads())
 
-    def due(self, now: str, workflow: str | None = None) -> list[tuple[str, str]]:
+    def due(self, now: str, workflow: str | None = None) -> builtins.list[tuple[str, str]]:
         """``(session_id, resume_at)`` of due input parks, by ``resume_at`` then id (§11 ``sweep``)."""
         return _common.due_of(self._heads(), now, workflow)
 
-    def due_parks(self, now: str, workflow: str | None = None) -> list[DuePark]:
+    def due_parks(self, now: str, workflow: str | None = None) -> builtins.list[DuePark]:
         """:meth:`due` with the version each park was found at (what a timer delivery names)."""
         return _common.due_parks_of(self._heads(), now, workflow)
 
-    def stale(self, now: str, workflow: str | None = None) -> list[str]:
+    def stale(self, now: str, workflow: str | None = None) -> builtins.list[str]:
         """Ids of ``running`` sessions whose lease expired or is missing, sorted."""
         return _common.stale_of(self._heads(), now, workflow)
 
@@ -230,14 +231,14 @@ class BackendSessionStore(StoreFallbacks):
             if not written:
                 raise PathExistsError(path, session_id=session_id)
 
-    def list_files(self, session_id: str, prefix: str = "") -> list[str]:
+    def list_files(self, session_id: str, prefix: str = "") -> builtins.list[str]:
         """Paths of the session's files under the folder ``prefix`` (checkpoints excluded), sorted."""
         folder = folder_name(session_id)
         under = _common.check_prefix(prefix, session_id)
         paths = [key[len(folder) + 1 :] for key in self.backend.list(f"{folder}/")]
         return sorted(p for p in paths if p.split("/", 1)[0] != _CHECKPOINTS and _common.is_under(p, under))
 
-    def remove_files(self, session_id: str, paths: list[str]) -> None:
+    def remove_files(self, session_id: str, paths: builtins.list[str]) -> None:
         """Remove session files (not checkpoints); a path that is absent is skipped.
 
         The engine uses it to take back the files a firing placed before its claim failed
@@ -272,7 +273,7 @@ class BackendSessionStore(StoreFallbacks):
 
     # ------------------------------------------------------------------ internals
 
-    def _versions(self, folder: str) -> list[int]:
+    def _versions(self, folder: str) -> builtins.list[int]:
         prefix = f"{folder}/{_CHECKPOINTS}/"
         names = (key[len(prefix) :] for key in self.backend.list(prefix))
         return sorted(int(n[:-5]) for n in names if n.endswith(".json") and n[:-5].isdigit())
@@ -293,7 +294,7 @@ class BackendSessionStore(StoreFallbacks):
             raise StoreError(f"checkpoint {version} of session '{session_id}' is missing", session_id=session_id)
         return chunk_from_bytes(value.encode("utf-8") if isinstance(value, str) else value)
 
-    def _heads(self) -> list[SessionHead]:
+    def _heads(self) -> builtins.list[SessionHead]:
         folders = sorted({key.split("/", 1)[0] for key in self.backend.list("") if f"/{_CHECKPOINTS}/" in key})
         heads = []
         for folder in folders:
@@ -342,7 +343,7 @@ class MemoryBackend:
             self._items[key] = value
             return True
 
-    def list(self, prefix: str) -> list[str]:
+    def list(self, prefix: str) -> builtins.list[str]:
         """Keys starting with ``prefix``, sorted."""
         with self._lock:
             return sorted(k for k in self._items if k.startswith(prefix))

@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from archmax.session.records import Checkpoint
-from archmax.stores.base import CORE_FLAGS, Capabilities, Capability, SessionHead, StoreLocation
+from archmax.stores.base import CORE_FLAGS, Capabilities, Capability, ReadGuards, SessionHead, StoreLocation
 
 
 class NoReadGuards:
@@ -74,7 +74,7 @@ class StoreFallbacks:
         return None
 
     @contextmanager
-    def guarded_reads(self, *, only: str | None = None, once: bool = False) -> Iterator[NoReadGuards]:
+    def guarded_reads(self, *, only: str | None = None, once: bool = False) -> Iterator[ReadGuards]:
         """A block that serves nothing from memory (no ``GUARDED_READS``): every read is real."""
         yield NoReadGuards()
 

@@ -26,6 +26,7 @@ newer chunk, so a crash between the two loses nothing.
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import json
 import os
@@ -160,7 +161,7 @@ class FilesystemStore(StoreFallbacks):
                 # Only a cache: if this write fails, readers find the new chunk by probing.
                 self._replace(folder / "checkpoints" / _HEAD, json.dumps(head_doc(chunk)).encode("utf-8"))
 
-    def list(self) -> list[str]:
+    def list(self) -> builtins.list[str]:
         """Ids stored in the latest checkpoint of every session folder, sorted (§9.2).
 
         Raises:
@@ -168,7 +169,7 @@ class FilesystemStore(StoreFallbacks):
         """
         return sorted(head.session_id for head in self._heads())
 
-    def due(self, now: str, workflow: str | None = None) -> list[tuple[str, str]]:
+    def due(self, now: str, workflow: str | None = None) -> builtins.list[tuple[str, str]]:
         """``(session_id, resume_at)`` of input parks with ``resume_at <= now``, by ``resume_at`` then id.
 
         Walks every session's ``head.json`` (a local store; the AWS store uses an index instead).
@@ -178,7 +179,7 @@ class FilesystemStore(StoreFallbacks):
         """
         return _common.due_of(self._heads(), now, workflow)
 
-    def due_parks(self, now: str, workflow: str | None = None) -> list[DuePark]:
+    def due_parks(self, now: str, workflow: str | None = None) -> builtins.list[DuePark]:
         """:meth:`due` with the version each park was found at (what a timer delivery names).
 
         Raises:
@@ -186,7 +187,7 @@ class FilesystemStore(StoreFallbacks):
         """
         return _common.due_parks_of(self._heads(), now, workflow)
 
-    def stale(self, now: str, workflow: str | None = None) -> list[str]:
+    def stale(self, now: str, workflow: str | None = None) -> builtins.list[str]:
         """Ids of ``running`` sessions whose lease expired or is missing, sorted (DESIGN.md §3 "Inbox").
 
         Walks every session's ``head.json``, as :meth:`due` does. A ``running`` session with no
@@ -259,7 +260,7 @@ class FilesystemStore(StoreFallbacks):
         folder = self._folder(session_id)
         self._write(folder, session_id, _common.check_bytes(session_id, files), create_only)
 
-    def list_files(self, session_id: str, prefix: str = "") -> list[str]:
+    def list_files(self, session_id: str, prefix: str = "") -> builtins.list[str]:
         """Paths of the session's files under the folder ``prefix`` (all files for ``""``), sorted.
 
         ``checkpoints/`` is the store's own and never listed.
@@ -271,7 +272,7 @@ class FilesystemStore(StoreFallbacks):
         folder = self._folder(session_id)
         sub = _common.check_prefix(prefix, session_id)
         start = self._inside(folder, session_id, sub) if sub else folder
-        found: list[str] = []
+        found: builtins.list[str] = []
         with io_errors(session_id):
             for dirpath, dirnames, filenames in os.walk(start):
                 rel_dir = Path(dirpath).relative_to(folder).as_posix()
@@ -281,7 +282,7 @@ class FilesystemStore(StoreFallbacks):
                 found.extend(f"{rel_dir}/{name}" if rel_dir else name for name in filenames)
         return sorted(p for p in found if _common.is_under(p, sub))
 
-    def remove_files(self, session_id: str, paths: list[str]) -> None:
+    def remove_files(self, session_id: str, paths: builtins.list[str]) -> None:
         """Remove session files (not checkpoints); a path that is absent is skipped.
 
         The engine uses it to take back the files a firing placed before its claim failed
@@ -437,8 +438,8 @@ class FilesystemStore(StoreFallbacks):
     def _read_chunk(self, folder: Path, version: int) -> dict[str, Any]:
         return chunk_from_bytes((folder / checkpoint_name(version)).read_bytes())
 
-    def _heads(self) -> list[SessionHead]:
-        heads: list[SessionHead] = []
+    def _heads(self) -> builtins.list[SessionHead]:
+        heads: builtins.list[SessionHead] = []
         with io_errors(None):
             entries = sorted(os.scandir(self.root), key=lambda e: e.name)
         for entry in entries:

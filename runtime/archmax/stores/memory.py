@@ -11,6 +11,7 @@ on every commit and load. Files are bytes in a dict.
 
 from __future__ import annotations
 
+import builtins
 import json
 import threading
 from collections.abc import Iterable
@@ -37,7 +38,7 @@ from archmax.stores.riders import Riders
 
 @dataclass
 class _Session:
-    chunks: list[bytes] = field(default_factory=list)
+    chunks: builtins.list[bytes] = field(default_factory=list)
     """``chunks[v - 1]`` is version ``v``'s encoded chunk."""
     files: dict[str, bytes] = field(default_factory=dict)
 
@@ -132,7 +133,7 @@ class MemoryStore(StoreFallbacks):
             chunk = encode_chunk(record, chunk_counts(previous) if previous is not None else None)
             session.chunks.append(chunk_bytes(chunk))
 
-    def list(self) -> list[str]:
+    def list(self) -> builtins.list[str]:
         """Ids of every session with a checkpoint, sorted (§9.1, needs ``list``).
 
         Raises:
@@ -143,7 +144,7 @@ class MemoryStore(StoreFallbacks):
         with self._lock:
             return sorted(sid for sid, s in self._sessions.items() if s.chunks)
 
-    def due(self, now: str, workflow: str | None = None) -> list[tuple[str, str]]:
+    def due(self, now: str, workflow: str | None = None) -> builtins.list[tuple[str, str]]:
         """``(session_id, resume_at)`` of sessions parked on ``input`` with ``resume_at <= now``.
 
         Args:
@@ -160,7 +161,7 @@ class MemoryStore(StoreFallbacks):
             raise SessionStoreCapabilityError("list")
         return _common.due_pairs(self.due_parks(now, workflow))
 
-    def due_parks(self, now: str, workflow: str | None = None) -> list[DuePark]:
+    def due_parks(self, now: str, workflow: str | None = None) -> builtins.list[DuePark]:
         """:meth:`due` with the version each park was found at (what a timer delivery names).
 
         Raises:
@@ -173,7 +174,7 @@ class MemoryStore(StoreFallbacks):
         heads = [head_of_chunk(chunk_from_bytes(b)) for b in latest]
         return _common.due_parks_of(heads, now, workflow)
 
-    def stale(self, now: str, workflow: str | None = None) -> list[str]:
+    def stale(self, now: str, workflow: str | None = None) -> builtins.list[str]:
         """Ids of ``running`` sessions whose lease expired or is missing, sorted (DESIGN.md §3 "Inbox").
 
         Args:
@@ -251,7 +252,7 @@ class MemoryStore(StoreFallbacks):
                         raise PathExistsError(path, session_id=session_id)
             session.files.update(files)
 
-    def list_files(self, session_id: str, prefix: str = "") -> list[str]:
+    def list_files(self, session_id: str, prefix: str = "") -> builtins.list[str]:
         """Paths of the session's files under the folder ``prefix`` (all files for ``""``), sorted.
 
         Raises:
@@ -265,7 +266,7 @@ class MemoryStore(StoreFallbacks):
             paths = list(session.files) if session else []
         return sorted(p for p in paths if _common.is_under(p, folder))
 
-    def remove_files(self, session_id: str, paths: list[str]) -> None:
+    def remove_files(self, session_id: str, paths: builtins.list[str]) -> None:
         """Remove session files (not checkpoints); a path that is absent is skipped.
 
         The engine uses it to take back the files a firing placed before its claim failed
@@ -278,8 +279,9 @@ class MemoryStore(StoreFallbacks):
         checked = [_common.check_file_path(path, session_id) for path in paths]
         with self._lock:
             session = self._sessions.get(session_id)
-            for path in checked if session is not None else []:
-                session.files.pop(path, None)
+            files = session.files if session is not None else {}
+            for path in checked:
+                files.pop(path, None)
 
     # ------------------------------------------------------------------ delete, specs
 

@@ -10,6 +10,7 @@ GetItem when this instance has not seen the version it is committing on.
 
 from __future__ import annotations
 
+import builtins
 from typing import Any, NamedTuple
 
 from archmax.errors import CommitConflictError, StoreError
@@ -38,7 +39,7 @@ class _Body(NamedTuple):
     """Where one commit's chunk goes: S3 objects to put first, the item's new chunk list and sizes."""
 
     put: dict[str, bytes]
-    entries: list[dict[str, Any]]
+    entries: builtins.list[dict[str, Any]]
     how: str
     """``set`` (the list is replaced) or ``append`` (only the last entry is new)."""
     base: int | None
@@ -179,7 +180,7 @@ class AwsCommits(AwsReads):
         expected_version: int,
         request: dict[str, Any],
         riders: Riders | None,
-        riding: tuple[RiderKind, list[dict[str, Any]]] | None,
+        riding: tuple[RiderKind, builtins.list[dict[str, Any]]] | None,
     ) -> None:
         """The commit's conditional UpdateItem, or one TransactWriteItems with the drain's riders (issue 10).
 
@@ -276,7 +277,7 @@ class AwsCommits(AwsReads):
             pass  # an unreferenced chunk is garbage, never state: failing to tidy it is harmless
 
 
-def _cancellation_reasons(exc: BaseException | None) -> list[dict[str, Any]] | None:
+def _cancellation_reasons(exc: BaseException | None) -> builtins.list[dict[str, Any]] | None:
     """A cancelled transaction's ``CancellationReasons`` (one per item, in order), else ``None``."""
     response = getattr(exc, "response", None)
     if not isinstance(response, dict) or response.get("Error", {}).get("Code") != "TransactionCanceledException":

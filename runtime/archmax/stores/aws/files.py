@@ -6,6 +6,7 @@ take-back); issue 10 / issue 13 item 1 (the held-mail hint on the session item).
 
 from __future__ import annotations
 
+import builtins
 import json
 from typing import Any
 
@@ -59,7 +60,7 @@ class AwsFiles(AwsCommits):
         validate_session_id(session_id)
         self._write(session_id, _common.check_bytes(session_id, files), create_only)
 
-    def list_files(self, session_id: str, prefix: str = "") -> list[str]:
+    def list_files(self, session_id: str, prefix: str = "") -> builtins.list[str]:
         """Paths of the session's files under the folder ``prefix`` (all for ``""``), sorted; never checkpoints.
 
         Raises:
@@ -73,7 +74,7 @@ class AwsFiles(AwsCommits):
         paths = [key[len(root) :] for key in self._keys_under(root + (folder + "/" if folder else ""), session_id)]
         return sorted(p for p in paths if p.split("/", 1)[0] != _common.CHECKPOINTS)
 
-    def remove_files(self, session_id: str, paths: list[str]) -> None:
+    def remove_files(self, session_id: str, paths: builtins.list[str]) -> None:
         """Remove session files (not checkpoints); a path that is absent is skipped.
 
         Not part of the store protocol: the engine uses it, where a store has it, to take back the
@@ -206,8 +207,8 @@ class AwsFiles(AwsCommits):
         )
         return answer is not None
 
-    def _keys_under(self, key_prefix: str, session_id: str, *, limit: int | None = None) -> list[str]:
-        keys: list[str] = []
+    def _keys_under(self, key_prefix: str, session_id: str, *, limit: int | None = None) -> builtins.list[str]:
+        keys: builtins.list[str] = []
         params: dict[str, Any] = {"Bucket": self.bucket, "Prefix": key_prefix}
         if limit is not None:
             params["MaxKeys"] = limit
@@ -231,7 +232,7 @@ class AwsFiles(AwsCommits):
                 ):
                     raise PathExistsError(path, session_id=session_id)
         for path, data in files.items():
-            extra = {"IfNoneMatch": "*"} if create_only else {}
+            extra: dict[str, Any] = {"IfNoneMatch": "*"} if create_only else {}
             aws_call(
                 self._s3.put_object,
                 operation="write",

@@ -8,6 +8,7 @@ GetObject per chunk not already cached (chunk objects are immutable, so their by
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -58,7 +59,8 @@ class AwsReads(AwsState):
         item = self._item(session_id)
         if item is None:
             return None, None
-        head = _common.same_session(session_id, head_of_item(item))
+        head = head_of_item(item)
+        _common.same_session(session_id, head)
         return head, (self._record_of(session_id, item) if wanted(head) else None)
 
     def _record_of(self, session_id: str, item: dict[str, Any]) -> Checkpoint:
@@ -68,7 +70,7 @@ class AwsReads(AwsState):
                 f"session item lists chunks {plan.base}+{len(plan.entries)} for version {plan.version}",
                 session_id=session_id,
             )
-        keys: list[str] = []  # the S3 objects this load needs: chunks and segments, each once
+        keys: builtins.list[str] = []  # the S3 objects this load needs: chunks and segments, each once
         for i, entry in enumerate(plan.entries):
             segment = entry_segment(entry)
             if segment is not None:
@@ -81,7 +83,7 @@ class AwsReads(AwsState):
                 keys.append(key)
         objects = dict(zip(keys, self._read_chunks(session_id, keys), strict=True))
         segments: dict[str, dict[str, bytes]] = {}
-        datas: list[bytes] = []
+        datas: builtins.list[bytes] = []
         for i, entry in enumerate(plan.entries):
             inline, segment = entry_inline(entry), entry_segment(entry)
             if inline is not None:
@@ -188,7 +190,7 @@ class AwsReads(AwsState):
             while len(self._plans) > PLANS_CACHE_SIZE:
                 self._plans.popitem(last=False)
 
-    def _read_chunks(self, session_id: str, keys: list[str]) -> list[bytes]:
+    def _read_chunks(self, session_id: str, keys: builtins.list[str]) -> builtins.list[bytes]:
         with self._lock:
             have = {k: self._chunks[k] for k in keys if k in self._chunks}
         missing = [k for k in keys if k not in have]

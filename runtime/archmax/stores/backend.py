@@ -29,7 +29,7 @@ from archmax.errors import CommitConflictError, PathExistsError, SessionStoreCap
 from archmax.session.ids import folder_name
 from archmax.session.records import Checkpoint
 from archmax.stores import common as _common
-from archmax.stores.base import Capability, DuePark, SessionHead
+from archmax.stores.base import Capability, DuePark, ReadGuards, SessionHead
 from archmax.stores.codec import (
     chunk_bytes,
     chunk_counts,
@@ -105,7 +105,7 @@ class BackendSessionStore(StoreFallbacks):
 
     # ------------------------------------------------------------------ checkpoints
 
-    def load(self, session_id: str) -> Checkpoint | None:
+    def load(self, session_id: str, *, reads: ReadGuards | None = None) -> Checkpoint | None:
         """The latest committed checkpoint (a fresh object), or ``None`` (§9.1).
 
         Raises:
@@ -121,7 +121,7 @@ class BackendSessionStore(StoreFallbacks):
         chunks = [latest if v == latest["version"] else self._chunk(folder, v, session_id) for v in versions]
         return _common.same_session(session_id, decode_chunks(chunks))
 
-    def head(self, session_id: str) -> SessionHead | None:
+    def head(self, session_id: str, *, reads: ReadGuards | None = None) -> SessionHead | None:
         """The latest version's head, or ``None``.
 
         Raises:

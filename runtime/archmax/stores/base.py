@@ -203,27 +203,34 @@ class SessionStore(Protocol):
 
     # ------------------------------------------------------------------ checkpoints
 
-    def load(self, session_id: str) -> Checkpoint | None:
+    def load(self, session_id: str, *, reads: ReadGuards | None = None) -> Checkpoint | None:
         """The latest committed checkpoint, or ``None``. A reader never sees a partial record.
 
         Every call returns a new object that the caller owns and may change: the engine builds the
         next version on it directly, so a store must never hand out (or keep) a shared instance.
+
+        ``reads`` is the read hint: guards from this store's :meth:`guarded_reads` that may answer
+        this read from memory and note it for the caller's write (``GUARDED_READS``; ignored
+        without it). Inside a ``guarded_reads()`` block the block's guards apply when none is given.
         """
         ...
 
     def load_if(
-        self, session_id: str, wanted: Callable[[SessionHead], bool]
+        self, session_id: str, wanted: Callable[[SessionHead], bool], *, reads: ReadGuards | None = None
     ) -> tuple[SessionHead | None, Checkpoint | None]:
         """``(head, record)``: the record only when ``wanted(head)`` (else ``None``).
 
         The AWS store answers both from one item read; the default is :meth:`head`, then
         :meth:`load` when wanted. Caller: the engine's resume of a parked session (a refusal such as
-        a timer into a finished session needs only the head).
+        a timer into a finished session needs only the head). ``reads``: as :meth:`load`.
         """
         ...
 
-    def head(self, session_id: str) -> SessionHead | None:
-        """The latest committed version's head (status, version, lease, resume_at), or ``None``."""
+    def head(self, session_id: str, *, reads: ReadGuards | None = None) -> SessionHead | None:
+        """The latest committed version's head (status, version, lease, resume_at), or ``None``.
+
+        ``reads``: as :meth:`load`.
+        """
         ...
 
     def commit(

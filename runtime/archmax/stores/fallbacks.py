@@ -36,11 +36,11 @@ class StoreFallbacks:
     location = StoreLocation()
     """Neither a folder nor a bucket (override where the store has one)."""
 
-    def load(self, session_id: str) -> Checkpoint | None:  # pragma: no cover - every store defines it
+    def load(self, session_id: str, *, reads: ReadGuards | None = None) -> Checkpoint | None:  # pragma: no cover
         """Defined by each store itself."""
         raise NotImplementedError
 
-    def head(self, session_id: str) -> SessionHead | None:  # pragma: no cover - every store defines it
+    def head(self, session_id: str, *, reads: ReadGuards | None = None) -> SessionHead | None:  # pragma: no cover
         """Defined by each store itself."""
         raise NotImplementedError
 
@@ -53,9 +53,12 @@ class StoreFallbacks:
         raise NotImplementedError
 
     def load_if(
-        self, session_id: str, wanted: Callable[[SessionHead], bool]
+        self, session_id: str, wanted: Callable[[SessionHead], bool], *, reads: ReadGuards | None = None
     ) -> tuple[SessionHead | None, Checkpoint | None]:
-        """:meth:`head`, then :meth:`load` only when ``wanted(head)`` (two reads where the store needs them)."""
+        """:meth:`head`, then :meth:`load` only when ``wanted(head)`` (two reads where the store needs them).
+
+        ``reads`` is ignored: a store without ``GUARDED_READS`` serves nothing from memory.
+        """
         head = self.head(session_id)
         if head is None or not wanted(head):
             return head, None

@@ -39,7 +39,7 @@ from archmax.errors import CommitConflictError, InvalidFilePathError, PathExists
 from archmax.session.ids import folder_name, portable_folder_name
 from archmax.session.records import Checkpoint
 from archmax.stores import common as _common
-from archmax.stores.base import Capability, DuePark, SessionHead, StoreLocation
+from archmax.stores.base import Capability, DuePark, ReadGuards, SessionHead, StoreLocation
 from archmax.stores.fallbacks import StoreFallbacks, local_capabilities
 from archmax.stores.fs_io import acquired, head_doc, io_errors, scan_latest, write_file
 from archmax.stores.riders import Riders
@@ -82,7 +82,7 @@ class FilesystemStore(StoreFallbacks):
 
     # ------------------------------------------------------------------ checkpoints
 
-    def load(self, session_id: str) -> Checkpoint | None:
+    def load(self, session_id: str, *, reads: ReadGuards | None = None) -> Checkpoint | None:
         """The latest committed checkpoint, or ``None`` (§9.1). Never a partial record.
 
         Raises:
@@ -103,7 +103,7 @@ class FilesystemStore(StoreFallbacks):
             return _common.same_session(session_id, decode_chunks(chunks))
         raise StoreError(f"session '{session_id}' kept changing under a load", session_id=session_id)
 
-    def head(self, session_id: str) -> SessionHead | None:
+    def head(self, session_id: str, *, reads: ReadGuards | None = None) -> SessionHead | None:
         """The latest version's head from ``head.json`` (plus one probe for a newer chunk), or ``None``.
 
         Raises:

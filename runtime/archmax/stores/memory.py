@@ -22,7 +22,7 @@ from archmax.errors import CommitConflictError, PathExistsError, SessionStoreCap
 from archmax.session.ids import validate_session_id
 from archmax.session.records import Checkpoint
 from archmax.stores import common as _common
-from archmax.stores.base import Capability, DuePark, SessionHead
+from archmax.stores.base import Capability, DuePark, ReadGuards, SessionHead
 from archmax.stores.codec import (
     chunk_bytes,
     chunk_counts,
@@ -65,7 +65,7 @@ class MemoryStore(StoreFallbacks):
 
     # ------------------------------------------------------------------ checkpoints
 
-    def load(self, session_id: str) -> Checkpoint | None:
+    def load(self, session_id: str, *, reads: ReadGuards | None = None) -> Checkpoint | None:
         """The latest committed checkpoint (a fresh object), or ``None`` (§9.1).
 
         Raises:
@@ -80,7 +80,7 @@ class MemoryStore(StoreFallbacks):
             raw = [session.chunks[v - 1] for v in chunk_versions_to_load(latest)]
         return _common.same_session(session_id, decode_chunks([chunk_from_bytes(b) for b in raw]))
 
-    def head(self, session_id: str) -> SessionHead | None:
+    def head(self, session_id: str, *, reads: ReadGuards | None = None) -> SessionHead | None:
         """The latest version's head, read from its chunk alone, or ``None``.
 
         Raises:

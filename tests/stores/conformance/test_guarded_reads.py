@@ -56,3 +56,25 @@ def test_without_the_capability_every_guarded_read_is_real_and_nothing_is_checke
     store.confirm(reads)
     store.prime(session_id, None)
     assert store.head(session_id).version == 1
+
+
+def test_the_read_hint_given_to_a_read_serves_it_outside_any_block(store, session_id):
+    requires(store, Capability.GUARDED_READS)
+    store.commit(session_id, make_record(session_id, 1, messages=1), 0)
+    with store.guarded_reads(only=session_id) as reads:
+        pass  # the block is over: only the explicit hint can serve a read now
+    head, record = store.load_if(session_id, lambda h: True, reads=reads)
+    assert (head.version, record) == (1, store.load(session_id))
+    assert reads.versions == {session_id: 1}
+    assert store.head(session_id, reads=reads).version == 1
+
+
+def test_without_the_capability_a_read_hint_changes_nothing(store, session_id):
+    lacks(store, Capability.GUARDED_READS)
+    store.commit(session_id, make_record(session_id, 1, messages=1), 0)
+    with store.guarded_reads() as reads:
+        pass
+    assert store.load(session_id, reads=reads) == store.load(session_id)
+    assert store.head(session_id, reads=reads) == store.head(session_id)
+    assert store.load_if(session_id, lambda h: True, reads=reads)[0] == store.head(session_id)
+    assert reads.versions == {}

@@ -23,14 +23,14 @@ from archmax.stores.aws.guards import _GUARDED, GuardedReads
 from archmax.stores.aws.item import head_of_item, quarantine_hint_of_item
 from archmax.stores.aws.plan import Plan, entry_inline, entry_segment, entry_token, segment_chunks
 from archmax.stores.aws.state import CHUNK_CACHE_BYTES, PLANS_CACHE_SIZE, AwsState
-from archmax.stores.base import SessionHead
+from archmax.stores.base import ReadGuards, SessionHead
 from archmax.stores.codec import chunk_from_bytes, decode_chunks
 
 
 class AwsReads(AwsState):
     """Session reads of :class:`~archmax.stores.aws.store.AwsStore` (see the module docstring)."""
 
-    def load(self, session_id: str) -> Checkpoint | None:
+    def load(self, session_id: str, *, reads: ReadGuards | None = None) -> Checkpoint | None:
         """The latest committed checkpoint, or ``None`` (§9.1).
 
         Reads the item (strongly consistent), then exactly the chunks it lists, ``base .. version``.
@@ -41,11 +41,11 @@ class AwsReads(AwsState):
             StoreError: on an AWS failure, or chunks that do not rebuild the record.
         """
         validate_session_id(session_id)
-        item = self._item(session_id)
+        item = self._item(session_id, reads)
         return None if item is None else self._record_of(session_id, item)
 
     def load_if(
-        self, session_id: str, wanted: Callable[[SessionHead], bool]
+        self, session_id: str, wanted: Callable[[SessionHead], bool], *, reads: ReadGuards | None = None
     ) -> tuple[SessionHead | None, Checkpoint | None]:
         """The head, and the whole record only when ``wanted(head)``: one GetItem either way (issue 10).
 
@@ -56,7 +56,7 @@ class AwsReads(AwsState):
             InvalidSessionIdError / StoreError: as :meth:`load`.
         """
         validate_session_id(session_id)
-        item = self._item(session_id)
+        item = self._item(session_id, reads)
         if item is None:
             return None, None
         head = head_of_item(item)
@@ -99,7 +99,7 @@ class AwsReads(AwsState):
         self._remember(session_id, plan)
         return record
 
-    def head(self, session_id: str) -> SessionHead | None:
+    def head(self, session_id: str, *, reads: ReadGuards | None = None) -> SessionHead | None:
         """The latest version's head from the item alone (one GetItem), or ``None``.
 
         Raises:
@@ -107,7 +107,7 @@ class AwsReads(AwsState):
             StoreError: on an AWS failure.
         """
         validate_session_id(session_id)
-        item = self._item(session_id)
+        item = self._item(session_id, reads)
         return _common.same_session(session_id, None if item is None else head_of_item(item))
 
     # ------------------------------------------------------------------ held mail hint (issue 10, issue 13 item 1)
@@ -162,11 +162,12 @@ class AwsReads(AwsState):
 
     # ------------------------------------------------------------------ internals
 
-    def _item(self, session_id: str) -> dict[str, Any] | None:
-        reads = _GUARDED.get()
-        if reads is not None and reads.store is self and reads.serves(session_id):
+    def _item(self, session_id: str, reads: ReadGuards | None = None) -> dict[str, Any] | None:
+        """The session item: from ``reads`` (else the enclosing ``guarded_reads()`` block) when it serves it, else one GetItem."""
+        guards = reads if reads is not None else _GUARDED.get()  # the explicit hint wins over the ambient block
+        if isinstance(guards, GuardedReads) and guards.store is self and guards.serves(session_id):
             self._read.item = None  # a remembered view: its hint may be stale (held_mail_hint answers "unknown")
-            return reads.item(session_id)
+            return guards.item(session_id)
         answer = aws_call(
             self._ddb.get_item,
             operation="read",

@@ -367,11 +367,17 @@ class Host:
 
     def _guards_ride_put(self) -> bool:
         """The store's guarded reads can be checked by the inbox's put (AwsStore + DynamoInbox, issue 10)."""
-        return Capability.GUARDED_READS in self.agent.store.capabilities and InboxCapability.GUARDED_PUT in self.inbox.capabilities
+        return (
+            Capability.GUARDED_READS in self.agent.store.capabilities
+            and InboxCapability.GUARDED_PUT in self.inbox.capabilities
+        )
 
     def _rides(self) -> bool:
         """The inbox's lease and marks can ride the store's commits (DynamoInbox + AwsStore, issue 10)."""
-        return Capability.COMMIT_RIDERS in self.agent.store.capabilities and InboxCapability.COMMIT_RIDERS in self.inbox.capabilities
+        return (
+            Capability.COMMIT_RIDERS in self.agent.store.capabilities
+            and InboxCapability.COMMIT_RIDERS in self.inbox.capabilities
+        )
 
     def _drain_riding(self, session_id: str, owner: str) -> list[DrainResult]:
         """:meth:`drain` where the drain lease and the done marks ride the operation's commits (issue 10).

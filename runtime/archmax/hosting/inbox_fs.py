@@ -84,9 +84,7 @@ class FilesystemInbox(LocalInbox):
                     else:
                         marker.unlink(missing_ok=True)
         except Timeout as exc:
-            raise StoreError(
-                f"inbox of session '{session_id}' stayed locked for {self._lock_timeout_s}s"
-            ) from exc
+            raise StoreError(f"inbox of session '{session_id}' stayed locked for {self._lock_timeout_s}s") from exc
 
     def _atomic_write(self, path: Path, data: bytes) -> None:
         tmp = self.base / ".tmp" / uuid.uuid4().hex

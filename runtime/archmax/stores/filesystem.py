@@ -218,9 +218,7 @@ class FilesystemStore(StoreFallbacks):
         except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
             return None
         except OSError as exc:
-            raise StoreError(
-                f"cannot read {path!r} of session '{session_id}': {exc}", session_id=session_id
-            ) from exc
+            raise StoreError(f"cannot read {path!r} of session '{session_id}': {exc}", session_id=session_id) from exc
 
     def seed(self, session_id: str, files: dict[str, str], create_only: bool = False) -> None:
         """Write text files as UTF-8, each atomically; every path is checked before any is written.
@@ -244,7 +242,7 @@ class FilesystemStore(StoreFallbacks):
         """
         folder = self._folder(session_id)
         data = _common.encode_texts(session_id, {path: text})
-        (path, chunk), = data.items()
+        ((path, chunk),) = data.items()
         target = self._file(folder, session_id, path)
         with self._locked(folder, session_id), io_errors(session_id):
             target.parent.mkdir(parents=True, exist_ok=True)

@@ -225,7 +225,7 @@ class MemoryStore(StoreFallbacks):
             InvalidSessionIdError / InvalidFilePathError: as :meth:`seed`.
         """
         validate_session_id(session_id)
-        (path, chunk), = _common.encode_texts(session_id, {path: text}).items()
+        ((path, chunk),) = _common.encode_texts(session_id, {path: text}).items()
         with self._lock:
             files = self._sessions.setdefault(session_id, _Session()).files
             files[path] = files.get(path, b"") + chunk

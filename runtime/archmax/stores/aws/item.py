@@ -196,9 +196,7 @@ def commit_request(
     if base is not None:
         sets.append(f"{name('base')} = :base")
         values[":base"] = _n(base)
-    removes = [
-        name(attr) for attr in _OPTIONAL if attr not in attrs and (previous is None or attr in previous)
-    ]
+    removes = [name(attr) for attr in _OPTIONAL if attr not in attrs and (previous is None or attr in previous)]
 
     conditions = _commit_conditions(expected_version, lease_owner, name, values)
     update = "SET " + ", ".join(sets)

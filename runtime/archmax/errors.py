@@ -190,7 +190,9 @@ class UnknownTriggerError(CallerError):
         self.trigger = trigger
         self.declared = list(declared)
         names = ", ".join(f"'{t}'" for t in self.declared) or "(none)"
-        super().__init__(f"trigger '{trigger}' is not declared by the workflow. Declared: {names}", session_id=session_id)
+        super().__init__(
+            f"trigger '{trigger}' is not declared by the workflow. Declared: {names}", session_id=session_id
+        )
 
 
 class UnknownSessionTriggerError(UnknownTriggerError):
@@ -203,9 +205,7 @@ class UnknownArtifactError(CallerError):
     def __init__(self, name: object, known: Sequence[str], *, session_id: str | None = None) -> None:
         self.name = name
         self.known = list(known)
-        super().__init__(
-            f"'{name}' is not an artifact. Known: {', '.join(self.known)}", session_id=session_id
-        )
+        super().__init__(f"'{name}' is not an artifact. Known: {', '.join(self.known)}", session_id=session_id)
 
 
 class WorkflowDisabledError(CallerError):
@@ -294,9 +294,7 @@ class DuplicateDeliveryError(CallerError):
 
     def __init__(self, session_id: str, delivery_id: str) -> None:
         self.delivery_id = delivery_id
-        super().__init__(
-            f"session '{session_id}' has already applied delivery '{delivery_id}'", session_id=session_id
-        )
+        super().__init__(f"session '{session_id}' has already applied delivery '{delivery_id}'", session_id=session_id)
 
 
 class InvalidEventError(CallerError):
@@ -349,9 +347,7 @@ class UnknownQuarantineError(CallerError):
 
     def __init__(self, session_id: str, delivery_id: str) -> None:
         self.delivery_id = delivery_id
-        super().__init__(
-            f"session '{session_id}' has no quarantined mail '{delivery_id}'", session_id=session_id
-        )
+        super().__init__(f"session '{session_id}' has no quarantined mail '{delivery_id}'", session_id=session_id)
 
 
 class InvalidDeliveryIdError(CallerError):

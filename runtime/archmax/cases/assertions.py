@@ -45,10 +45,7 @@ class View:
         The lease is not consulted: a case reads the record after its action returned, so no turn is live.
         """
         rec = self.record
-        return (
-            rec.status in PARKED_STATUSES
-            and rec.channel is not None
-        )
+        return rec.status in PARKED_STATUSES and rec.channel is not None
 
     @property
     def park_state(self) -> str | None:
@@ -72,9 +69,7 @@ class View:
 
 
 def _record(step: Step, ok: bool, detail: str, **extra: Any) -> AssertionRecord:
-    return AssertionRecord(
-        kind=step.key, status="passed" if ok else "failed", step=step.number, detail=detail, **extra
-    )
+    return AssertionRecord(kind=step.key, status="passed" if ok else "failed", step=step.number, detail=detail, **extra)
 
 
 def _where(view: View) -> str:
@@ -113,9 +108,7 @@ def _succeeded(step: Step, body: Any, view: View, grader: Grader | None) -> list
     if rec.raised is not None:
         problems.append(f"the agent raised '{rec.raised.code}': {rec.raised.reason}")
     if errors:
-        problems.append(
-            f"{len(errors)} tool result(s) are errors, first: {errors[0].name}: {errors[0].content[:120]}"
-        )
+        problems.append(f"{len(errors)} tool result(s) are errors, first: {errors[0].name}: {errors[0].content[:120]}")
     return [_record(step, not problems, "; ".join(problems) or f"{_where(view)}, no raise, no error results")]
 
 
@@ -140,14 +133,12 @@ def _raised(step: Step, body: Any, view: View, grader: Grader | None) -> list[As
     found = f"raised '{raised.code}': {raised.reason}" if raised else "no raise"
     code = body if isinstance(body, str) else (body.code if isinstance(body, RaisedBody) else None)
     reason = body.reason if isinstance(body, RaisedBody) else None
-    ok = raised is not None
-    if ok and code is not None:
-        ok = raised.code == code
-    if ok and reason is not None:
-        ok = text_matches(reason, raised.reason)
-    want = (
-        "a raise" + (f" with code '{code}'" if code else "") + (f" and reason {reason!r}" if reason else "")
+    ok = (
+        raised is not None
+        and (code is None or raised.code == code)
+        and (reason is None or text_matches(reason, raised.reason))
     )
+    want = "a raise" + (f" with code '{code}'" if code else "") + (f" and reason {reason!r}" if reason else "")
     return [_record(step, ok, f"expected {want}; found {found}")]
 
 
@@ -169,9 +160,7 @@ def _trail(step: Step, body: TrailBody, view: View, grader: Grader | None) -> li
         and (body.kind is None or s.kind == body.kind)
         and (body.reason is None or s.reason == body.reason)
     ]
-    matcher = ", ".join(
-        f"{k}={v!r}" for k, v in (("to", body.to), ("kind", body.kind), ("reason", body.reason)) if v
-    )
+    matcher = ", ".join(f"{k}={v!r}" for k, v in (("to", body.to), ("kind", body.kind), ("reason", body.reason)) if v)
     return [
         _record(
             step,
@@ -189,9 +178,7 @@ def _no_traversal(step: Step, body: Any, view: View, grader: Grader | None) -> l
 def _trigger_arrival(step: Step, body: str, view: View, grader: Grader | None) -> list[AssertionRecord]:
     arrivals = [s.reason or "" for s in view.record.trail if s.kind == "trigger"]
     ok = body in arrivals
-    return [
-        _record(step, ok, f"expected trigger '{body}' to arrive; arrivals: {', '.join(arrivals) or '(none)'}")
-    ]
+    return [_record(step, ok, f"expected trigger '{body}' to arrive; arrivals: {', '.join(arrivals) or '(none)'}")]
 
 
 def _variables(step: Step, body: VariablesBody, view: View, grader: Grader | None) -> list[AssertionRecord]:
@@ -246,9 +233,7 @@ def _reply(step: Step, body: ReplyBody, view: View, grader: Grader | None) -> li
         )
     for token in body.excludes:
         present = token_in(token, text)
-        out.append(
-            _record(step, not present, f"excludes {token!r}" + (f"; reply: {_clip(text)}" if present else ""))
-        )
+        out.append(_record(step, not present, f"excludes {token!r}" + (f"; reply: {_clip(text)}" if present else "")))
     return out
 
 
@@ -289,9 +274,7 @@ def _no_tools(step: Step, body: Any, view: View, grader: Grader | None) -> list[
     return [_record(step, not view.calls(), f"expected no tool calls; calls: {_called_names(view)}")]
 
 
-def _ran_workflow(
-    step: Step, body: RanWorkflowBody, view: View, grader: Grader | None
-) -> list[AssertionRecord]:
+def _ran_workflow(step: Step, body: RanWorkflowBody, view: View, grader: Grader | None) -> list[AssertionRecord]:
     runs = [
         s
         for s in view.record.trail
@@ -310,16 +293,10 @@ def _ran_workflow(
 
 def _grade(step: Step, body: GradeBody, view: View, grader: Grader | None) -> list[AssertionRecord]:
     if grader is None:
-        return [
-            _record(
-                step, False, "grade needs a judge: set tests.judge in workflow.yaml", threshold=body.at_least
-            )
-        ]
+        return [_record(step, False, "grade needs a judge: set tests.judge in workflow.yaml", threshold=body.at_least)]
     score, detail = grader(body.closed_qa, list(view.record.messages))
     ok = score >= body.at_least
-    return [
-        _record(step, ok, f"{detail}; needs at least {body.at_least:g}", threshold=body.at_least, score=score)
-    ]
+    return [_record(step, ok, f"{detail}; needs at least {body.at_least:g}", threshold=body.at_least, score=score)]
 
 
 def _json(value: Any) -> str:

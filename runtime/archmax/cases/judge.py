@@ -20,7 +20,9 @@ JUDGE_SYSTEM = (
     'then answer with JSON only, exactly {"score": <number from 0 to 1>, "reason": "<one sentence>"}. '
     "1 means the answer to the question is fully yes, 0 means no."
 )
-RETRY_TEXT = 'Your answer was not the JSON object asked for. Answer again with JSON only: {"score": <0..1>, "reason": "..."}'
+RETRY_TEXT = (
+    'Your answer was not the JSON object asked for. Answer again with JSON only: {"score": <0..1>, "reason": "..."}'
+)
 _FENCE = re.compile(r"^```(?:json)?\s*|\s*```$")
 
 
@@ -59,9 +61,7 @@ def grade(judge: Model, question: str, messages: list[Message], *, session_id: s
     answers = []
     for _attempt in range(2):
         response = judge.complete(
-            ModelRequest(
-                system=JUDGE_SYSTEM, messages=list(transcript), tools=[], state="grade", session_id=session_id
-            )
+            ModelRequest(system=JUDGE_SYSTEM, messages=list(transcript), tools=[], state="grade", session_id=session_id)
         )
         answers.append(response.text or "")
         score = parse_score(response.text or "")

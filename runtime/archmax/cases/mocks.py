@@ -20,9 +20,7 @@ class NoMockMatchesError(LookupError):
     """A call to a mocked tool that no mock answers (the agent reads it as the tool's ``error`` result)."""
 
 
-def mocked_tools(
-    mocks: Iterable[Mock], real: Iterable[Any] | Mapping[str, Any] | None = None
-) -> dict[str, HostTool]:
+def mocked_tools(mocks: Iterable[Mock], real: Iterable[Any] | Mapping[str, Any] | None = None) -> dict[str, HostTool]:
     """The host tools a case registers: the real ones, with mocked names answered by their mocks.
 
     Args:

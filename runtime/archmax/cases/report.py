@@ -35,27 +35,38 @@ def format_results(result: dict[str, Any]) -> str:
         if result.get("filter"):
             return f"no case matches filter '{result['filter']}'"
         return "no cases found (tests/**/*.test.yaml)"
-    lines: list[str] = []
-    for r in results:
-        status = r.verdict.status
-        line = f"{MARKS[status]} {r.id} — {r.title}"
-        if status == "skipped":
-            line += f" (skipped: {r.skip_reason})"
-        lines.append(line)
-        if status == "failed":
-            for failure in r.verdict.failures:
-                first, *rest = failure.splitlines() or [""]
-                lines.append(f"    {first}")
-                lines.extend(f"      {more}" for more in rest)
-            not_run = sum(1 for rec in r.records if rec.status == "not-executed")
-            if not_run:
-                lines.append(f"    ({not_run} later step{'s' if not_run != 1 else ''} not executed)")
+    lines = [line for r in results for line in _case_lines(r)]
+    lines.append(_summary(results))
+    return "\n".join(lines)
+
+
+def _case_lines(r: CaseResult) -> list[str]:
+    """The verdict line, then for a failed case its failures and how many steps never ran."""
+    status = r.verdict.status
+    line = f"{MARKS[status]} {r.id} — {r.title}"
+    if status == "skipped":
+        line += f" (skipped: {r.skip_reason})"
+    if status != "failed":
+        return [line]
+    lines = [line]
+    for failure in r.verdict.failures:
+        first, *rest = failure.splitlines() or [""]
+        lines.append(f"    {first}")
+        lines.extend(f"      {more}" for more in rest)
+    not_run = sum(1 for rec in r.records if rec.status == "not-executed")
+    if not_run:
+        lines.append(f"    ({not_run} later step{'s' if not_run != 1 else ''} not executed)")
+    return lines
+
+
+def _summary(results: list[CaseResult]) -> str:
     counts = {k: sum(1 for r in results if r.verdict.status == k) for k in MARKS}
-    summary = f"{len(results)} case{'s' if len(results) != 1 else ''}: {counts['passed']} passed, {counts['failed']} failed"
+    summary = (
+        f"{len(results)} case{'s' if len(results) != 1 else ''}: {counts['passed']} passed, {counts['failed']} failed"
+    )
     if counts["skipped"]:
         summary += f", {counts['skipped']} skipped"
-    lines.append(summary)
-    return "\n".join(lines)
+    return summary
 
 
 def results_to_json(result: dict[str, Any]) -> dict[str, Any]:

@@ -128,9 +128,7 @@ class RaisedBody(_Strict):
     @model_validator(mode="after")
     def _not_empty(self) -> RaisedBody:
         if self.code is None and self.reason is None:
-            raise ValueError(
-                "an empty mapping is an error: give 'code', 'reason' or both (or write 'raised: true')"
-            )
+            raise ValueError("an empty mapping is an error: give 'code', 'reason' or both (or write 'raised: true')")
         if self.reason is not None:
             _pattern_ok(self.reason)
         return self
@@ -240,7 +238,7 @@ def _pattern_ok(value: Any) -> None:
 
 
 _STRICT = ConfigDict(strict=True)
-_TRUE = TypeAdapter(Literal[True], config=_STRICT)
+_TRUE: TypeAdapter[Literal[True]] = TypeAdapter(Literal[True], config=_STRICT)
 _SLUG = TypeAdapter(str, config=_STRICT)
 
 BODY: dict[str, TypeAdapter[Any]] = {
@@ -472,9 +470,7 @@ def _mocks(value: Any, fail: Any) -> tuple[Mock, ...]:
         when = raw.get("whenInput")
         if "whenInput" in raw:
             if not isinstance(when, dict):
-                raise fail(
-                    "must be a mapping (matched partially against the call's input)", key=f"{key}.whenInput"
-                )
+                raise fail("must be a mapping (matched partially against the call's input)", key=f"{key}.whenInput")
             try:
                 check_patterns(when)
             except BadPatternError as exc:

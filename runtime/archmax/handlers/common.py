@@ -25,18 +25,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from functools import cache
-from re import Match
+from functools import cache, wraps
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, unquote, urlencode
 
 from archmax.errors import ArchmaxError, CallerError, InvalidEventError, ModelError, StoreError
 from archmax.hosting.http import error_response
-from archmax.session.ids import validate_session_id
+from archmax.session.ids import parse_session_id
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.event_handler import Response
-    from aws_lambda_powertools.event_handler.api_gateway import Router
+    from aws_lambda_powertools.event_handler.api_gateway import ApiGatewayResolver, Router
 
     from archmax.hosting.wiring import Collaborators
 
@@ -58,32 +57,47 @@ def error_body(exc: ArchmaxError) -> tuple[int, dict[str, Any]]:
     return error_response(exc)
 
 
-def _decode_route_keys(_resolver: Any, match: Match) -> dict[str, str]:
-    """Every route argument percent-decoded exactly once (Powertools hands them over still encoded).
+def _decoding(route: Callable[..., Any]) -> Callable[..., Any]:
+    """``route`` called with every route argument percent-decoded exactly once.
 
-    Powertools matches routes over the raw path (``/sessions/x%20y%40z`` gives ``x%20y%40z``); API
-    Gateway's ``pathParameters`` are decoded. This is the one place the handlers decode them, so
-    ``%25`` becomes ``%`` and no more.
+    Powertools matches routes over the raw path (``/sessions/x%20y%40z`` gives ``x%20y%40z``) and
+    offers no option to decode what it matched; API Gateway's ``pathParameters`` are decoded. This
+    is the one place the handlers decode them, so ``%25`` becomes ``%`` and no more.
     """
-    return {name: unquote(value) for name, value in match.groupdict().items()}
+
+    @wraps(route)  # keeps the name and signature Powertools reads
+    def decoded(**route_args: str) -> Any:
+        return route(**{name: unquote(value) for name, value in route_args.items()})
+
+    return decoded
 
 
 @cache
-def _resolver_classes() -> dict[str, type]:
-    """Payload version (``"2.0"``, ``"1.0"``) -> a Powertools resolver class decoding path parameters."""
+def _decoding_router() -> type[Router]:
+    """A Powertools ``Router`` whose routes receive decoded arguments, through its public ``route``."""
+    from aws_lambda_powertools.event_handler.api_gateway import Router
+
+    class DecodingRouter(Router):
+        """Registers each route wrapped by :func:`_decoding` (``get``/``post``/... all go through ``route``)."""
+
+        def route(self, rule: str, method: Any, *args: Any, **kwargs: Any) -> Callable[[Any], Any]:
+            register = super().route(rule, method, *args, **kwargs)
+
+            def register_decoding(func: Any) -> Any:
+                register(_decoding(func))
+                return func
+
+            return register_decoding
+
+    return DecodingRouter
+
+
+@cache
+def _resolver_classes() -> dict[str, type[ApiGatewayResolver]]:
+    """Payload version (``"2.0"``, ``"1.0"``) -> the Powertools resolver class for it."""
     from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, APIGatewayRestResolver
 
-    class HttpResolver(APIGatewayHttpResolver):
-        """HTTP API (payload v2)."""
-
-        _convert_matches_into_route_keys = _decode_route_keys
-
-    class RestResolver(APIGatewayRestResolver):
-        """REST API (payload v1)."""
-
-        _convert_matches_into_route_keys = _decode_route_keys
-
-    return {"2.0": HttpResolver, "1.0": RestResolver}
+    return {"2.0": APIGatewayHttpResolver, "1.0": APIGatewayRestResolver}
 
 
 def is_http_event(event: Mapping[str, Any]) -> bool:
@@ -111,19 +125,29 @@ def envelope_problem(event: Mapping[str, Any]) -> str | None:
     ``multiValueHeaders`` (lists of strings, or ``null``), ``body`` (a string or ``null``),
     ``isBase64Encoded`` (a boolean or ``null``).
     """
-    v2 = _is_v2(event)
-    context = event.get("requestContext")
-    if v2:
-        http = context.get("http") if isinstance(context, Mapping) else None
-        if not isinstance(http, Mapping) or not isinstance(http.get("method"), str):
-            return "requestContext.http.method must be a string"
-        if not isinstance(event.get("rawPath"), str):
-            return "rawPath must be a string"
-        if not isinstance(context.get("stage"), str):  # Powertools joins it to the path (HTTP API always sends it)
-            return "requestContext.stage must be a string"
-    else:
+    return _route_problem(event) or _headers_problem(event) or _payload_problem(event)
+
+
+def _route_problem(event: Mapping[str, Any]) -> str | None:
+    """The method and path fields of either payload version."""
+    if not _is_v2(event):
         if not isinstance(event.get("httpMethod"), str) or not isinstance(event.get("path"), str):
             return "httpMethod and path must be strings"
+        return None
+    context = event.get("requestContext")
+    context = context if isinstance(context, Mapping) else {}
+    http = context.get("http")
+    if not isinstance(http, Mapping) or not isinstance(http.get("method"), str):
+        return "requestContext.http.method must be a string"
+    if not isinstance(event.get("rawPath"), str):
+        return "rawPath must be a string"
+    if not isinstance(context.get("stage"), str):  # Powertools joins it to the path (HTTP API always sends it)
+        return "requestContext.stage must be a string"
+    return None
+
+
+def _headers_problem(event: Mapping[str, Any]) -> str | None:
+    """``headers`` (text or numbers) and ``multiValueHeaders`` (lists of text), each ``null`` or absent."""
     headers = event.get("headers")
     if headers is not None and not (
         isinstance(headers, Mapping)
@@ -132,12 +156,18 @@ def envelope_problem(event: Mapping[str, Any]) -> str | None:
         return "headers must map names to strings"
     multi = event.get("multiValueHeaders")
     if multi is not None and not (
-        isinstance(multi, Mapping)
-        and all(
-            isinstance(k, str) and isinstance(v, list) and all(isinstance(x, str) for x in v) for k, v in multi.items()
-        )
+        isinstance(multi, Mapping) and all(isinstance(k, str) and _is_text_list(v) for k, v in multi.items())
     ):
         return "multiValueHeaders must map names to lists of strings"
+    return None
+
+
+def _is_text_list(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(x, str) for x in value)
+
+
+def _payload_problem(event: Mapping[str, Any]) -> str | None:
+    """``body`` (text) and ``isBase64Encoded`` (a boolean), each ``null`` or absent."""
     if event.get("body") is not None and not isinstance(event.get("body"), str):
         return "body must be a string"
     if event.get("isBase64Encoded") is not None and not isinstance(event.get("isBase64Encoded"), bool):
@@ -173,9 +203,7 @@ def http_app(register: Callable[[Router], None]) -> Handler:
     apps: dict[str, Any] = {}
 
     def build() -> None:
-        from aws_lambda_powertools.event_handler.api_gateway import Router
-
-        router = Router()
+        router = _decoding_router()()
         register(router)
         for version, cls in _resolver_classes().items():
             app = cls()
@@ -260,7 +288,7 @@ def drain(c: Collaborators, session_id: Any) -> dict[str, Any]:
             answered, so the asynchronous invocation fails: Lambda retries it, then hands it to the
             function's OnFailure DLQ, and the sweep re-drives the item meanwhile.
     """
-    results = c.host.drain(validate_session_id(session_id))
+    results = c.host.drain(parse_session_id(session_id))
     for result in results:
         if isinstance(result, ModelError | StoreError):
             raise result

@@ -149,9 +149,7 @@ def json_object(event: ProxyEvent) -> dict[str, Any]:
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise InvalidEventError(
-            f"the body is not JSON ({exc.msg} at line {exc.lineno}): send a JSON object"
-        ) from exc
+        raise InvalidEventError(f"the body is not JSON ({exc.msg} at line {exc.lineno}): send a JSON object") from exc
     except RecursionError as exc:  # the decoder's own nesting limit (~1000 levels)
         raise InvalidEventError("the body nests too deeply to be read: send a flatter JSON object") from exc
     if not isinstance(value, dict):
@@ -192,9 +190,7 @@ def _model(cls: type[BaseModel], data: dict[str, Any], what: str) -> Any:
     try:
         return cls.model_validate(data)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']) or 'body'}: {err['msg']}" for err in exc.errors()
-        )
+        problems = "; ".join(f"{'.'.join(str(p) for p in err['loc']) or 'body'}: {err['msg']}" for err in exc.errors())
         raise InvalidEventError(f"the {what} body is not usable: {problems}") from exc
 
 
@@ -203,9 +199,7 @@ def _file_in(variable: str, body: FileBody) -> FileIn:
         try:
             return FileIn(name=body.name, content=base64.b64decode(body.content, validate=True))
         except (binascii.Error, ValueError) as exc:
-            raise InvalidEventError(
-                f"files.{variable}.content is marked base64 but is not valid base64"
-            ) from exc
+            raise InvalidEventError(f"files.{variable}.content is marked base64 but is not valid base64") from exc
     return FileIn(name=body.name, content=body.content)
 
 

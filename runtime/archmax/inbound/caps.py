@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -41,7 +42,7 @@ class AttachmentCaps(BaseModel):
             ConfigurationError: a setting that is not a non-negative integer.
         """
         env = os.environ if env is None else env
-        values = {}
+        values: dict[str, Any] = {}  # only the caps set: model_construct fills the defaults of the rest
         for field, name in (("max_attachments", "ARCHMAX_MAX_ATTACHMENTS"),
                             ("max_attachment_bytes", "ARCHMAX_MAX_ATTACHMENT_BYTES")):  # fmt: skip
             raw = (env.get(name) or "").strip()

@@ -62,9 +62,7 @@ def parse_schedule(event: Mapping[str, Any]) -> Schedule:
     data = EventBridgeEvent(dict(event))
     source = event.get("source")
     if source not in SCHEDULE_SOURCES:
-        raise InvalidEventError(
-            f"source {source!r} is not a schedule: expected one of {', '.join(SCHEDULE_SOURCES)}"
-        )
+        raise InvalidEventError(f"source {source!r} is not a schedule: expected one of {', '.join(SCHEDULE_SOURCES)}")
     if event.get("detail-type") != SCHEDULED_DETAIL_TYPE:
         raise InvalidEventError(f"detail-type {event.get('detail-type')!r} is not '{SCHEDULED_DETAIL_TYPE}'")
     event_id = event.get("id")

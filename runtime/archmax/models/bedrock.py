@@ -132,9 +132,7 @@ def _blocks(message: Message) -> tuple[str, list[dict[str, Any]]]:
     if message.content.strip():
         blocks.append({"text": message.content})
     if message.role == "assistant":
-        blocks.extend(
-            {"toolUse": {"toolUseId": c.id, "name": c.name, "input": c.args}} for c in message.tool_calls
-        )
+        blocks.extend({"toolUse": {"toolUseId": c.id, "name": c.name, "input": c.args}} for c in message.tool_calls)
     return message.role, blocks
 
 
@@ -173,9 +171,7 @@ def from_converse(response: dict[str, Any], model_id: str) -> ModelResponse:
         elif "toolUse" in block:
             use = block["toolUse"]
             args = use.get("input")
-            calls.append(
-                ToolCall(id=use["toolUseId"], name=use["name"], args=args if isinstance(args, dict) else {})
-            )
+            calls.append(ToolCall(id=use["toolUseId"], name=use["name"], args=args if isinstance(args, dict) else {}))
     raw = response.get("usage", {})
     usage = Usage(
         input_tokens=raw.get("inputTokens", 0),
@@ -272,10 +268,8 @@ class BedrockModel:
                 import boto3
                 from botocore.config import Config
             except ImportError as exc:  # pragma: no cover - boto3 ships with the aws extra
-                raise ModelConfigurationError(
-                    "the Bedrock model needs boto3: pip install 'archmax[aws]'"
-                ) from exc
-            timeouts = {"read_timeout": self.timeout_s} if self.timeout_s is not None else {}
+                raise ModelConfigurationError("the Bedrock model needs boto3: pip install 'archmax[aws]'") from exc
+            timeouts: dict[str, Any] = {"read_timeout": self.timeout_s} if self.timeout_s is not None else {}
             config = Config(retries={"mode": "standard", "max_attempts": self.max_attempts}, **timeouts)
             self._client = boto3.client("bedrock-runtime", region_name=self.region, config=config)
         return self._client

@@ -238,9 +238,7 @@ class OpenAIModel:
     ) -> None:
         name = model or env.get("ARCHMAX_MODEL", "").removeprefix("openai:")
         if not name or not name.strip():
-            raise ModelConfigurationError(
-                "an OpenAI-compatible model needs a model name: ARCHMAX_MODEL=openai:<model>"
-            )
+            raise ModelConfigurationError("an OpenAI-compatible model needs a model name: ARCHMAX_MODEL=openai:<model>")
         self.model = name
         self.base_url = base_url or env.get("ARCHMAX_API_BASE_URL") or None
         key = api_key or env.get("ARCHMAX_API_KEY") or env.get("OPENAI_API_KEY")

@@ -113,9 +113,7 @@ def parse_entries(entries: Any) -> list[ScriptEntry]:
     parsed: list[ScriptEntry] = []
     for i, raw in enumerate(entries, start=1):
         if not isinstance(raw, dict):
-            raise ModelScriptError(
-                f"model response {i}: an entry must be a mapping, not {type(raw).__name__}"
-            )
+            raise ModelScriptError(f"model response {i}: an entry must be a mapping, not {type(raw).__name__}")
         unknown = [k for k in raw if k not in ENTRY_KEYS]
         if unknown:
             raise ModelScriptError(

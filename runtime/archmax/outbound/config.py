@@ -134,9 +134,9 @@ def dispatcher_from_env(
 
     def client(service: str) -> Any:
         if service not in made:
-            from archmax.hosting.wiring import aws_client  # boto3 stays at the platform edge
+            from archmax.stores.aws.clients import LazyClient  # built on first use: boto3 loads only then
 
-            made[service] = aws_client(service)
+            made[service] = LazyClient(service)
         return made[service]
 
     smtp_url = env.get("ARCHMAX_SMTP_URL")
@@ -159,7 +159,7 @@ def dispatcher_from_env(
         raise OutboundError(f"ARCHMAX_MAIL_TRANSPORT must be ses, smtp, file or off, not {transport!r}")
     bus = env.get("ARCHMAX_EVENT_BUS")
     publisher: Publisher = EventBridgePublisher(client("events"), bus) if bus else FileEventWriter(store)
-    in_bucket = isinstance(getattr(store, "bucket", None), str)  # an AwsStore: aliases beside it in S3
+    in_bucket = store.location.bucket is not None  # an AwsStore: aliases beside it in S3
     aliases = aliases_for(store, s3_client=client("s3") if in_bucket else None, prefix=s3_prefix)
     return Dispatcher(
         store,

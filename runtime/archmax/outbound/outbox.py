@@ -20,12 +20,13 @@ from archmax.session.records import (
     OUTBOX_KEPT,
     PARKED_STATUSES,
     Checkpoint,
+    OutboxDetailType,
     OutboxEntry,
     SessionStatus,
 )
 from archmax.session.results import exit_of, reply_of
 
-DETAIL_TYPES = {
+DETAIL_TYPES: dict[SessionStatus, OutboxDetailType] = {
     SessionStatus.AWAITING_INPUT: "Session Parked",
     SessionStatus.AWAITING_DECISION: "Session Parked",
     SessionStatus.COMPLETED: "Session Completed",
@@ -95,6 +96,18 @@ def _mail_fields(record: Checkpoint) -> dict[str, Any] | None:
         return None
     message_id = _value(record, "message_id")
     message_id = message_id if isinstance(message_id, str) and message_id else None
+    to = [a for a in _value(record, "to") or [] if isinstance(a, str) and "@" in a]
+    return {
+        "to": [sender],
+        "inbox": to[0] if to else None,
+        "subject": _reply_subject(_value(record, "subject")),
+        "in_reply_to": message_id,
+        "references": _references(record, message_id),
+    }
+
+
+def _references(record: Checkpoint, message_id: str | None) -> list[str]:
+    """The reply's ``References``: the thread's root first, then the message it answers last."""
     references = [r for r in _value(record, "references") or [] if isinstance(r, str) and r]
     root = _value(record, "conversation_id")  # the thread's first Message-ID, when the client dropped it
     if isinstance(root, str) and "@" in root and root not in references:
@@ -102,18 +115,15 @@ def _mail_fields(record: Checkpoint) -> dict[str, Any] | None:
     for parent in (_value(record, "in_reply_to"), message_id):  # a client that kept no References
         if isinstance(parent, str) and parent and parent not in references:
             references.append(parent)
-    to = [a for a in _value(record, "to") or [] if isinstance(a, str) and "@" in a]
-    subject = _value(record, "subject")
+    return references
+
+
+def _reply_subject(subject: Any) -> str:
+    """``Re: <subject>`` (once), on one line; ``Re: your message`` for a mail that had none."""
     subject = _CONTROL.sub(" ", subject).strip() if isinstance(subject, str) else ""  # never a header break
     if not _RE.match(subject):
         subject = f"Re: {subject}" if subject else "Re: your message"
-    return {
-        "to": [sender],
-        "inbox": to[0] if to else None,
-        "subject": subject,
-        "in_reply_to": message_id,
-        "references": references,
-    }
+    return subject
 
 
 def _event_detail(record: Checkpoint, text: str) -> dict[str, Any]:

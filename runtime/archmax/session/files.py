@@ -47,15 +47,11 @@ def check_attachment_name(name: Any, *, session_id: str | None = None) -> str:
     if "/" in name or "\\" in name:
         raise InvalidFilePathError(name, "a file name must not contain '/' or '\\'", session_id=session_id)
     if _CONTROL.search(name):
-        raise InvalidFilePathError(
-            name, "a file name must not contain control characters", session_id=session_id
-        )
+        raise InvalidFilePathError(name, "a file name must not contain control characters", session_id=session_id)
     try:
         size = len(name.encode("utf-8"))
     except UnicodeEncodeError:
-        raise InvalidFilePathError(
-            name, "a file name must be valid Unicode text", session_id=session_id
-        ) from None
+        raise InvalidFilePathError(name, "a file name must be valid Unicode text", session_id=session_id) from None
     if size > MAX_NAME_BYTES:
         raise InvalidFilePathError(
             name,

@@ -117,9 +117,7 @@ def event_note_text(trigger: str, state: str, variables: Mapping[str, Any], has_
 
 def error_note_text(from_state: str, reason: str, to: str) -> str:
     """``[error]`` text: a turn failure routed by ``on_error`` (§7, §5.7)."""
-    return (
-        f"[error] The '{from_state}' state failed: {_sentence(reason)} Routing to the '{to}' error handler."
-    )
+    return f"[error] The '{from_state}' state failed: {_sentence(reason)} Routing to the '{to}' error handler."
 
 
 def after_note_text(state: str, reason: str) -> str:

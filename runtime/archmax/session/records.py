@@ -208,6 +208,10 @@ class Raised(_Record):
     state: str
 
 
+OutboxDetailType = Literal["Session Parked", "Session Completed", "Session Failed", "Session Rejected"]
+"""What a turn-ending commit did to the session: the EventBridge ``detail-type`` of its outbox entries."""
+
+
 class OutboxEntry(_Record):
     """One outbound message a turn-ending commit recorded: sent after the commit, from this record.
 
@@ -221,7 +225,7 @@ class OutboxEntry(_Record):
     """Its position among that version's entries, from 0."""
     kind: Literal["email", "event"]
     """``email``: a reply to the person who wrote in; ``event``: a lifecycle event on the event bus."""
-    detail_type: Literal["Session Parked", "Session Completed", "Session Failed", "Session Rejected"]
+    detail_type: OutboxDetailType
     """What the commit did to the session (the EventBridge ``detail-type``)."""
     text: str = ""
     """The words for the person: the question or handoff message at a park, the final answer, a failure's reason."""

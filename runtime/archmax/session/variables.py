@@ -246,9 +246,7 @@ def _substitute_text(text: str, values: Mapping[str, Any]) -> Any:
         elif text.startswith(_OPEN, i):
             end = text.find(_CLOSE, i + len(_OPEN))
             if end < 0:
-                raise UnresolvedReferenceError(
-                    text[i:], "it has no closing '}}' (write '$${{' for a literal '${{')"
-                )
+                raise UnresolvedReferenceError(text[i:], "it has no closing '}}' (write '$${{' for a literal '${{')")
             value = _lookup(text[i : end + len(_CLOSE)], values)
             out.append(value if isinstance(value, str) else json.dumps(value, separators=(",", ":")))
             i = end + len(_CLOSE)
@@ -263,18 +261,14 @@ def _lookup(reference: str, values: Mapping[str, Any]) -> Any:
     try:
         path = parse_session_path(inner, "a tool argument")
     except InvalidSessionPathError as exc:
-        raise UnresolvedReferenceError(
-            reference, f"'{inner.strip()}' is not a usable path: {exc.reason}"
-        ) from None
+        raise UnresolvedReferenceError(reference, f"'{inner.strip()}' is not a usable path: {exc.reason}") from None
     name = path.segments[0]
     if name not in values:
         known = ", ".join(sorted(values)) or "(none set yet)"
         raise UnresolvedReferenceError(reference, f"variable '{name}' is not set. Set: {known}")
     value = resolve_path(path, values)
     if value is UNRESOLVED:
-        raise UnresolvedReferenceError(
-            reference, f"path '{path.text}' does not resolve against variable '{name}'"
-        )
+        raise UnresolvedReferenceError(reference, f"path '{path.text}' does not resolve against variable '{name}'")
     return value
 
 

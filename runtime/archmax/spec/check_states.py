@@ -131,7 +131,7 @@ def _state(slug: Any, body: Any, declared: set[str], out: Collector) -> State | 
         elif on_error not in declared:
             out.error(at(path, "on_error"), f"State '{slug}' on_error routes to undefined state '{on_error}'")
     allow, forbid = _state_tools(body.get("tools"), at(path, "tools"), out)
-    state = {
+    state: dict[str, Any] = {
         "slug": slug,
         "type": type_,
         "title": optional_text(body, "title", path, out),
@@ -180,7 +180,7 @@ def _transitions(slug: str, value: Any, declared: set[str], path: str, out: Coll
         type_ = edge.get("type")
         if type_ is not None and type_ not in _TRANSITION_TYPES:
             out.error(at(edge_path, "type"), f"must be one of {'|'.join(_TRANSITION_TYPES)}")
-        if len(out.errors) == before:
+        if len(out.errors) == before and isinstance(to, str):  # a missing or odd target was reported above
             edges.append(Transition.model_construct(to=to, description=edge["description"], type=type_))
     return edges
 
@@ -192,7 +192,7 @@ def _budget(value: Any, path: str, out: Collector) -> Budget:
         out.error(path, "must be a mapping {maxTurns?, maxParks?, timeoutMs?}")
         return Budget.model_construct()
     unknown_keys(value, _BUDGET_KEYS, path, out)
-    fields: dict[str, int] = {}
+    fields: dict[str, Any] = {}  # only the limits given: model_construct fills the defaults of the rest
     for key, field in _BUDGET_KEYS.items():
         if key not in value:
             continue

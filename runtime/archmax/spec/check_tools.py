@@ -68,7 +68,7 @@ def _rule(entry: Any, path: str, out: Collector) -> ToolRule | None:
         paths = None
     connection = optional_text(entry, "connection", path, out, non_blank=True)
     source = optional_text(entry, "source", path, out)
-    if len(out.errors) != before:
+    if len(out.errors) != before or not isinstance(tool, str):  # a missing or blank tool was reported above
         return None
     return ToolRule.model_construct(tool=tool.strip(), args=args, paths=paths, connection=connection, source=source)
 
@@ -83,11 +83,7 @@ def _guards(value: Any, path: str, out: Collector) -> dict[str, list[str]] | Non
     guards: dict[str, list[str]] = {}
     for name, globs in value.items():
         items = [globs] if isinstance(globs, str) else globs
-        if (
-            not isinstance(name, str)
-            or not isinstance(items, list)
-            or not all(isinstance(g, str) for g in items)
-        ):
+        if not isinstance(name, str) or not isinstance(items, list) or not all(isinstance(g, str) for g in items):
             out.error(at(path, name), "must be a glob or a list of globs")
             continue
         guards[name] = list(items)

@@ -10,7 +10,7 @@ rules (one id in two states, no trigger anywhere) live in :mod:`archmax.spec.che
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Literal
 
 from archmax.errors import InvalidSessionPathError
 from archmax.session.paths import parse_session_path
@@ -77,7 +77,7 @@ def trigger_decl(value: Any, path: str, out: Collector) -> TriggerDecl | None:
             out.warning(at(path, key), f"Unknown key '{key}'")
             extra[str(key)] = value[key]
     session = _path_key(value, "session", path, out)
-    message: str | bool | None
+    message: str | Literal[False] | None
     if value.get("message") is False:
         message = False
     else:
@@ -118,9 +118,10 @@ def _webhook_signature(value: Any, path: str, out: Collector) -> WebhookSignatur
     before = len(out.errors)
     unknown_keys(value, _SIGNATURE_KEYS, path, out)
     secret = optional_text(value, "secret", path, out, non_blank=True)
-    if secret is None and "secret" not in value:
+    # Absent and ``secret: null`` alike: a signature without a secret verifies nothing.
+    if value.get("secret") is None:
         out.error(at(path, "secret"), "is required: where the signing secret is (ssm:<name> or secretsmanager:<name>)")
-    headers = {}
+    headers: dict[str, Any] = {}  # only the names given: model_construct fills the defaults of the rest
     for key in ("header", "timestamp_header", "delivery_header"):
         text = optional_text(value, key, path, out, non_blank=True)
         if text is not None and not _HEADER.fullmatch(text):
@@ -130,14 +131,12 @@ def _webhook_signature(value: Any, path: str, out: Collector) -> WebhookSignatur
     tolerance = value.get("tolerance_s", 300)
     if not isinstance(tolerance, int) or isinstance(tolerance, bool) or not 1 <= tolerance <= 3600:
         out.error(at(path, "tolerance_s"), "must be a whole number of seconds from 1 to 3600")
-    if len(out.errors) != before:
+    if len(out.errors) != before or secret is None:  # a missing secret was reported above
         return None
     return WebhookSignature.model_construct(secret=secret, tolerance_s=tolerance, **headers)
 
 
-def _path_key(
-    value: dict[str, Any], key: str, path: str, out: Collector, *, allow_false: bool = False
-) -> str | None:
+def _path_key(value: dict[str, Any], key: str, path: str, out: Collector, *, allow_false: bool = False) -> str | None:
     """A dotted path read with the session-path parser (§4.3); the parser's message is kept."""
     raw = value.get(key)
     if raw is None:
@@ -206,7 +205,7 @@ def _entry(item: Any, path: str, out: Collector) -> ReturnSpec | None:
         out.error(at(path, "type"), f"must be one of {'|'.join(VALUE_TYPES)}")
     if "description" in item and not is_non_blank(item["description"]):
         out.error(at(path, "description"), NON_BLANK)
-    if len(out.errors) != before:
+    if len(out.errors) != before or not isinstance(name, str):  # a missing or odd name was reported above
         return None
     return ReturnSpec.model_construct(name=name, type=type_, description=item.get("description"))
 

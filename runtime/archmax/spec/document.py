@@ -100,7 +100,10 @@ class Budget(_Doc):
 
     max_turns: int | None = Field(None, alias="maxTurns", ge=1, description="Model calls per visit of the state.")
     max_parks: int | None = Field(
-        None, alias="maxParks", ge=1, description="Successful `archmax_wait` parks per state per turn; the next is a turn failure."
+        None,
+        alias="maxParks",
+        ge=1,
+        description="Successful `archmax_wait` parks per state per turn; the next is a turn failure.",
     )
     timeout_ms: int | None = Field(None, alias="timeoutMs", ge=1, description="Milliseconds each model call may take.")
 
@@ -124,7 +127,8 @@ class StateTools(_Doc):
     """Host tools in one state: closed by default, granted here (forbid beats allow)."""
 
     allow: list[ToolEntry] | None = Field(
-        None, description="Tools offered in this state: host tool names, or `archmax_workflow_<slug>` to call a sub-workflow."
+        None,
+        description="Tools offered in this state: host tool names, or `archmax_workflow_<slug>` to call a sub-workflow.",
     )
     forbid: list[ToolEntry] | None = Field(None, description="Tools removed in this state (`*`: every tool).")
 
@@ -166,7 +170,9 @@ class State(_Doc):
         None, description="`agent` (default): the model works here. `human`: the session parks for a person's decision."
     )
     title: str | None = Field(None, description="Shown on decision records and to people.")
-    instructions: str | None = Field(None, description="What to do in this state (a human state's are shown to the person).")
+    instructions: str | None = Field(
+        None, description="What to do in this state (a human state's are shown to the person)."
+    )
     summary: str | None = Field(None, description="One line about the state.")
     evidence: list[str] | None = Field(None, description="Human states: session files every decision record shows.")
     approvers: list[str] | None = Field(None, description="Human states: who decides; informational, shown by the CLI.")
@@ -216,7 +222,9 @@ class WorkflowDocument(_Doc):
 
     title: str | None = Field(None, description="The workflow's name for people.")
     instructions: str | None = Field(None, description="Shown to the model in every state (non-empty when present).")
-    disabled: bool | None = Field(None, description="`true` refuses new turns; deliveries, replies and decisions still work.")
+    disabled: bool | None = Field(
+        None, description="`true` refuses new turns; deliveries, replies and decisions still work."
+    )
     metadata: dict[str, Any] | None = Field(None, description="Free-form, not part of the spec hash.")
     states: dict[str, State | None] = Field(
         description="Every state by slug (`^[a-z0-9]+(-[a-z0-9]+)*$`), in order; at least one declares a trigger.",
@@ -268,7 +276,7 @@ def _one(key: str, body: Any, description: str) -> type[BaseModel]:
     from pydantic import create_model
 
     name = "Step_" + key
-    return create_model(  # type: ignore[call-overload, no-any-return]
+    return create_model(  # type: ignore[call-overload]
         name, __config__=ConfigDict(extra="forbid", title=key), __doc__=description, **{key: (body, ...)}
     )
 
@@ -287,8 +295,12 @@ STEP_MODELS: dict[str, type[BaseModel]] = {
     "variables": _one("variables", VariablesBody, "Variables hold these values / locks."),
     "reply": _one("reply", ReplyBody, "Tokens in, or absent from, the agent's text so far."),
     "calledTool": _one("calledTool", str | ToolBody, "A matching tool call exists. A bare name is ``{name: <name>}``."),
-    "notCalledTool": _one("notCalledTool", str | ToolBody, "No matching tool call exists. A bare name is ``{name: <name>}``."),
-    "blockedTool": _one("blockedTool", str | ToolBody, "A matching call was blocked. A bare name is ``{name: <name>}``."),
+    "notCalledTool": _one(
+        "notCalledTool", str | ToolBody, "No matching tool call exists. A bare name is ``{name: <name>}``."
+    ),
+    "blockedTool": _one(
+        "blockedTool", str | ToolBody, "A matching call was blocked. A bare name is ``{name: <name>}``."
+    ),
     "usedNoTools": _one("usedNoTools", Literal[True], "No tool call at all (notes excluded)."),
     "ranWorkflow": _one("ranWorkflow", RanWorkflowBody, "Counted over sub-workflow trail steps."),
     "grade": _one("grade", GradeBody, "The judge's score is at least `atLeast`."),

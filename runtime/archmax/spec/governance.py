@@ -59,9 +59,7 @@ def offered_tool_names(
     if WILDCARD in removed_set:
         return []
     granted_set = set(granted)
-    names = [
-        name for name in CONTROL_TOOLS if name not in removed_set and not (terminal and name == ADVANCE_TOOL)
-    ]
+    names = [name for name in CONTROL_TOOLS if name not in removed_set and not (terminal and name == ADVANCE_TOOL)]
     for name in host_tools:
         if name.startswith(RESERVED_PREFIX) or name in names:
             continue

@@ -264,9 +264,7 @@ class Workflow(_Value):
         node = self.states[state]
         removed = [r.tool for r in self.forbid_always if not r.guarded] + node.tools_forbid
         granted = [r.tool for r in self.allow_always] + node.tools_allow
-        return offered_tool_names(
-            terminal=node.is_terminal, granted=granted, removed=removed, host_tools=host_tools
-        )
+        return offered_tool_names(terminal=node.is_terminal, granted=granted, removed=removed, host_tools=host_tools)
 
     def tool_allowed(self, state: str, name: str, host_tools: Iterable[str]) -> bool:
         """Whether a call to ``name`` in ``state`` may run; ``False`` means a ``blocked`` result (§2.3).
@@ -280,9 +278,7 @@ class Workflow(_Value):
             return False
         return name in self.offered_tools(state, host_tools)
 
-    def guard_refusal(
-        self, state: str, name: str, args: Mapping[str, Any], variables: Mapping[str, Any]
-    ) -> str | None:
+    def guard_refusal(self, state: str, name: str, args: Mapping[str, Any], variables: Mapping[str, Any]) -> str | None:
         """Why argument guards refuse this call, or ``None`` (see :mod:`archmax.spec.guards`).
 
         Use after :meth:`tool_allowed`: guarded grants permit only matching calls, guarded

@@ -15,6 +15,7 @@ from typing import Any, Literal, Union, get_args, get_origin
 from pydantic import BaseModel
 
 from archmax.spec import document as d
+from archmax.spec.guide import GUIDE
 
 INTRO = """\
 # workflow.yaml reference
@@ -71,6 +72,7 @@ case runs offline on a scripted model. Steps are one-key mappings: an action (`s
 
 """
 
+
 def _type(annotation: Any) -> str:
     """A type as an author reads it: ``str``, ``list[Transition]``, ``"agent" | "human"`` (null left out)."""
     origin, args = get_origin(annotation), get_args(annotation)
@@ -97,7 +99,9 @@ def _table(model: type[BaseModel]) -> list[str]:
         key = field.alias or name
         required = "yes" if field.is_required() else ""
         kinds = [a for a in (get_args(field.annotation) or (field.annotation,)) if a is not type(None)]
-        nested = kinds[0] if len(kinds) == 1 and isinstance(kinds[0], type) and issubclass(kinds[0], BaseModel) else None
+        nested = (
+            kinds[0] if len(kinds) == 1 and isinstance(kinds[0], type) and issubclass(kinds[0], BaseModel) else None
+        )
         meaning = field.description or (_doc(nested) if nested is not None else "")
         meaning = " ".join(meaning.split()).replace("|", "\\|")
         shown = _type(field.annotation).replace("|", "\\|")
@@ -134,7 +138,7 @@ CASE_SECTIONS: list[tuple[str, type[BaseModel]]] = [
 
 def render_reference() -> str:
     """The whole ``docs/workflow.md`` text (ends with one newline)."""
-    lines = [INTRO.rstrip("\n"), "", "## workflow.yaml keys", ""]
+    lines = [INTRO.rstrip("\n"), "", GUIDE.rstrip("\n"), "", "## workflow.yaml keys", ""]
     for title, model in WORKFLOW_SECTIONS:
         lines += _section(title, model)
     lines += [CASE_INTRO.rstrip("\n"), ""]
@@ -144,8 +148,18 @@ def render_reference() -> str:
     for key, model in d.STEP_MODELS.items():
         body = _type(model.model_fields[key].annotation).replace("|", "\\|")
         lines.append(f"| `{key}` | `{body}` | {_doc(model)} |")
-    bodies = [d.DecideBody, d.DeliverBody, d.ParkedBody, d.RaisedBody, d.TrailBody, d.VariablesBody, d.ReplyBody,
-              d.ToolBody, d.RanWorkflowBody, d.GradeBody]
+    bodies: list[type[BaseModel]] = [
+        d.DecideBody,
+        d.DeliverBody,
+        d.ParkedBody,
+        d.RaisedBody,
+        d.TrailBody,
+        d.VariablesBody,
+        d.ReplyBody,
+        d.ToolBody,
+        d.RanWorkflowBody,
+        d.GradeBody,
+    ]
     lines.append("")
     for model in bodies:
         lines += _section(f"`{model.__name__}`", model, level="####")

@@ -29,9 +29,7 @@ VALUE_TYPES: tuple[str, ...] = (
 
 _DATE = re.compile(r"(\d{4})-(\d{2})-(\d{2})")
 # RFC 3339 date-time: the offset is required (Z or ±hh:mm); a leap second (60) is allowed.
-_DATE_TIME = re.compile(
-    r"(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(\.\d+)?([Zz]|[+-](\d{2}):(\d{2}))"
-)
+_DATE_TIME = re.compile(r"(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(\.\d+)?([Zz]|[+-](\d{2}):(\d{2}))")
 
 
 def _is_real_date(year: str, month: str, day: str) -> bool:
@@ -44,7 +42,7 @@ def _is_real_date(year: str, month: str, day: str) -> bool:
 
 def _is_date(value: str) -> bool:
     match = _DATE.fullmatch(value)
-    return bool(match) and _is_real_date(*match.groups())
+    return match is not None and _is_real_date(*match.groups())
 
 
 def _is_date_time(value: str) -> bool:

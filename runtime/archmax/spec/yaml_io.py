@@ -63,8 +63,14 @@ SpecLoader.yaml_implicit_resolvers = {
     first: [(tag, regexp) for tag, regexp in resolvers if tag != _TIMESTAMP]
     for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
 }
-# An explicit ``!!timestamp`` tag keeps its text too.
-SpecLoader.add_constructor(_TIMESTAMP, lambda loader, node: loader.construct_scalar(node))
+
+
+def _timestamp_text(loader: SpecLoader, node: yaml.ScalarNode) -> str:
+    """An explicit ``!!timestamp`` tag keeps its text too."""
+    return loader.construct_scalar(node)
+
+
+SpecLoader.add_constructor(_TIMESTAMP, _timestamp_text)
 
 
 def parse_yaml(text: str, source: str = "workflow.yaml") -> tuple[Any, list[Diagnostic]]:

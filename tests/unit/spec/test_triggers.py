@@ -258,6 +258,7 @@ def test_signature_and_mail_auth_load_and_are_checked():
     assert decl.mail_auth == "dmarc" and not wf.warnings
     for bad, where in [
         ({"signature": {}}, "signature.secret"),
+        ({"signature": {"secret": None}}, "signature.secret"),
         ({"signature": "ssm:/x"}, "signature"),
         ({"signature": {"secret": "ssm:/x", "tolerance_s": 0}}, "signature.tolerance_s"),
         ({"signature": {"secret": "ssm:/x", "header": "Bad Header"}}, "signature.header"),

@@ -115,7 +115,6 @@ def deliver_event(session_id: str) -> dict[str, Any]:
     return evt
 
 
-@pytest.mark.xfail(strict=True, reason="issue 22 item 2")
 def test_a_delivery_addressed_to_the_childs_id_through_the_deliver_function_finishes_the_pair(deploy, caller):
     """Issue 22 item 2: the child's id (its lifecycle events name it) reaches the pair through its caller."""
     script = [

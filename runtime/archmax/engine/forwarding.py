@@ -10,6 +10,7 @@ never imports the kinds it forwards for.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any, NamedTuple
 
 from archmax.engine.claims import Applied, build_outcome, claim_park, guarded, open_work
@@ -18,8 +19,15 @@ from archmax.engine.firing_rule import parked_channel, preflight_model
 from archmax.engine.loop import TurnLoop
 from archmax.engine.runtime import Runtime
 from archmax.engine.subworkflows import forwarded
-from archmax.engine.work import Work
-from archmax.errors import InvalidDecisionTargetError, SessionNotAwaitingInputError, SessionNotParkedError
+from archmax.engine.work import Work, waiting_on_child
+from archmax.errors import (
+    InvalidDecisionTargetError,
+    SessionNotAwaitingInputError,
+    SessionNotParkedError,
+    WorkflowSpecError,
+)
+from archmax.session.firing import EngineFiring, Recover, Turn
+from archmax.session.ids import SessionId, parent_session_id
 from archmax.session.records import Checkpoint, ForwardedDelivery, SessionStatus
 from archmax.session.results import Outcome
 from archmax.stores.riders import Riders
@@ -84,12 +92,13 @@ def forward_delivery(
     answers: list[Outcome | None] = []
 
     def body() -> None:
-        answers.append(
-            resume(
-                child_rt, child, parts.trigger, parts.variables, parts.message, parts.prepared, "deliver", [],
-                parts.delivery_id,
-            ).outcome
-        )  # fmt: skip
+        with waiting_on_child(work):
+            answers.append(
+                resume(
+                    child_rt, child, parts.trigger, parts.variables, parts.message, parts.prepared, "deliver", [],
+                    parts.delivery_id,
+                ).outcome
+            )  # fmt: skip
         forwarded(work.record)
         TurnLoop(rt, work).run()
 
@@ -145,7 +154,8 @@ def forward_decision(
     answers: list[Outcome | None] = []
 
     def body() -> None:
-        answers.append(decide(child_rt, child, target, comment).outcome)
+        with waiting_on_child(work):
+            answers.append(decide(child_rt, child, target, comment).outcome)
         TurnLoop(rt, work).run()
 
     return _with_child_reply(guarded(rt, work, body, "decide"), answers)
@@ -193,3 +203,47 @@ def _with_child_reply(applied: Applied, answers: list[Outcome | None]) -> Applie
     if outcome is None or outcome.reply or not answers or answers[0] is None:
         return applied
     return Applied(outcome.model_copy(update={"reply": answers[0].reply}), applied.record)
+
+
+# ---------------------------------------------------------------------------------------- addressing
+
+
+def addressed(rt: Runtime, firing: EngineFiring) -> tuple[Runtime, EngineFiring]:
+    """Where a firing goes: one addressed to a child's id reaches the pair through its caller (§5.10).
+
+    A child id (``<caller>~<state>:<slug>:<n>``, §4.1) whose caller's call in flight names it is
+    applied as if sent to the caller (delivery, reply, decision, send, recovery of a turn the caller
+    runs): the caller is claimed first, so of a firing at the caller and one at its child exactly one
+    proceeds, and the child's news always reaches the caller. Any other session of another workflow
+    (a child whose caller moved on) runs under its own workflow's runtime. Ids without a caller, and
+    ``Turn`` firings, go where they were sent. The caller's own caller is looked up the same way.
+
+    Returns:
+        ``(runtime, firing)`` to apply.
+    """
+    sid = getattr(firing, "session_id", None)
+    parent = parent_session_id(sid) if sid is not None and not isinstance(firing, Turn) else None
+    if parent is None:
+        return rt, firing
+    caller = rt.store.load(parent)
+    d = caller.delegation if caller is not None else None
+    recovering_a_parked_caller = (
+        isinstance(firing, Recover) and caller is not None and caller.status != SessionStatus.RUNNING
+    )
+    if caller is not None and d is not None and d.session_id == sid and not recovering_a_parked_caller:
+        caller_rt = _runtime_of(rt, caller.workflow)
+        if caller_rt is not None:
+            return addressed(caller_rt, replace(firing, session_id=SessionId(parent)))
+    rec = rt.store.load(sid)
+    own = _runtime_of(rt, rec.workflow) if rec is not None else None
+    return (own or rt), firing
+
+
+def _runtime_of(rt: Runtime, slug: str) -> Runtime | None:
+    """The runtime of workflow ``slug`` as ``rt``'s registry finds it; ``None`` when it cannot."""
+    if slug == rt.workflow.slug:
+        return rt
+    try:
+        return rt.workflows.runtime(slug, rt.workflow)
+    except WorkflowSpecError:
+        return None

@@ -110,7 +110,8 @@ def recover_stale(
     """Continue every turn of the agent's workflow whose process died (DESIGN.md §3 "Inbox").
 
     Selection: sessions of ``agent.spec.slug`` whose status is ``running`` and whose lease expired
-    (``expires_at <= now``) or is missing (``store.stale``), sorted by id, less ``exclude``. Each is
+    (``expires_at <= now``) or is missing (``store.stale``), sorted by id, then the stale children
+    whose first caller is of that workflow (issue 22), less ``exclude``. Each is
     handed to ``agent.workflow.recover``, which takes the lease over (§3.12) and continues the turn
     with nothing added. A session another process got to first (its lease live again, or a commit
     lost: ``SessionNotResumableError``), or that is no longer mid-turn (``recover`` answers
@@ -138,9 +139,28 @@ def recover_stale(
     """
     instant = _listing_instant(agent, now)
     skip = set(exclude)
-    stale = [session_id for session_id in agent.store.stale(instant, workflow=agent.spec.slug) if session_id not in skip]
+    own = agent.store.stale(instant, workflow=agent.spec.slug)
+    stale = [session_id for session_id in own + _stale_children(agent, instant) if session_id not in skip]
     # SessionNotResumableError covers CommitConflictError: another sweep took the session over first.
     return _drive(stale, agent.workflow.recover, SessionNotResumableError, on_error, on_outcome)
+
+
+def _stale_children(agent: Agent, instant: str) -> list[str]:
+    """Stale children (sub-workflow sessions, §5.10) whose first caller is of the agent's workflow, sorted.
+
+    A child runs another workflow, so the workflow's own listing misses it; its caller's stack
+    recovers it (``recover`` on a child's id reaches the pair through its caller while the caller
+    runs, else continues the child under its own workflow).
+    """
+    out = []
+    for session_id in agent.store.stale(instant):
+        root = session_id.split("~", 1)[0]
+        if root == session_id:
+            continue
+        head = agent.store.head(root)
+        if head is not None and head.workflow == agent.spec.slug:
+            out.append(session_id)
+    return sorted(out)
 
 
 def _listing_instant(agent: Agent, now: str | None) -> str:

@@ -55,7 +55,6 @@ def _direct(agent: Any, sid: str, token: str) -> Any:
     return agent.workflow.deliver(sid, trigger="ping", message=f"<<{token}>>", delivery_id=f"d-{token}")
 
 
-@pytest.mark.xfail(strict=True, reason="issue 22 item 2")
 def test_a_delivery_to_the_childs_id_through_the_callers_agent_finishes_the_pair(env: Env, tmp_path: Path) -> None:
     desk, _ = _pair(env, tmp_path)
     out = _direct(_agent(env, desk), CHILD, "A")
@@ -63,7 +62,6 @@ def test_a_delivery_to_the_childs_id_through_the_callers_agent_finishes_the_pair
     _assert_pair_finished_with(env, "A")
 
 
-@pytest.mark.xfail(strict=True, reason="issue 22 item 2")
 def test_a_delivery_to_the_childs_id_through_the_childs_agent_also_finishes_its_caller(
     env: Env, tmp_path: Path
 ) -> None:
@@ -72,7 +70,6 @@ def test_a_delivery_to_the_childs_id_through_the_childs_agent_also_finishes_its_
     _assert_pair_finished_with(env, "A")
 
 
-@pytest.mark.xfail(strict=True, reason="issue 22 item 2")
 def test_a_delivery_to_the_childs_id_through_the_callers_host_finishes_the_pair(env: Env, tmp_path: Path) -> None:
     desk, _ = _pair(env, tmp_path)
     Host(_agent(env, desk), env.inbox, clock=env.clock, lease_ttl_s=LEASE_TTL_S).deliver_now(
@@ -81,7 +78,6 @@ def test_a_delivery_to_the_childs_id_through_the_callers_host_finishes_the_pair(
     _assert_pair_finished_with(env, "A")
 
 
-@pytest.mark.xfail(strict=True, reason="issue 22 item 2")
 def test_an_inboxed_message_to_the_childs_id_is_applied_to_the_pair(env: Env, tmp_path: Path) -> None:
     desk, _ = _pair(env, tmp_path)
     host = Host(_agent(env, desk), env.inbox, clock=env.clock, lease_ttl_s=LEASE_TTL_S)
@@ -91,7 +87,6 @@ def test_an_inboxed_message_to_the_childs_id_is_applied_to_the_pair(env: Env, tm
     assert env.inbox.get(CHILD, "d-A") is None or env.inbox.get(CHILD, "d-A").status == "done"
 
 
-@pytest.mark.xfail(strict=True, reason="issue 22 item 2")
 def test_a_decision_and_a_reply_to_the_childs_id_through_the_callers_agent_reach_the_pair(
     env: Env, tmp_path: Path
 ) -> None:
@@ -107,7 +102,6 @@ def test_a_decision_and_a_reply_to_the_childs_id_through_the_callers_agent_reach
     assert unleased_running(store, CALLER, CHILD) == []
 
 
-@pytest.mark.xfail(strict=True, reason="issue 22 item 2")
 def test_the_callers_sweep_recovers_a_child_whose_turn_died_after_a_delivery_addressed_to_it(
     env: Env, tmp_path: Path
 ) -> None:

@@ -36,7 +36,6 @@ def child_url(server: Any, route: str) -> str:
     return f"{server.url}/sessions/{urllib.parse.quote(CHILD, safe='')}/{route}"
 
 
-@pytest.mark.xfail(strict=True, reason="issue 22 item 2")
 @pytest.mark.parametrize("mode", ["wait", "human"])
 def test_a_firing_posted_to_the_childs_id_over_http_finishes_the_pair(tmp_path: Path, clock: Any, mode: str) -> None:
     desk, _ = workspace(tmp_path)

@@ -77,7 +77,6 @@ def _agent(env: Env, model: Any, tickets: list[str], verdicts: list[dict], store
     return create_agent(spec, store or env.store, model, clock=env.clock, lease_ttl_s=LEASE, hooks={"ticket": ticket})
 
 
-@pytest.mark.xfail(strict=True, reason="issue 22 item 5")
 def test_recover_after_a_crash_in_the_next_model_call_does_not_run_the_after_hook_again(env: Env) -> None:
     tickets: list[str] = []
     mortal = _mortal(env)
@@ -118,7 +117,6 @@ def _script_workflow(tmp_path: Path) -> tuple[Path, Path]:
     return folder, folder / "hooks" / "tickets.log"
 
 
-@pytest.mark.xfail(strict=True, reason="issue 22 item 5")
 def test_a_correct_spent_before_a_crash_is_remembered_by_the_recovered_turn(env: Env, tmp_path: Path) -> None:
     folder, log = _script_workflow(tmp_path)
     mortal = _mortal(env)

@@ -27,7 +27,6 @@ from reliability.regress_env import Env
 from ._pair import CALLER, CALLER_DONE, CHILD, LEASE_TTL_S, PairModel, unleased_running, workspace
 
 
-@pytest.mark.xfail(strict=True, reason="issue 22 item 3")
 def test_a_sweep_during_a_long_child_turn_takes_neither_the_child_nor_its_caller(env: Env, tmp_path: Path) -> None:
     desk, _ = workspace(tmp_path)
     sweeps = []

@@ -50,7 +50,6 @@ def _deliver(agent: Any, sid: str, token: str) -> Any:
     return agent.workflow.deliver(sid, trigger="ping", message=f"<<{token}>>", delivery_id=f"d-{token}")
 
 
-@pytest.mark.xfail(strict=True, reason="issue 22 item 1")
 @pytest.mark.parametrize("door", ["child's agent", "caller's agent"])
 def test_a_delivery_to_the_child_landing_right_after_a_callers_claim_loses_no_event(
     env: Env, tmp_path: Path, door: str

@@ -64,7 +64,6 @@ def test_the_converse_check_refuses_results_that_answer_no_call_of_the_turn_befo
     assert converse_order_problems(to_converse(_request(orphan), "amazon.nova-lite-v1:0", max_tokens=8))
 
 
-@pytest.mark.xfail(strict=True, reason="issue 22 item 4")
 def test_a_child_that_parks_leaves_the_callers_transcript_and_next_requests_in_tool_call_order(
     env: Env, tmp_path: Path
 ) -> None:

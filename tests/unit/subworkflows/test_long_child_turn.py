@@ -15,8 +15,6 @@ from __future__ import annotations
 from datetime import timedelta
 from pathlib import Path
 
-import pytest
-
 from archmax import create_agent
 from archmax.hosting.host import Host
 from archmax.models.base import ModelRequest

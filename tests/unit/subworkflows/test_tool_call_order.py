@@ -15,8 +15,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from archmax import create_agent
 from archmax.models.base import ModelRequest
 from archmax.models.bedrock import to_converse

@@ -202,3 +202,8 @@ def test_a_trigger_may_open_sessions_on_unauthenticated_first_mail_when_it_says_
     record = send(d, "ses-relay", mail("dana@customer.example", msg_id=FIRST), FAIL)
     assert record["session_id"] == DANA_SID and record["disposition"] == "turn"
     assert participant(d, DANA_SID, "dana@customer.example")
+    before = d.snapshot()  # SES retries the receipt: the same mail from the same sender is the no-op it is
+    (again,) = d.call("send", receipt("ses-relay", FAIL))["records"]
+    assert again["duplicate"] is True and "quarantined" not in again and d.snapshot() == before
+    forged = send(d, "ses-forged", mail("mallory@evil.example", msg_id=FIRST), FAIL)  # her copy of the id is not
+    assert "DMARC FAIL" in forged["quarantined"] and not participant(d, DANA_SID, "mallory@evil.example")

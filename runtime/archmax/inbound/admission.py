@@ -18,8 +18,9 @@ authenticated too), issue 23 item 5 (admission lives in ``inbound/``). For one p
    ``open``). A local file (``archmax email``) has no verdicts: the operator vouches for it.
 3. **Who.** A session that exists (a checkpoint, or firings waiting in its inbox) hears only its
    participants or the holder of its reply token; anyone else is quarantined. A duplicate
-   delivery id is no exception: the only duplicate let through for a non-participant is a
-   re-delivery of the mail the session took under that id, from that mail's own sender.
+   delivery id is no exception: the only mail let through that fails step 2 or 3 is a
+   re-delivery of the mail the session's inbox took under that id, from that mail's own sender
+   (an SES retry): the no-op it is, since the inbox then de-duplicates it.
 4. **De-duplication** is the inbox's and the session's, after admission (a duplicate admits nobody).
 5. **Participants** are recorded by :func:`applied`, called once the session took the mail (not a
    duplicate of another sender's): only a mail the session applies makes its sender a participant.
@@ -148,12 +149,10 @@ def admit(door: MailDoor, firing: Firing, raw: bytes, *, recipients: Iterable[st
             return decided("admit")
         why = f"{failure}; a first mail must pass it too (the trigger's unauthenticated_first_mail: {choice})"
         return decided("refuse" if choice == "refuse" else "quarantine", why)
-    if failure is not None:
-        return decided("quarantine", failure)
-    refusal = speaker_refusal(door.store, sid, sender, token_session_id=token_sid)
+    refusal = failure or speaker_refusal(door.store, sid, sender, token_session_id=token_sid)
     if refusal is None:
         return decided("admit")
-    if _redelivered(door, sid, firing.delivery_id, sender):
+    if _redelivered(door, sid, firing.delivery_id, sender):  # the no-op it is: the inbox de-duplicates it
         return decided("admit", redelivery=True)
     return decided("quarantine", refusal)
 

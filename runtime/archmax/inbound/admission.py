@@ -36,7 +36,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from archmax.errors import SessionNotResumableError
+from archmax.errors import SessionNotResumableError, UnknownSessionTriggerError
 from archmax.inbound.mail_auth import (
     DEFAULT_POLICY,
     Verdicts,
@@ -182,6 +182,10 @@ def _routed(door: MailDoor, firing: Firing) -> str:
     try:
         return str(door.workflow.resolve_session(trigger=firing.trigger, variables=firing.variables).session_id)
     except SessionNotResumableError as exc:  # mid-turn: it exists
+        return str(exc.session_id)
+    except UnknownSessionTriggerError as exc:  # about the un-namespaced id: the target session's own check decides
+        if exc.session_id is None:
+            raise
         return str(exc.session_id)
 
 

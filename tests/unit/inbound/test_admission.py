@@ -161,3 +161,16 @@ def test_an_unauthenticated_first_mail_is_quarantined_and_held_where_its_session
 def test_a_local_file_has_no_verdicts_and_the_operator_vouches_for_it() -> None:
     d = Desk(PARK)
     assert d.admit(mail("ceo@bank.example", msg_id="ceo-2@bank.example"), None).decision == "admit"
+
+
+
+def test_a_reply_under_a_trigger_no_state_declares_still_reaches_its_mail_session() -> None:
+    d = Desk(PARK)
+    d.agent = create_agent(SUPPORT_INBOX, d.store, ScriptedModel(PARK), session_path="conversation_id")
+    d.host = Host(d.agent, d.host.inbox)
+    d.door = MailDoor(store=d.store, workflow=d.agent.workflow, spec=d.agent.spec, inbox=d.host.inbox)
+    d.take(d.admit(mail("dana@customer.example", msg_id=FIRST)))
+    raw = mail("dana@customer.example", msg_id="r2@customer.example", thread=FIRST, body="It's ORD-1001.")
+    admission = admit(d.door, parse_email(raw, trigger="webmail_reply"), raw, verdicts=PASS)
+    assert admission.session_id == DANA_SID and admission.decision == "admit"
+    assert d.take(admission).disposition == "resume"  # a delivery into the park matches no trigger

@@ -174,3 +174,18 @@ def test_a_reply_under_a_trigger_no_state_declares_still_reaches_its_mail_sessio
     admission = admit(d.door, parse_email(raw, trigger="webmail_reply"), raw, verdicts=PASS)
     assert admission.session_id == DANA_SID and admission.decision == "admit"
     assert d.take(admission).disposition == "resume"  # a delivery into the park matches no trigger
+
+
+def test_unauthenticated_first_mail_is_declared_on_a_trigger_and_checked() -> None:
+    from archmax.errors import WorkflowSpecError
+    from archmax.spec import workflow_from_dict
+
+    def load(decl: dict[str, Any]) -> Any:
+        return workflow_from_dict({"states": {"a": {"triggers": {"mail": decl}}}}, "wf")
+
+    wf = load({"mail_auth": "dmarc", "unauthenticated_first_mail": "refuse"})
+    assert wf.trigger_decl("mail").unauthenticated_first_mail == "refuse" and not wf.warnings
+    assert load({}).trigger_decl("mail").unauthenticated_first_mail is None  # the default: quarantine
+    with pytest.raises(WorkflowSpecError) as info:
+        load({"unauthenticated_first_mail": "bounce"})
+    assert "states.a.triggers.mail.unauthenticated_first_mail" in str(info.value)

@@ -114,7 +114,7 @@ def model_from_config(
         base_dir: The directory a relative ``scripted:`` path is read from (default: the working
             directory).
         replay_per_session: Read a ``scripted:`` file per session (the n-th model call of a
-            session gets entry n, :class:`~archmax.cli_model.TranscriptScriptedModel`), as every
+            session gets entry n, :class:`~archmax.models.transcript_script.TranscriptScriptedModel`), as every
             host does whose sessions span processes (the CLI, ``archmax serve``, Lambda); else one
             cursor for the process.
 
@@ -144,7 +144,7 @@ def model_from_config(
         if base_dir is not None and not path.is_absolute():
             path = Path(base_dir) / path
         if replay_per_session:
-            from archmax.cli_model import TranscriptScriptedModel
+            from archmax.models.transcript_script import TranscriptScriptedModel
 
             return TranscriptScriptedModel.from_file(path)
         return ScriptedModel.from_file(path)

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from archmax.cli import main
-from archmax.cli_invoke import invoke_environment, read_template
+from archmax.cli.invoke import invoke_environment, read_template
 from archmax.stores.filesystem import FilesystemStore
 
 REPO = Path(__file__).resolve().parents[3]

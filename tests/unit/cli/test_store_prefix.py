@@ -19,8 +19,8 @@ import pytest
 import yaml
 
 from archmax.cli import main
-from archmax.cli_invoke import invoke_environment, read_template
-from archmax.cli_workspace import DEFAULT_SESSIONS_PREFIX, open_store
+from archmax.cli.invoke import invoke_environment, read_template
+from archmax.cli.workspace import DEFAULT_SESSIONS_PREFIX, open_store
 from archmax.stores.aws import AwsStore
 
 REPO = Path(__file__).resolve().parents[3]

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from archmax.cli import main
-from archmax.cli_workspace import open_store
+from archmax.cli.workspace import open_store
 from archmax.stores.aws import AwsStore
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"

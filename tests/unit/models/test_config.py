@@ -126,7 +126,7 @@ def test_a_bad_tunable_is_a_configuration_error_naming_it(name, value):
 
 
 def test_replay_per_session_reads_a_script_by_the_sessions_own_answers(tmp_path, request_in):
-    from archmax.cli_model import TranscriptScriptedModel
+    from archmax.models.transcript_script import TranscriptScriptedModel
 
     (tmp_path / "r.yaml").write_text("- say: one\n- say: two\n", encoding="utf-8")
     first = model_from_config(f"scripted:{tmp_path / 'r.yaml'}", env={}, replay_per_session=True)

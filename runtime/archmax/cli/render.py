@@ -85,8 +85,16 @@ def next_line(
     """
     if isinstance(pending, PendingInput):
         if pending.resume_at:
-            cmd = command("archmax", "deliver", session_id, *context, "--trigger", "timer",
-                          "--variables", json.dumps({"now": pending.resume_at}))
+            cmd = command(
+                "archmax",
+                "deliver",
+                session_id,
+                *context,
+                "--trigger",
+                "timer",
+                "--variables",
+                json.dumps({"now": pending.resume_at}),
+            )
             return f"next: {cmd}   (or, once it is due: {command('archmax', 'sweep', *context)})"
         current = (variables or {}).get("trigger", {}).get("value")
         declared = workflow.declared_triggers() if workflow is not None else []
@@ -121,8 +129,7 @@ def print_outcome(
         print(outcome.reply, file=out)
     if outcome.kind == "parked":
         print(paint(waiting_line(outcome.session_id, outcome.pending, outcome.state), "yellow", err), file=err)
-        hint = next_line(outcome.session_id, outcome.pending, context, workflow=workflow,
-                         variables=outcome.variables)
+        hint = next_line(outcome.session_id, outcome.pending, context, workflow=workflow, variables=outcome.variables)
         print(paint(hint, "dim", err), file=err)
         return 0
     if outcome.kind == "failed":
@@ -162,13 +169,30 @@ def sweep_lines(session_id: str, shown: str, outcome: Outcome | None) -> list[st
     return lines
 
 
-def session_lines(summary: SessionSummary, record: Checkpoint | None, workflow: Workflow | None, *, one: bool) -> list[str]:
+def session_lines(
+    summary: SessionSummary,
+    record: Checkpoint | None,
+    workflow: Workflow | None,
+    *,
+    one: bool,
+    sweep: str = "archmax sweep",
+    now: str | None = None,
+) -> list[str]:
     """The ``sessions`` lines of one session (§11).
 
     ``<id>  <status>  <classification>  state=<position>[  awaiting=<state>][  vars=a,b]``, then an
-    indented ``waiting for:`` line for an input park or the decision context (instructions,
-    approvers, evidence, transitions) for a decision park; with ``one``, ``spec_hash`` and one
-    ``name[ (locked)] = <json>`` line per variable.
+    indented ``waiting for:`` line for an input park, the decision context (instructions,
+    approvers, evidence, transitions) for a decision park, or for a ``running`` session whether it
+    is mid-turn (its lease's expiry: when the sweep may take the turn over) or stopped part-way;
+    with ``one``, ``spec_hash`` and one ``name[ (locked)] = <json>`` line per variable.
+
+    Args:
+        summary: The session's summary.
+        record: Its checkpoint, for the decision context.
+        workflow: Its workflow, for the decision context; None when it cannot be loaded.
+        one: Whether this is ``sessions <id>`` (more lines).
+        sweep: The ``archmax sweep`` command line a ``running`` session's line names.
+        now: The instant a lease is judged at (default: the clock).
     """
     variables = summary.variables or {}
     head = f"{summary.session_id}  {summary.status}  {summary.classification}  state={summary.workflow_state}"
@@ -193,6 +217,10 @@ def session_lines(summary: SessionSummary, record: Checkpoint | None, workflow: 
         lines.append("  transitions:")
         for t in decision.transitions:
             lines.append(f"    - {t.to}" + (f": {t.description}" if t.description else ""))
+    if summary.status == "running":
+        from archmax.cli.leases import now_instant, running_line
+
+        lines.append(f"  {running_line(summary.lease_expires_at, now or now_instant(), sweep)}")
     if summary.exit is not None and not summary.exit.success:
         lines.append(f"  exit: {summary.exit.code} — {summary.exit.reason}")
     if one:

@@ -34,9 +34,15 @@ from typing import Any
 
 import yaml
 
-from archmax.cli_workspace import UsageError, parse_aws_store
+from archmax.cli.errors import UsageError
+from archmax.cli.workspace import parse_aws_store
 
-FUNCTIONS = {"send": "SendFunction", "deliver": "DeliverFunction", "resolve": "ResolveFunction", "timer": "TimerFunction"}
+FUNCTIONS = {
+    "send": "SendFunction",
+    "deliver": "DeliverFunction",
+    "resolve": "ResolveFunction",
+    "timer": "TimerFunction",
+}
 LAYER_WORKFLOWS = re.compile(r"^/opt/workflows/")
 
 
@@ -284,8 +290,9 @@ def add_parser(add: Callable[[str, str], Any]) -> None:
     p.add_argument("--inbox-table", dest="inbox_table", help="a DynamoDB inbox table (with --store aws:...)")
 
 
-def run(args: Any, out: Any) -> int:
-    """``archmax invoke``: print the answer as JSON on ``out``; 0, or 1 when the handler raised."""
+def run(cli: Any) -> int:
+    """``archmax invoke``: print the answer as JSON on the CLI's stdout; 0, or 1 when the handler raised."""
+    args, out = cli.args, cli.out
     event = read_event(args.event)
     root = Path(getattr(args, "root", "."))
     try:

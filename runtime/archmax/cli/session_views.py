@@ -19,10 +19,19 @@ STATUSES = [s.value for s in SessionStatus]
 
 def add_flags(sessions: argparse.ArgumentParser) -> None:
     """The view and filter flags of ``sessions``."""
-    sessions.add_argument("--log", action="store_true",
-                          help="with a session: print its story (state changes, parks, deliveries, the conversation)")
-    sessions.add_argument("--open", nargs="?", const="", default=None, metavar="FILE",
-                          help="with a session: write its page (HTML) to FILE (default: a file under the temporary folder) and print where")
+    sessions.add_argument(
+        "--log",
+        action="store_true",
+        help="with a session: print its story (state changes, parks, deliveries, the conversation)",
+    )
+    sessions.add_argument(
+        "--open",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="FILE",
+        help="with a session: write its page (HTML) to FILE (default: a file under the temporary folder) and print where",
+    )
     sessions.add_argument("--status", choices=STATUSES, help="list only sessions with this status")
 
 
@@ -45,7 +54,7 @@ def check_flags(args: argparse.Namespace, usage_error: type[Exception]) -> None:
 
 def show(cli: Any, record: Any, workflow: Any) -> int:
     """Print one session's story (``--log``, ``--json`` for the Story model) and/or write its page (``--open``)."""
-    from archmax.cli_render import to_json
+    from archmax.cli.render import to_json
     from archmax.views import log_lines, story_of
 
     args = cli.args
@@ -61,7 +70,7 @@ def show(cli: Any, record: Any, workflow: Any) -> int:
         if cli.json:
             cli.say(to_json(story))
         else:
-            for line in log_lines(story):
+            for line in _with_lease(cli, record, story, log_lines(story)):
                 cli.say(line)
     return 0
 
@@ -82,3 +91,17 @@ def _default_page_path(cli: Any, session_id: str) -> Path:
 def keep(record: Any, status: str | None) -> bool:
     """Whether a listed session passes ``--status``."""
     return status is None or str(record.status) == status
+
+
+def _with_lease(cli: Any, record: Any, story: Any, lines: list[str]) -> list[str]:
+    """``--log`` lines with, under the headline of a ``running`` session, its lease (issue 25 item 2)."""
+    if str(record.status) != "running":
+        return lines
+    from archmax.cli.leases import now_instant, running_line
+    from archmax.cli.render import command
+    from archmax.views.text import headline
+
+    expires_at = record.lease.expires_at if record.lease is not None else None
+    line = running_line(expires_at, now_instant(), command("archmax", "sweep", *cli.context()))
+    at = len(headline(story))
+    return [*lines[:at], line, *lines[at:]]

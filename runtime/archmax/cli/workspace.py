@@ -4,7 +4,7 @@ Workflows, the store, the model (and ``--record``), ``--variables`` and ``--file
 
 Rule source: BEHAVIOUR.md §11 (flags, workflow resolution, usage errors) and DESIGN.md §5 (the
 model is configuration). Everything here raises :class:`UsageError` for a bad command line; the
-CLI turns it into ``error: <message>`` and exit 2. ``UsageError`` never leaves ``archmax.cli.main``.
+CLI turns it into ``error: <message>`` and exit 2. ``UsageError`` never leaves :func:`archmax.cli.main`.
 
 Host tools are loaded by :mod:`archmax.workflow_tools`, the one convention every host shares.
 """
@@ -18,6 +18,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from archmax.cli.errors import UsageError
 from archmax.errors import InvalidFilePathError
 from archmax.models.base import Model
 from archmax.session.files import check_attachment_name
@@ -26,10 +27,6 @@ from archmax.session.variables import is_variable_name
 from archmax.stores.base import SessionStore
 
 WORKFLOW_FILE = "workflow.yaml"
-
-
-class UsageError(Exception):
-    """A bad command line (exit 2). Internal to the CLI: ``main`` catches every one."""
 
 
 # --------------------------------------------------------------------------- workflows
@@ -97,21 +94,34 @@ def only_workflow(root: Path, named: str | None = None, *, how: str = "name one"
         root: The workspace (``--root``).
         named: A word that may have named a workflow (``run``'s first word). With no workflow, or
             several, a slug-like word that matches none is reported as a workflow not found
-            (``archmax run expense-aproval ...``), not as "name a workflow".
+            (``archmax run expense-aproval ...``), not as "name a workflow"; with one, so is a word
+            close to its slug but not equal (a misspelt name, not the prompt's first word: issue 25
+            item 3).
         how: What to do when there are several (see :func:`resolve_workflow`).
 
     Raises:
-        UsageError: there are zero or several.
+        UsageError: there are zero or several, or ``named`` looks like a misspelling of the one.
     """
     found = workflows_in(root)
     if len(found) == 1:
-        return next(iter(found.values()))
+        only = next(iter(found))
+        if named is not None and named != only and _SLUG.fullmatch(named) and _close(named, only):
+            raise UsageError(not_found_message(root, named) + f"; {how}")
+        return found[only]
     if named is not None and _SLUG.fullmatch(named):
         then = f"; {how}" if found else "; run from the workspace folder or pass --root"
         raise UsageError(not_found_message(root, named) + then)
     if not found:
         raise UsageError(f"no workflows/*/{WORKFLOW_FILE} under '{root}'; name a workflow or pass --root")
     raise UsageError(f"'{root}' holds several workflows ({', '.join(found)}): {how}")
+
+
+MISSPELT = 0.8
+"""How close (``difflib`` ratio) a first word must be to the only workflow's slug to be read as a misspelling of it."""
+
+
+def _close(word: str, slug: str) -> bool:
+    return difflib.SequenceMatcher(None, word, slug).ratio() >= MISSPELT
 
 
 # --------------------------------------------------------------------------- store
@@ -181,7 +191,7 @@ def model_spec(flag: str | None) -> str | None:
 def build_model(spec: str | None, *, record: str | None = None) -> Model:
     """The model a configuration names (DESIGN.md §5), optionally recorded.
 
-    ``scripted:<file>`` is read per session (:class:`~archmax.cli_model.TranscriptScriptedModel`),
+    ``scripted:<file>`` is read per session (:class:`~archmax.models.transcript_script.TranscriptScriptedModel`),
     so a script spans CLI processes.
 
     Args:

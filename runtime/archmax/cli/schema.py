@@ -6,23 +6,28 @@ from each other; a test keeps those models equal to what the loader and the case
 
 from __future__ import annotations
 
-import argparse
 import json
 from typing import Any
 
+from archmax.cli.flags import AddCommand
 
-def add_command(sub: Any, common: Any) -> None:
-    """Register ``schema`` on the CLI's subparsers (``common`` adds the shared flags)."""
-    p: argparse.ArgumentParser = sub.add_parser(
+
+def add_parser(add: AddCommand) -> None:
+    """Register ``schema`` with the CLI's parser."""
+    p = add(
         "schema",
-        help="Print the JSON Schema of workflow.yaml (or of a test case) for editors, or the reference as Markdown.",
+        "Print the JSON Schema of workflow.yaml (or of a test case) for editors, or the reference as Markdown.",
         description="Print the JSON Schema of workflow.yaml (or of a test case) for editors, or the reference "
         "as Markdown. Save it beside your workflows and name it on the first line of the YAML file: "
         "# yaml-language-server: $schema=../../workflow.schema.json",
     )
-    common(p)
-    p.add_argument("which", nargs="?", choices=["workflow", "case"], default="workflow",
-                   help="workflow (workflow.yaml, the default) or case (*.test.yaml)")
+    p.add_argument(
+        "which",
+        nargs="?",
+        choices=["workflow", "case"],
+        default="workflow",
+        help="workflow (workflow.yaml, the default) or case (*.test.yaml)",
+    )
     p.add_argument("--markdown", action="store_true", help="print docs/workflow.md, the reference for authors")
 
 

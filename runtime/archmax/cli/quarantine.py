@@ -32,7 +32,7 @@ def run(cli: Any) -> int:
         UsageError: ``release`` without a delivery id.
         InvalidSessionIdError, UnknownQuarantineError, and what ``Host.accept`` raises (exit 1 via the CLI).
     """
-    from archmax.cli_workspace import UsageError
+    from archmax.cli.errors import UsageError
     from archmax.inbound.quarantine import listing, release
     from archmax.session.ids import validate_session_id
 
@@ -67,7 +67,7 @@ def run(cli: Any) -> int:
         how = "already released: nothing applied again" if answer["duplicate"] else f"applied ({answer['disposition']})"
         cli.say(f"released {a.delivery_id} into session '{sid}': {how}")
     if unfinished:  # released (and applied once) all the same; its turn stopped on a model or store failure
-        from archmax.cli_render import command
+        from archmax.cli.render import command
 
         cli.note(f"warning: the turn of session '{sid}' did not finish (see: archmax sessions {sid} --log)")
         cli.note(f"next: once the model answers, {command('archmax', 'sweep', *cli.context())} finishes it")

@@ -1,0 +1,92 @@
+"""``archmax deliver <session> --trigger <t>``: deliver an event into a session parked by ``archmax_wait``.
+
+Rule source: BEHAVIOUR.md §11 (``deliver``), §3 (the deliver operation).
+"""
+
+from __future__ import annotations
+
+import difflib
+from typing import Any
+
+from archmax.cli import flags
+from archmax.cli.context import Context
+from archmax.cli.errors import UsageError
+from archmax.cli.flags import AddCommand
+from archmax.cli.workspace import parse_files, parse_variables
+from archmax.errors import DuplicateDeliveryError, SessionNotAwaitingInputError
+from archmax.session.records import SessionStatus
+from archmax.session.variables import check_host_variables
+
+
+def add_parser(add: AddCommand) -> None:
+    """Register ``deliver``."""
+    p = add("deliver", "Deliver an event into a session parked by archmax_wait.")
+    p.add_argument("session")
+    p.add_argument("--trigger", help="the event's trigger id (required)")
+    p.add_argument("--message", help="text that arrived with the event")
+    flags.firing(p)
+    flags.delivery(p)
+    flags.workflow(p)
+    flags.record(p)
+
+
+def run(cli: Context) -> int:
+    """Deliver the event; print the Outcome (a repeated ``--delivery-id`` is a duplicate, exit 0)."""
+    a = cli.args
+    variables = parse_variables(a.variables)
+    files = parse_files(a.files)
+    cli.target = a.session
+    agent = cli.agent(cli.session_workflow(a.session, SessionNotAwaitingInputError))
+    if _awaits_own_input(cli, a.session):  # other states get the engine's refusal (and its next: line)
+        check_host_variables(variables, files, source=f"delivered to session '{a.session}'", session_id=a.session)
+        check_trigger(a.trigger, agent.spec)
+    try:
+        outcome = agent.workflow.deliver(
+            a.session,
+            trigger=a.trigger,
+            variables=variables,
+            message=a.message,
+            files=files,
+            delivery_id=a.delivery_id,
+        )
+    except DuplicateDeliveryError as exc:
+        return cli.duplicate(exc)
+    return cli.outcome(outcome)
+
+
+def _awaits_own_input(cli: Context, session_id: str) -> bool:
+    """Whether the session is parked on input in its own workflow (not forwarding to a delegated child)."""
+    record = cli.store.load(session_id)
+    return record is not None and record.status == SessionStatus.AWAITING_INPUT and record.delegation is None
+
+
+UNDECLARED_TRIGGERS = ("timer", "timeout", "manual")
+"""Triggers a delivery may name that no workflow declares: the sweep's wake-ups and ``manual``."""
+
+
+def check_trigger(trigger: str | None, workflow: Any) -> None:
+    """Refuse a delivery trigger the workflow does not know, before anything is written.
+
+    The engine records any trigger id a delivery names (§3.5: never matched against the workflow),
+    so a typo on the command line would be locked into the ``trigger`` variable; the CLI refuses
+    it as ``run`` refuses an undeclared trigger. Checked after §3.5's own checks (a session parked
+    on input, a trigger given, good variable names), so those refusals are unchanged; a blank or
+    missing trigger is left to the engine (``MissingDeliveryTriggerError``, exit 2). Rule source:
+    issue 25 item 4.
+
+    Raises:
+        UsageError: ``trigger`` is neither declared by the workflow nor one of
+            :data:`UNDECLARED_TRIGGERS` (the message names the known ones and the closest).
+    """
+    if trigger is None or not trigger.strip():
+        return
+    declared = workflow.declared_triggers()
+    known = [*declared, *(t for t in UNDECLARED_TRIGGERS if t not in declared)]
+    if trigger.strip() in known:
+        return
+    close = difflib.get_close_matches(trigger, known, n=1, cutoff=0.6)
+    hint = f"; did you mean '{close[0]}'?" if close else ""
+    raise UsageError(
+        f"trigger '{trigger}' is not one workflow '{workflow.slug}' knows (declared: {', '.join(declared) or 'none'}; "
+        f"also {', '.join(UNDECLARED_TRIGGERS)}): nothing was delivered{hint}"
+    )

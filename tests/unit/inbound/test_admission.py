@@ -128,7 +128,8 @@ def test_mail_minted_ids_live_in_their_own_namespace(desk: Desk) -> None:
     assert claim.firing.session_id == "mail:order-1234" and claim.firing.variables["conversation_id"] == "order-1234"
     reply = desk.admit(mail("mallory@evil.example", msg_id="m2@evil.example", thread="order-1234"))
     assert reply.session_id == "mail:order-1234"
-    assert desk.store.load("order-1234").version == version and not desk.participant("order-1234", "mallory@evil.example")
+    assert desk.store.load("order-1234").version == version
+    assert not desk.participant("order-1234", "mallory@evil.example")
     # the reply token order-1234 signed is how a mail reaches it
     address = reply_address("support@example.com", "order-1234", SECRET)
     dana = desk.admit(mail("dana@customer.example", msg_id="d1@customer.example", to=address))
@@ -149,7 +150,8 @@ def test_an_unauthenticated_first_mail_is_quarantined_and_held_where_its_session
     d = Desk(PARK)
     raw = mail("ceo@bank.example", msg_id="ceo-1@bank.example")
     forged = d.admit(raw, FAIL)
-    assert forged.decision == "quarantine" and forged.opens and "unauthenticated_first_mail: quarantine" in forged.reason
+    assert forged.decision == "quarantine" and forged.opens
+    assert "unauthenticated_first_mail: quarantine" in (forged.reason or "")
     assert hold(d.store, forged, raw, delivery_id="ses-ceo", at="2026-01-01T00:00:00.000Z")
     assert [m.sender for m in listing(d.store, forged.session_id)] == ["ceo@bank.example"]
     assert d.store.head(forged.session_id) is None and not d.participant(forged.session_id, "ceo@bank.example")
@@ -161,7 +163,6 @@ def test_an_unauthenticated_first_mail_is_quarantined_and_held_where_its_session
 def test_a_local_file_has_no_verdicts_and_the_operator_vouches_for_it() -> None:
     d = Desk(PARK)
     assert d.admit(mail("ceo@bank.example", msg_id="ceo-2@bank.example"), None).decision == "admit"
-
 
 
 def test_a_reply_under_a_trigger_no_state_declares_still_reaches_its_mail_session() -> None:

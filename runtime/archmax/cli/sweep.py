@@ -6,6 +6,7 @@ lease has expired), DESIGN.md §3 "Inbox".
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -37,13 +38,21 @@ def run(cli: Context) -> int:
 
     a = cli.args
     now = parse_instant(a.now) if a.now is not None else format_instant(SystemClock().now())
-    outcomes: dict[str, Any] = {}  # session id -> the Outcome its wake or recovery returned
-    mid_turn: list[tuple[str, str]] = []  # (session id, lease expiry): running, no sweep can take them yet
+    targets = _targets(cli)
     results: list[tuple[str, str]] = []
     stale: list[tuple[str, str]] = []  # dead turns continued (DESIGN.md §3 "Inbox")
-    for workflow_dir in _targets(cli):
+    outcomes: dict[str, Any] = {}  # session id -> the Outcome its wake or recovery returned
+
+    def on_outcome(sid: str, outcome: Any) -> None:
+        outcomes[sid] = outcome
+
+    def on_error(sid: str, exc: Exception) -> None:
+        cli.note(f"error: session '{sid}': {exc}")
+
+    mid_turn: list[tuple[str, str]] = []  # (session id, lease expiry): running, no sweep can take them yet
+    for workflow_dir in targets:
         mid_turn += _mid_turn(cli, now, workflow_dir.name)
-        woken, continued = _sweep_workflow(cli, now, workflow_dir, outcomes)
+        woken, continued = _sweep_workflow(cli, now, workflow_dir, on_error=on_error, on_outcome=on_outcome)
         results += woken
         stale += continued
     recovered = [(sid, kind if kind in (SKIPPED, ERROR) else RECOVERED, kind) for sid, kind in stale]
@@ -65,7 +74,12 @@ def _targets(cli: Context) -> list[Path]:
 
 
 def _sweep_workflow(
-    cli: Context, now: str, workflow_dir: Path, outcomes: dict[str, Any]
+    cli: Context,
+    now: str,
+    workflow_dir: Path,
+    *,
+    on_error: Callable[[str, Exception], None],
+    on_outcome: Callable[[str, Any], None],
 ) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
     """Wake one workflow's due sessions, then continue its dead turns; ``(woken, recovered)`` as the sweep reports.
 
@@ -75,13 +89,6 @@ def _sweep_workflow(
 
     if not cli.store.due(now, workflow=workflow_dir.name) and not cli.store.stale(now, workflow=workflow_dir.name):
         return [], []
-
-    def on_outcome(sid: str, outcome: Any) -> None:
-        outcomes[sid] = outcome
-
-    def on_error(sid: str, exc: Exception) -> None:
-        cli.note(f"error: session '{sid}': {exc}")
-
     clock = FakeClock(now) if cli.args.now is not None else None
     agent = cli.agent(workflow_dir, clock=clock)
     woken = sweep(agent, now, on_error=on_error, on_outcome=on_outcome)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from html import escape
+from typing import Any
 
 from archmax.views.story import GraphEdge, GraphState
 
@@ -53,6 +54,46 @@ def _width(slug: str) -> float:
     return max(90.0, len(slug) * CHAR_W + 30.0)
 
 
+def _roots(component: Any, order: list[str]) -> list[Any]:
+    """The layout's top vertices: the first state (document order) of every group of states that
+    nothing outside the group leads into (a source of the graph's strongly connected components).
+
+    Grandalf ranks only what its roots reach and needs every edge into a root to close a loop from
+    it; the first state of the workflow is on top unless another state leads into it.
+    """
+    index = {id(v): order.index(v.data) for v in component.sV}
+    group: dict[int, int] = {}  # vertex -> its strongly connected component (Tarjan)
+    low: dict[int, int] = {}
+    seen: dict[int, int] = {}
+    stack: list[Any] = []
+
+    def visit(v: Any) -> None:
+        seen[id(v)] = low[id(v)] = len(seen)
+        stack.append(v)
+        for w in (e.v[1] for e in v.e_out()):
+            if id(w) not in seen:
+                visit(w)
+                low[id(v)] = min(low[id(v)], low[id(w)])
+            elif id(w) not in group:
+                low[id(v)] = min(low[id(v)], seen[id(w)])
+        if low[id(v)] == seen[id(v)]:
+            while True:
+                w = stack.pop()
+                group[id(w)] = seen[id(v)]
+                if w is v:
+                    break
+
+    for v in sorted(component.sV, key=lambda v: index[id(v)]):
+        if id(v) not in seen:
+            visit(v)
+    entered = {group[id(e.v[1])] for e in component.sE if group[id(e.v[0])] != group[id(e.v[1])]}
+    firsts: dict[int, Any] = {}
+    for v in sorted(component.sV, key=lambda v: index[id(v)]):
+        if group[id(v)] not in entered:
+            firsts.setdefault(group[id(v)], v)
+    return list(firsts.values())
+
+
 def layout(
     states: Sequence[GraphState], edges: Sequence[GraphEdge]
 ) -> tuple[dict[str, _Box], dict[int, _Route], float, float]:
@@ -83,8 +124,7 @@ def layout(
     for component in sorted(graph.C, key=lambda c: min(order.index(v.data) for v in c.sV)):
         sug = SugiyamaLayout(component)
         sug.xspace, sug.yspace = 30, 46
-        first = min(component.sV, key=lambda v: order.index(v.data))  # document order: the first state on top
-        sug.init_all(roots=[first])
+        sug.init_all(roots=_roots(component, order))
         sug.draw(3)
         xs = [v.view.xy[0] - v.view.w / 2 for v in component.sV]
         ys = [v.view.xy[1] - v.view.h / 2 for v in component.sV]

@@ -25,7 +25,7 @@ REPO = Path(__file__).resolve().parents[3]
 EXAMPLES = REPO / "examples"
 EMAILS = EXAMPLES / "workflows" / "support-inbox" / "emails"
 SCRIPT = f"scripted:{EXAMPLES / 'workflows' / 'support-inbox' / 'model.yaml'}"
-CONVERSATION = "3f1c2a9e-5b7d-4e21-9c3a-0d8e6f4b2a11@example.org"
+CONVERSATION = "mail:3f1c2a9e-5b7d-4e21-9c3a-0d8e6f4b2a11@example.org"  # a mail opens its session in the mail namespace
 INSTANT = r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z"
 
 

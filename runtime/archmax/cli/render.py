@@ -184,6 +184,7 @@ def session_lines(
     indented ``waiting for:`` line for an input park, the decision context (instructions,
     approvers, evidence, transitions) for a decision park, or for a ``running`` session whether it
     is mid-turn (its lease's expiry: when the sweep may take the turn over) or stopped part-way;
+    a ``held mail:`` line when mail waits in the session's quarantine;
     with ``one``, ``spec_hash`` and one ``name[ (locked)] = <json>`` line per variable.
 
     Args:
@@ -208,6 +209,9 @@ def session_lines(
         lines.append(f"  {running_line(summary.lease_expires_at, now or now_instant(), sweep)}")
     if summary.exit is not None and not summary.exit.success:
         lines.append(f"  exit: {summary.exit.code} — {summary.exit.reason}")
+    if summary.quarantined:  # issue 25 item 6: held mail is seen where the session is listed
+        held = len(summary.quarantined)
+        lines.append(f"  held mail: {held} in quarantine (archmax quarantine list {summary.session_id})")
     if one:
         lines.append(f"  spec_hash: {summary.spec_hash}")
         lines += _variable_lines(variables)

@@ -24,6 +24,7 @@ from archmax.errors import (
     InvalidDecisionTargetError,
     SessionNotAwaitingInputError,
     SessionNotParkedError,
+    SessionStateError,
     WorkflowSpecError,
 )
 from archmax.session.firing import EngineFiring, Recover, Turn
@@ -88,21 +89,44 @@ def forward_delivery(
         delivery_id=parts.delivery_id,
         child_version=child.version,
     )
+    park = rec.model_copy(update={})  # the caller's park as it stands (fields only; messages are shared)
     work = _claim_caller(rt, rec, warnings, riders, after="delivery", delivery_id=parts.delivery_id, forward=forward)
     answers: list[Outcome | None] = []
 
     def body() -> None:
-        with waiting_on_child(work):
-            answers.append(
-                resume(
-                    child_rt, child, parts.trigger, parts.variables, parts.message, parts.prepared, "deliver", [],
-                    parts.delivery_id,
-                ).outcome
-            )  # fmt: skip
+        try:
+            with waiting_on_child(work):
+                answers.append(
+                    resume(
+                        child_rt, child, parts.trigger, parts.variables, parts.message, parts.prepared, "deliver", [],
+                        parts.delivery_id,
+                    ).outcome
+                )  # fmt: skip
+        except SessionStateError:
+            _refused_by_child(rt, work, park, child_rt, child.session_id)
+            raise
         forwarded(work.record)
         TurnLoop(rt, work).run()
 
     return _with_child_reply(guarded(rt, work, body, disposition), answers)
+
+
+def _refused_by_child(rt: Runtime, work: Work, park: Checkpoint, child_rt: Runtime, child_id: str) -> None:
+    """The child moved on after the caller was claimed: the delivery was not applied (issue 22 item 1).
+
+    It is not remembered, and the caller is not left ``running`` without a lease: while the child's
+    own turn runs the caller goes back to its park; otherwise it catches up with its child now.
+    """
+    record = work.record
+    record.delivery_ids = list(park.delivery_ids)
+    forwarded(record)
+    now = child_rt.store.load(child_id)
+    if now is not None and now.status == SessionStatus.RUNNING:
+        record.status, record.pending_input, record.park_phase = park.status, park.pending_input, park.park_phase
+        record.delegation = park.delegation
+        work.release()
+        return
+    TurnLoop(rt, work).run()
 
 
 def forward_reply(

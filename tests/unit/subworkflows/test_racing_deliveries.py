@@ -81,3 +81,30 @@ def test_a_delivery_to_the_child_landing_right_after_a_callers_claim_loses_no_ev
     with pytest.raises(SessionNotAwaitingInputError):  # not remembered: never a duplicate, and nothing applied now
         _deliver(agent, CALLER if loser == "A" else CHILD, loser)
     assert tokens_in(store, CALLER) + tokens_in(store, CHILD) == everywhere
+
+
+def test_a_forwarded_delivery_the_child_refuses_after_the_callers_claim_is_not_remembered(
+    env: Env, tmp_path: Path
+) -> None:
+    """The engine's safety net: a child moved on by its own runner (not through its caller) between the
+    caller's claim and the hand-over refuses the delivery; the caller forgets it and catches up."""
+    from archmax.engine.door import run_child
+    from archmax.session.firing import Deliver
+    from archmax.session.ids import SessionId
+
+    desk, _ = _parked_pair(env, tmp_path)
+    agent = create_agent(desk, env.store, PairModel(), clock=env.clock, lease_ttl_s=LEASE_TTL_S)
+    child_rt = agent.runtime.workflows.runtime("check", agent.runtime.workflow)
+    behind = Deliver(SessionId(CHILD), trigger="ping", message="<<B>>", delivery_id="d-B")
+    racing = CommitThen(env.store, is_claim_of(CALLER), lambda: run_child(child_rt, behind))
+    late = create_agent(desk, racing, PairModel(), clock=env.clock, lease_ttl_s=LEASE_TTL_S)
+
+    with pytest.raises(SessionNotAwaitingInputError):
+        _deliver(late, CALLER, "A")
+
+    store = env.other_store()
+    caller = store.load(CALLER)
+    assert "d-A" not in caller.delivery_ids  # refused: not remembered, its retry is never a duplicate
+    assert tokens_in(store, CALLER) + tokens_in(store, CHILD) == ["<<B>>"]
+    assert caller.status == store.load(CHILD).status == SessionStatus.COMPLETED  # the child's news reached it
+    assert unleased_running(store, CALLER, CHILD) == []

@@ -50,7 +50,7 @@ def apply(rt: Runtime, firing: EngineFiring, *, riders: Riders | None = None) ->
         Every typed refusal of the firing's kind (BEHAVIOUR.md §3.4–§3.9, §3.12); nothing is written.
     """
     rt, firing = forwarding.addressed(rt, firing)  # a child's id reaches the pair through its caller (§5.10)
-    return _route(rt, firing, riders)
+    return forwarding.caught_up(rt, firing, _route(rt, firing, riders))  # and the child's news reaches it
 
 
 def _route(rt: Runtime, firing: EngineFiring, riders: Riders | None) -> Applied:

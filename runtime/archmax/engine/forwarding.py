@@ -191,7 +191,7 @@ def _claim_caller(
     warnings: list[str],
     riders: Riders | None,
     *,
-    after: str,
+    after: str | None,
     delivery_id: str | None = None,
     forward: ForwardedDelivery | None = None,
 ) -> Work:
@@ -271,3 +271,31 @@ def _runtime_of(rt: Runtime, slug: str) -> Runtime | None:
         return rt.workflows.runtime(slug, rt.workflow)
     except WorkflowSpecError:
         return None
+
+
+def caught_up(rt: Runtime, firing: EngineFiring, applied: Applied) -> Applied:
+    """After a firing applied to a child itself, its caller learns the child's news (§5.10).
+
+    A caller parked through a child whose status no longer matches (the child finished, or parks on
+    another channel: a pair written before firings at a child went through its caller, or a child
+    recovered on its own) is claimed and settles now: it mirrors the child's park or takes its result.
+    Firings to any other session are answered as they were.
+    """
+    sid = getattr(firing, "session_id", None)
+    parent = parent_session_id(sid) if sid is not None and not isinstance(firing, Turn) else None
+    caller = rt.store.load(parent) if parent is not None else None
+    if caller is None or caller.delegation is None or caller.delegation.session_id != sid:
+        return applied
+    child = rt.store.load(sid)
+    if child is None or child.status == caller.status or child.status == SessionStatus.RUNNING:
+        return applied
+    if caller.status not in (SessionStatus.AWAITING_INPUT, SessionStatus.AWAITING_DECISION):
+        return applied
+    caller_rt = _runtime_of(rt, caller.workflow)
+    if caller_rt is None:
+        return applied
+    try:
+        work = _claim_caller(caller_rt, caller, [], None, after=caller.delegation.after)
+    except SessionStateError:
+        return applied  # another firing claimed the caller first: it settles with the child
+    return guarded(caller_rt, work, lambda: TurnLoop(caller_rt, work).run(), "turn")

@@ -121,3 +121,24 @@ def test_the_callers_sweep_recovers_a_child_whose_turn_died_after_a_delivery_add
     env.clock.advance(timedelta(seconds=LEASE_TTL_S + 1))
     Host(_agent(env, desk), env.inbox, clock=env.clock, lease_ttl_s=LEASE_TTL_S).sweep()
     _assert_pair_finished_with(env, "A")
+
+
+def test_a_caller_left_parked_behind_a_finished_child_catches_up_when_the_child_is_recovered(
+    env: Env, tmp_path: Path
+) -> None:
+    """A pair written before firings at a child went through its caller (here: the child's own runner
+    moves it on); recovering the child's id brings its caller up to date."""
+    from archmax.engine.door import run_child
+    from archmax.session.firing import Deliver
+    from archmax.session.ids import SessionId
+
+    desk, _ = _pair(env, tmp_path)
+    agent = _agent(env, desk)
+    child_rt = agent.runtime.workflows.runtime("check", agent.runtime.workflow)
+    run_child(child_rt, Deliver(SessionId(CHILD), trigger="ping", message="<<A>>", delivery_id="d-A"))
+    assert env.other_store().load(CALLER).status == SessionStatus.AWAITING_INPUT  # left behind
+
+    out = agent.workflow.recover(CHILD)
+
+    assert out is not None and out.session_id == CALLER and out.kind == "completed"
+    _assert_pair_finished_with(env, "A")

@@ -33,6 +33,7 @@ from archmax.errors import (
     StoreError,
 )
 from archmax.hosting.host import Accepted
+from archmax.outbound.dispatch import CLAIM_TTL_S
 from archmax.session.firing import Firing
 from archmax.session.records import SessionStatus
 
@@ -41,6 +42,7 @@ from .harness import (
     AWS_FAULTS,
     LEASE_TTL_S,
     MODEL_FAULTS,
+    OUTBOUND_FAULTS,
     STORE_FAULTS,
     Crash,
     Fault,
@@ -57,6 +59,7 @@ from .invariants import (
     check_files,
     check_inbox,
     check_indexes,
+    check_outbox,
     check_settled,
     check_transcript,
 )
@@ -95,7 +98,7 @@ def left_out(channel: str, act: str | None, with_file: bool, fault: Fault | None
 
 
 def faults_for(kind: str) -> st.SearchStrategy[Fault | None]:
-    kinds = STORE_FAULTS + MODEL_FAULTS + (AWS_FAULTS if kind == "aws" else ())
+    kinds = STORE_FAULTS + MODEL_FAULTS + OUTBOUND_FAULTS + (AWS_FAULTS if kind == "aws" else ())
     fault = st.builds(Fault, kind=st.sampled_from(kinds), at=st.integers(1, 6))
     return st.one_of(st.none(), fault, fault)
 
@@ -179,6 +182,14 @@ class Schedule(RuleBasedStateMachine):
         self.driver.world.advance(LEASE_TTL_S + 1)
         self.driver.run(("sweep",), fault.draw(faults_for(self.kind), label="fault"))
 
+    @rule(picks=st.lists(st.tuples(sessions, st.integers(0, 2)), min_size=1, max_size=3), fault=st.data())
+    @step
+    def stream(self, picks: list[tuple[str, int]], fault: st.DataObject) -> None:
+        """AWS: the outbound function gets a batch of stream records (recent versions, redelivered or late)."""
+        if self.kind != "aws":
+            return
+        self.driver.stream(picks, fault.draw(faults_for(self.kind), label="fault"))
+
     def teardown(self) -> None:
         try:
             if not self._failed:
@@ -227,6 +238,17 @@ class Driver:
         if not nested:
             self._narrowed(event, fault)
         self.call(event, event.channel, fault, inter, nested)
+
+    def stream(self, picks: list[tuple[str, int]], fault: Fault | None) -> None:
+        """Hand the outbound function the records of ``(session, versions back from its head)`` (AWS)."""
+        self.counters.add("steps")
+        positions = []
+        for sid, back in picks:
+            head = self.world.raw_store.head(sid)
+            if head is not None and head.version - back >= 1:
+                positions.append((sid, head.version - back))
+        if positions:
+            self._guard(lambda: self.world.stream(positions), fault, None, False)
 
     def _unless_left_out(self, channel: str, act: str | None, with_file: bool, fault: Fault | None) -> Fault | None:
         """``fault``, or None when the mix reaches an open scenario (the firing then runs unfaulted)."""
@@ -360,6 +382,16 @@ class Driver:
                 return
         self.counters.add("recoveries", 0)
 
+    def _send_what_is_left(self, records: dict[str, Any]) -> None:
+        """Issue 20: claims of dead senders expire, then the sweep (and on AWS every stream record, twice) sends."""
+        world = self.world
+        world.advance(CLAIM_TTL_S + 1)
+        world.host.sweep()
+        if world.kind == "aws":
+            positions = [(sid, v) for sid, rec in sorted(records.items()) for v in range(1, rec.version + 1)]
+            for _ in range(2):  # the stream's own delivery, then a redelivered batch
+                world.stream(positions)
+
     def recover_and_check(self) -> None:
         world = self.world
         try:
@@ -380,6 +412,8 @@ class Driver:
             check_exactly_once(self.ledger, records)
             check_files(self.ledger, world.raw_store, records)
             check_indexes(world.agent, world.raw_store, records, [now, later])
+            self._send_what_is_left(records)
+            check_outbox(world.faults.committed, world.sink.sent, world.faults.unrecorded)
         except Violation:
             self.counters.add("violations")
             raise

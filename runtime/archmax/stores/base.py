@@ -117,6 +117,23 @@ class SessionStore(Protocol):
         (DESIGN.md §3 "Inbox": "the sweep re-drives sessions with expired leases").
         """
 
+    def outbox_pending(self, workflow: str | None = None) -> list[str]:
+        """Ids of sessions whose outbox may hold an entry not yet sent, sorted (needs ``list``).
+
+        A commit that records outbox entries marks its session, in the same write path, before the
+        commit point (issue 20 item 2); :meth:`outbox_settled` clears the mark. What the sweep sends
+        from, without reading any other session (the AWS store answers from a sparse index).
+
+        Args:
+            workflow: Only sessions of this workflow slug, when given.
+        """
+
+    def outbox_settled(self, session_id: str, version: int) -> None:
+        """Clear the session's outbox mark: every entry recorded up to ``version`` is sent (or failed for good).
+
+        A mark a later commit made (a version above ``version``) stays.
+        """
+
     def get(self, session_id: str, path: str) -> bytes | None:
         """A session file's bytes, or ``None``."""
 

@@ -31,15 +31,17 @@ from archmax.stores.aws.clients import LazyClient
 from archmax.stores.aws.errors import aws_call, found_in_item
 from archmax.stores.aws.item import (
     DUE_INDEX,
+    OUTBOX_INDEX,
     QUARANTINE_HINT,
     STALE_INDEX,
     chunk_plan,
     commit_request,
     committed_attributes,
     head_of_item,
+    outbox_settled_request,
     quarantine_hint_of_item,
 )
-from archmax.stores.aws.layout import DUE_SHARDS, LEASE_SHARDS, Keys, new_chunk_token
+from archmax.stores.aws.layout import DUE_SHARDS, LEASE_SHARDS, OUTBOX_SHARDS, Keys, new_chunk_token
 from archmax.stores.aws.plan import (
     INLINE_MAX_BYTES,
     Plan,
@@ -553,6 +555,61 @@ class AwsStore:
                     break
                 params["ExclusiveStartKey"] = page["LastEvaluatedKey"]
         return sorted(found)
+
+    def outbox_pending(self, workflow: str | None = None) -> list[str]:
+        """Ids of sessions whose outbox may hold an entry not yet sent, sorted (issue 20 item 2).
+
+        Queries the sparse ``outbox-pending`` index (only items a commit marked carry
+        ``outbox_shard``), each shard once (plus pages): sessions with nothing to send are never
+        read. The index is eventually consistent: a mark just removed may still be listed (the
+        sweep then finds every entry sent), and one just made may not be yet (the next sweep has it).
+
+        Raises:
+            StoreError: on an AWS failure.
+        """
+        names = {"#shard": "outbox_shard", "#pk": "pk"}
+        values: dict[str, Any] = {}
+        extra: dict[str, Any] = {}
+        if workflow is not None:
+            names["#wf"] = "workflow"
+            values[":wf"] = {"S": workflow}
+            extra["FilterExpression"] = "#wf = :wf"
+        found: list[str] = []
+        for shard in OUTBOX_SHARDS:
+            params: dict[str, Any] = {
+                "TableName": self.table_name,
+                "IndexName": OUTBOX_INDEX,
+                "KeyConditionExpression": "#shard = :shard",
+                "ProjectionExpression": "#pk",
+                "ExpressionAttributeNames": names,
+                "ExpressionAttributeValues": {**values, ":shard": {"S": shard}},
+                **extra,
+            }
+            while True:
+                page = aws_call(self._ddb.query, operation="outbox_pending", **params)
+                found.extend(i["pk"]["S"] for i in page.get("Items", []))
+                if "LastEvaluatedKey" not in page:
+                    break
+                params["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        return sorted(found)
+
+    def outbox_settled(self, session_id: str, version: int) -> None:
+        """Remove the session's outbox mark unless a commit after ``version`` set it (one conditional UpdateItem).
+
+        Raises:
+            InvalidSessionIdError: for an id failing §4.1.
+            StoreError: on an AWS failure.
+        """
+        validate_session_id(session_id)
+        try:
+            aws_call(
+                self._ddb.update_item,
+                operation="outbox_settled",
+                session_id=session_id,
+                **outbox_settled_request(self.table_name, session_id, version),
+            )
+        except CommitConflictError:
+            pass  # a later commit recorded entries (or the mark is gone): it stays for them
 
     # ------------------------------------------------------------------ files
 

@@ -179,10 +179,10 @@ class Dispatcher:
                 failed for a reason a retry can change stay unsettled for the next attempt).
             StoreError: the store failed listing the outbox folder or recording a result.
         """
+        if not record.outbox:
+            return []
         wanted = set(versions) if versions is not None else None
         entries = [e for e in record.outbox if wanted is None or e.version in wanted]
-        if not entries:
-            return []
         files = OutboxFiles.of(self.store, record.session_id)
         done: list[Sent] = []
         errors: list[tuple[str, ArchmaxError]] = []
@@ -205,7 +205,17 @@ class Dispatcher:
                     done.append(result)
         if errors:
             raise DispatchError(record.session_id, done, errors)
+        self._settle(record, files, done)
         return done
+
+    def _settle(self, record: Checkpoint, files: OutboxFiles, done: list[Sent]) -> None:
+        """Clear the session's outbox mark once every entry of ``record`` is known sent (or failed for good).
+
+        An entry another sender holds (a live claim) is not known sent: the mark stays for the sweep.
+        """
+        sent = {result.id for result in done} | files.sent | files.failed
+        if all(entry.id in sent for entry in record.outbox):
+            self.store.outbox_settled(record.session_id, record.version)
 
     def _claimed_send(self, record: Checkpoint, entry: OutboxEntry, last_claim: int) -> Sent | None:
         """Claim, send and record one entry; ``None`` when another sender has it (or had it).

@@ -58,7 +58,7 @@ def show(cli: Any, record: Any, workflow: Any) -> int:
     from archmax.views import log_lines, story_of
 
     args = cli.args
-    story = story_of(record, workflow)
+    story = story_of(record, workflow, store=cli.store)  # held mail is read from the store
     if args.open is not None:
         from archmax.views.page import render_page
 

@@ -201,7 +201,7 @@ def register(router: Any, c: Collaborators) -> None:
         record = _record(c, session_id)
         if record is None:
             return _not_found(session_id)
-        return html_response(200, render_page(story_of(record, _workflow_of(c, record))))
+        return html_response(200, render_page(story_of(record, _workflow_of(c, record), store=c.agent.store)))
 
     @router.get("/sessions/<session_id>/transcript")
     def get_transcript(session_id: str) -> Any:

@@ -15,6 +15,7 @@ from typing import Any, Literal, Union, get_args, get_origin
 from pydantic import BaseModel
 
 from archmax.spec import document as d
+from archmax.spec.guide import GUIDE
 
 INTRO = """\
 # workflow.yaml reference
@@ -137,7 +138,7 @@ CASE_SECTIONS: list[tuple[str, type[BaseModel]]] = [
 
 def render_reference() -> str:
     """The whole ``docs/workflow.md`` text (ends with one newline)."""
-    lines = [INTRO.rstrip("\n"), "", "## workflow.yaml keys", ""]
+    lines = [INTRO.rstrip("\n"), "", GUIDE.rstrip("\n"), "", "## workflow.yaml keys", ""]
     for title, model in WORKFLOW_SECTIONS:
         lines += _section(title, model)
     lines += [CASE_INTRO.rstrip("\n"), ""]

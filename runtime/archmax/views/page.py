@@ -55,12 +55,25 @@ svg.graph .edge.taken path { stroke: var(--accent); stroke-width: 2.6; }
 svg.graph .arrowhead { fill: #9aa4b2; } svg.graph .arrowhead.taken { fill: var(--accent); }
 .legend { color: var(--muted); font-size: 12px; margin-top: 6px; }
 ol.timeline { list-style: none; margin: 0; padding: 0; }
-ol.timeline li { display: grid; grid-template-columns: 210px 110px 1fr; gap: 8px; padding: 5px 0;
+ol.timeline li { display: grid; grid-template-columns: 11.5em 7.5em minmax(0, 1fr); gap: 8px; padding: 5px 0;
   border-bottom: 1px dashed var(--line); }
+ol.timeline li > * { min-width: 0; overflow-wrap: anywhere; }
 time { font: 12px ui-monospace, SFMono-Regular, Menlo, monospace; color: var(--muted); }
+.scroll { overflow-x: auto; }
+@media (max-width: 640px) {
+  header, main > section { padding: 12px 12px; }
+  .card { padding: 10px 10px; }
+  ol.timeline li { grid-template-columns: minmax(0, 1fr); gap: 2px; }
+  .msg, details.tool { max-width: 100%; }
+}
 .kind { font-weight: 600; text-transform: uppercase; font-size: 12px; letter-spacing: .03em; }
 .kind.park { color: var(--warn); } .kind.delivery, .kind.decision { color: var(--accent); }
 .kind.completed { color: var(--ok); } .kind.failed, .kind.rejected, .kind.on_error, .kind.raised { color: var(--bad); }
+.kind.quarantined, .kind.stopped { color: var(--warn); }
+ul.held { list-style: none; margin: 0; padding: 0; }
+ul.held li { padding: 6px 0; border-bottom: 1px dashed var(--line); overflow-wrap: anywhere; }
+ul.held li.released { color: var(--muted); }
+.notice { margin-top: 6px; padding: 4px 10px; border-left: 3px solid var(--warn); background: #fffaf0; }
 .conversation { display: flex; flex-direction: column; gap: 10px; }
 .msg { max-width: 80%; border-radius: 10px; padding: 8px 12px; white-space: pre-wrap; word-wrap: break-word;
   border: 1px solid var(--line); }
@@ -89,8 +102,24 @@ def _page(title: str, body: str) -> str:
     )
 
 
+def readable(at: str) -> str:
+    """An instant as a person reads it: ``2026-12-02T06:46:05.123Z`` → ``2026-12-02 06:46:05 UTC``.
+
+    Any other text (an instant the record did not write in that form) is shown as it is.
+    """
+    if len(at) >= 20 and at[10] == "T" and at.endswith("Z") and at[:19].replace("-", "").replace(":", "").replace(
+        "T", ""
+    ).isdigit():
+        return f"{at[:10]} {at[11:19]} UTC"
+    return at
+
+
 def _time(at: str | None) -> str:
-    return f'<time datetime="{escape(at)}">{escape(at)}</time>' if at else "<time>—</time>"
+    """A ``<time>``: the readable instant, the exact one in ``datetime`` (and as a tooltip)."""
+    if not at:
+        return "<time>—</time>"
+    return f'<time datetime="{escape(at)}" title="{escape(at)}">{escape(readable(at))}</time>'
+
 
 
 def _status_line(story: Story) -> str:
@@ -113,17 +142,61 @@ def _status_line(story: Story) -> str:
             f": {escape(x.reason)}" if x.reason else ""
         )
         return f"<strong>{escape(x.status.capitalize())}</strong> at {_time(x.at)} in <code>{escape(story.position or '')}</code>{detail}"
+    r = story.running
+    if r is not None and r.stopped:
+        return (
+            f"<strong>Running</strong> in <code>{escape(story.position or '')}</code>, but its turn stopped part-way "
+            f"after the last commit {_time(story.updated_at)}: nothing holds it; the sweep finishes the turn."
+            + (f" Failure not yet routed: {escape(r.failure)}" if r.failure else "")
+        )
+    if r is not None:
+        return (
+            f"<strong>Running</strong> in <code>{escape(story.position or '')}</code>: a turn holds it until "
+            f"{_time(r.lease_until)} (last commit {_time(story.updated_at)}); if that turn's process died, the sweep "
+            "can take the session over from then on."
+        )
     return f"Running in <code>{escape(story.position or '')}</code> (last commit {_time(story.updated_at)})"
+
+
+def _held(story: Story) -> str:
+    """The quarantine card: every held mail (and the released ones), who sent it, why and when.
+
+    One block per mail rather than a table row: ids and reasons are long, and a phone is narrow.
+    """
+    if not story.held:
+        return ""
+    items = "".join(
+        f'<li class="held-mail{" released" if m.released_at else ""}" data-delivery-id="{escape(m.delivery_id)}">'
+        f'<div><strong>{escape(m.sender or "unknown sender")}</strong> · held since {_time(m.quarantined_at)} · '
+        + (f"released {_time(m.released_at)}" if m.released_at else '<span class="kind quarantined">held</span>')
+        + "</div>"
+        + (f'<div class="subject">{escape(m.subject)}</div>' if m.subject else "")
+        + f'<div class="why">{escape(m.reason)}</div>'
+        f'<div class="meta">id <code>{escape(m.delivery_id)}</code></div></li>'
+        for m in story.held
+    )
+    count = sum(1 for m in story.held if m.released_at is None)
+    return (
+        f'<section id="held"><h2>Held mail ({count} in quarantine)</h2><div class="card"><ul class="held">{items}</ul>'
+        f'<p class="meta">An operator releases one with <code>archmax quarantine release '
+        f"{escape(story.session_id)} &lt;id&gt;</code>; it is then applied once.</p></div></section>"
+    )
 
 
 def _timeline(entries: Iterable[TimelineEntry]) -> str:
     rows = [
         f'<li class="entry {escape(e.kind)}" data-kind="{escape(e.kind)}">{_time(e.at)}'
         f'<span class="kind {escape(e.kind)}">{escape(e.kind.replace("_", " "))}</span>'
-        f"<span>{escape(entry_text(e))}</span></li>"
+        f"<span>{_with_times(entry_text(e), e.resume_at)}</span></li>"
         for e in entries
     ]
     return f'<ol class="timeline">{"".join(rows)}</ol>' if rows else "<p class=meta>Nothing has happened yet.</p>"
+
+
+def _with_times(text: str, instant: str | None) -> str:
+    """``text`` escaped, with ``instant`` (a ``resume_at`` it names) shown as a readable ``<time>``."""
+    shown = escape(text)
+    return shown.replace(escape(instant), _time(instant)) if instant else shown
 
 
 def _said(e: ConversationEntry) -> str:
@@ -153,7 +226,10 @@ def _variables(story: Story) -> str:
         f"<td><code>{escape(compact(v.get('value'), 2000))}</code></td></tr>"
         for name, v in story.variables.items()
     )
-    return f"<table><thead><tr><th>name</th><th>lock</th><th>value</th></tr></thead><tbody>{rows}</tbody></table>"
+    return (
+        f'<div class="scroll"><table><thead><tr><th>name</th><th>lock</th><th>value</th></tr></thead>'
+        f"<tbody>{rows}</tbody></table></div>"
+    )
 
 
 def render_page(story: Story) -> str:
@@ -173,6 +249,7 @@ def render_page(story: Story) -> str:
         else "<p class=meta>The workflow is not available here, so its graph is not drawn.</p>"
     )
     usage = usage_line(story) or "usage: no model call has been counted."
+    held = sum(1 for m in story.held if m.released_at is None)
     body = (
         f"<header><h1>{escape(story.session_id)}</h1>"
         f'<div class="meta">workflow <code>{escape(story.workflow)}</code> · '
@@ -180,10 +257,12 @@ def render_page(story: Story) -> str:
         f"updated {_time(story.updated_at)}</div>"
         f'<div class="status-line" id="status">{_status_line(story)}</div>'
         + (f'<div class="meta">path: {escape(" → ".join(story.path))}</div>' if story.path else "")
+        + (f'<div class="notice" id="held-count"><a href="#held">{held} held mail in quarantine</a></div>' if held else "")
         + "</header><main>"
         f'<section id="graph"><h2>State graph</h2>{graph_html}</section>'
         f'<section id="timeline"><h2>Timeline</h2><div class="card">{_timeline(story.timeline)}</div></section>'
-        f'<section id="conversation"><h2>Conversation</h2><div class="card conversation">'
+        + _held(story)
+        + '<section id="conversation"><h2>Conversation</h2><div class="card conversation">'
         + "".join(_said(e) for e in story.conversation)
         + "</div></section>"
         f'<section id="variables"><h2>Variables</h2><div class="card">{_variables(story)}'
@@ -221,8 +300,8 @@ def render_list(rows: Sequence[dict[str, Any]], *, base: str = "", filters: dict
     more = f'<p><a rel="next" href="{escape(next_href)}">next page</a></p>' if next_href else ""
     body = (
         f"<header><h1>Sessions</h1><div class=meta>filters: {escape(shown)} · {len(rows)} shown</div></header><main>"
-        '<section><div class="card"><table><thead><tr><th>session</th><th>workflow</th><th>status</th><th>state</th>'
-        f"<th>waiting for</th><th>resume_at</th><th>updated</th></tr></thead><tbody>{body_rows}</tbody></table>"
-        f"{more}</div></section></main>"
+        '<section><div class="card"><div class="scroll"><table><thead><tr><th>session</th><th>workflow</th>'
+        "<th>status</th><th>state</th><th>waiting for</th><th>resume_at</th><th>updated</th></tr></thead>"
+        f"<tbody>{body_rows}</tbody></table></div>{more}</div></section></main>"
     )
     return _page("archmax sessions", body)

@@ -6,11 +6,15 @@ note is shown as a runtime event, never as a tool call), §3.1/§3.11 (statuses,
 ``SessionSummary``), issue 15 (the three questions: what is it waiting for, how did it get here,
 what did it say).
 
-Nothing here reads anything but the record and, when given, the workflow. Times come from the
+Nothing here reads anything but the record, when given the workflow, and when given a store the
+session's quarantined mail (:func:`archmax.inbound.quarantine.listing`, read-only: issue 25 item
+6, held mail belongs in the story). Times come from the
 record: trail steps carry their own (``ts``), messages the time of the commit that stored them
 (``Message.ts``), park records their ``parked_at``/``created_at``. A step's ``at_message`` places
 it in the conversation; older records without it list their steps by time. Every instant is
-ISO-8601 UTC (``YYYY-MM-DDTHH:MM:SS.mmmZ``).
+ISO-8601 UTC (``YYYY-MM-DDTHH:MM:SS.mmmZ``). The story is told in time order (issue 25 item 7): a
+trail step is stamped when it is taken, a message when its commit is written, so entries are
+sorted by time, stably, and an entry with no time keeps the time of the one before it.
 
 Example:
     >>> story = story_of(agent.sessions_store.load("AAQk-1"), workflow)  # doctest: +SKIP
@@ -21,10 +25,11 @@ Example:
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from archmax.clock import format_instant
 from archmax.session.notes import NOTE_TOOL, runtime_note_kind
@@ -33,7 +38,7 @@ from archmax.session.until import UntilError, parse_until
 
 EntryKind = Literal[
     "turn", "delivery", "advance", "decision", "reset", "on_error", "sub-workflow", "hook", "park", "raised",
-    "completed", "failed", "rejected",
+    "completed", "failed", "rejected", "quarantined", "released", "stopped",
 ]
 
 
@@ -49,7 +54,9 @@ class TimelineEntry(_View):
     (a person chose ``state``, with ``comment``), ``reset``, ``on_error`` (a failure routed to
     ``state``), ``sub-workflow``, ``hook`` (a ``before``/``after`` hook of ``state`` and its verdict), ``park``
     (``channel`` input or decision, ``reason``, ``resume_at``), ``raised``, and the end:
-    ``completed``, ``failed``, ``rejected``.
+    ``completed``, ``failed``, ``rejected``. Held mail adds ``quarantined`` (:attr:`sender`,
+    :attr:`delivery_id` and the hold's ``reason``) and ``released``; a turn that stopped part-way
+    ends the story with ``stopped`` (see :class:`Running`; ``reason`` is a committed failure, if any).
     """
 
     kind: EntryKind
@@ -72,6 +79,10 @@ class TimelineEntry(_View):
     """``hook``: which hook list ran."""
     verdict: str | None = None
     """``hook``: ``ok``, ``correct`` or ``veto`` (§2.4)."""
+    sender: str | None = None
+    """``quarantined``/``released``: who sent the held mail."""
+    delivery_id: str | None = None
+    """``quarantined``/``released``: the held mail's id (what ``archmax quarantine release`` takes)."""
 
 
 class ConversationEntry(_View):
@@ -122,6 +133,44 @@ class Exit(_View):
     reason: str | None = None
 
 
+class HeldMail(_View):
+    """A mail kept in the session's quarantine instead of being delivered (issue 13 item 1).
+
+    From the quarantine record (:class:`archmax.inbound.quarantine.QuarantinedMail`): the id an
+    operator releases it by, who sent it, its subject, why it was held and when, and when it was
+    released (``None`` while it is still held).
+    """
+
+    delivery_id: str
+    sender: str | None = None
+    subject: str = ""
+    reason: str
+    quarantined_at: str
+    released_at: str | None = None
+
+
+class Running(_View):
+    """Who holds a ``running`` session, or that nobody does: its turn stopped part-way (§3.12).
+
+    ``lease_owner``/``lease_until`` name the live turn's claim, as committed (a process killed
+    mid-turn leaves it until ``lease_until``; after that the sweep may take the turn over). With no
+    lease the turn stopped part-way after its last commit (``last_commit``): a model or store
+    outage stops a turn without a commit, so the record keeps no error text for it, only
+    ``failure`` when a turn failure was committed before it could be routed; the sweep finishes it.
+    """
+
+    last_commit: str
+    lease_owner: str | None = None
+    lease_until: str | None = None
+    failure: str | None = None
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def stopped(self) -> bool:
+        """No turn holds the session: it stopped part-way and waits for the sweep."""
+        return self.lease_until is None
+
+
 class GraphState(_View):
     """A state of the workflow graph as the page draws it."""
 
@@ -160,6 +209,10 @@ class Story(_View):
     variables: dict[str, dict[str, Any]] = Field(default_factory=dict)
     """``name → {value, locked}``."""
     usage: Usage | None = None
+    held: list[HeldMail] = Field(default_factory=list)
+    """The session's quarantined mail, released ones included, oldest first (empty unless a store was given)."""
+    running: Running | None = None
+    """Set while the status is ``running``: the lease, or that the turn stopped part-way."""
     states: list[GraphState] = Field(default_factory=list)
     """Empty when the workflow was not available."""
     edges: list[GraphEdge] = Field(default_factory=list)
@@ -250,18 +303,46 @@ def _resume_at(args: dict[str, Any], ts: int | None) -> str | None:
         return None
 
 
-def story_of(record: Checkpoint, workflow: Any | None = None) -> Story:
+def held_mail(store: Any, session_id: str) -> list[HeldMail]:
+    """The session's quarantined mail as the story shows it, oldest first.
+
+    Read-only, through :func:`archmax.inbound.quarantine.listing` (one ``list_files``, then two
+    ``get`` per held mail: its record and its release stamp). Raises what the store raises (StoreError).
+    """
+    from archmax.inbound.quarantine import listing  # imported here: only a story with a store reads mail
+
+    mails = [
+        HeldMail(delivery_id=m.delivery_id, sender=m.sender, subject=m.subject, reason=m.reason,
+                 quarantined_at=m.quarantined_at, released_at=m.released_at)
+        for m in listing(store, session_id)
+    ]
+    return sorted(mails, key=lambda m: m.quarantined_at)
+
+
+def story_of(
+    record: Checkpoint, workflow: Any | None = None, *, store: Any | None = None,
+    held: Sequence[HeldMail] | None = None,
+) -> Story:
     """Derive a session's :class:`Story` from its checkpoint.
 
     Args:
         record: The latest checkpoint (``store.load(id)``).
         workflow: The session's :class:`~archmax.spec.Workflow`, for the graph, human states
             (decision parks of the past) and the declared triggers; ``None`` leaves those out.
+        store: The store the record came from: its quarantined mail joins the story
+            (:func:`held_mail`); ``None`` leaves it out.
+        held: The quarantined mail, when the caller read it already (wins over ``store``).
 
     Returns:
-        The story: timeline and conversation in the order they happened, the wait or the exit,
-        variables, usage, the path and the graph with visited states and taken edges marked.
+        The story: timeline and conversation in time order, the wait or the exit (or, while
+        ``running``, the lease or the stopped turn), held mail, variables, usage, the path and
+        the graph with visited states and taken edges marked.
+
+    Raises:
+        StoreError: reading the quarantine failed (only with ``store``).
     """
+    if held is None:
+        held = held_mail(store, record.session_id) if store is not None else []
     states = workflow.states if workflow is not None else {}
     results = {m.tool_call_id: m for m in record.messages if m.role == "tool" and m.tool_call_id}
     timeline = _Tracked()
@@ -378,8 +459,21 @@ def story_of(record: Checkpoint, workflow: Any | None = None) -> Story:
         )
     if record.position and (not path or path[-1] != record.position):
         stand(record.position)
-    for n, item in enumerate(order):
-        item.seq = n + 1
+    for mail in held:
+        timeline.append(
+            TimelineEntry(kind="quarantined", at=mail.quarantined_at, reason=mail.reason, sender=mail.sender,
+                          delivery_id=mail.delivery_id)
+        )
+        if mail.released_at:
+            timeline.append(
+                TimelineEntry(kind="released", at=mail.released_at, sender=mail.sender, delivery_id=mail.delivery_id)
+            )
+    running = _running(record)
+    if running is not None and running.stopped:
+        timeline.append(TimelineEntry(kind="stopped", at=running.last_commit, state=record.position,
+                                      reason=running.failure))
+    _in_time_order(order)
+    timeline.sort(key=lambda e: e.seq)
     return Story(
         session_id=record.session_id,
         workflow=record.workflow,
@@ -395,6 +489,8 @@ def story_of(record: Checkpoint, workflow: Any | None = None) -> Story:
         conversation=list(conversation),
         variables={n: {"value": v.value, "locked": v.locked} for n, v in record.variables.items()},
         usage=None if record.usage.is_zero() else record.usage,
+        held=list(held),
+        running=running,
         states=[
             GraphState(
                 slug=st.slug,
@@ -421,6 +517,35 @@ class _Tracked(list):  # type: ignore[type-arg]
     def append(self, item: Any) -> None:
         super().append(item)
         self.order.append(item)
+
+
+def _in_time_order(order: list[Any]) -> None:
+    """Sort the story's entries by time, stably, and number them (``seq``) in that order.
+
+    An entry without a time sorts with the entry before it. ISO-8601 UTC instants of one format
+    compare as strings.
+    """
+    last = ""
+    keyed = []
+    for n, item in enumerate(order):
+        last = item.at or last
+        keyed.append((last, n, item))
+    keyed.sort(key=lambda k: (k[0], k[1]))
+    order[:] = [item for _at, _n, item in keyed]
+    for n, item in enumerate(order):
+        item.seq = n + 1
+
+
+def _running(record: Checkpoint) -> Running | None:
+    if record.status != SessionStatus.RUNNING:
+        return None
+    lease = record.lease
+    return Running(
+        last_commit=record.updated_at,
+        lease_owner=lease.owner if lease is not None else None,
+        lease_until=lease.expires_at if lease is not None else None,
+        failure=record.pending_failure,
+    )
 
 
 def _wait(record: Checkpoint, workflow: Any | None) -> Wait | None:

@@ -1,8 +1,10 @@
 """The story as terminal text: ``archmax sessions <id> --log``.
 
 Rule source: issue 15 item 2 (state changes, parks, deliveries, the conversation with runtime
-notes rendered as events, ISO-8601 times), BEHAVIOUR.md §7 (notes are not tool calls). One
-chronological log: timeline entries and conversation lines interleaved in the order they happened.
+notes rendered as events, ISO-8601 times), BEHAVIOUR.md §7 (notes are not tool calls), issue 25
+items 6 and 7 (held mail and a stopped turn are part of the story; lines in time order). One
+chronological log: timeline entries and conversation lines interleaved in time order (the story's
+``seq``).
 """
 
 from __future__ import annotations
@@ -46,7 +48,22 @@ def entry_text(entry: TimelineEntry) -> str:
         return f"failed: {entry.code} — {entry.reason}"
     if k == "rejected":
         return f"rejected: {entry.reason}"
+    if k == "quarantined":
+        return f"mail {entry.delivery_id} from {entry.sender or 'an unknown sender'} held in quarantine: {entry.reason}"
+    if k == "released":
+        return f"mail {entry.delivery_id} from {entry.sender or 'an unknown sender'} released from quarantine"
+    if k == "stopped":
+        return f"the turn stopped part-way in '{state}': " + (
+            f"failure not yet routed: {entry.reason}" if entry.reason else STOPPED_WITHOUT_ERROR
+        )
     return f"completed in '{state}'"
+
+
+STOPPED_WITHOUT_ERROR = (
+    "no commit since this one and no lease; a model or store outage leaves no error in the session "
+    "(the command or host log that ran the turn has it); the sweep finishes the turn"
+)
+"""What a stopped turn's entry says when the record holds no failure (issue 25 item 6)."""
 
 
 def _indented(text: str, prefix: str) -> list[str]:
@@ -82,10 +99,22 @@ def headline(story: Story) -> list[str]:
             f": {story.exit.reason}" if story.exit.reason else ""
         )
         lines.append(f"{story.exit.status} at {story.exit.at} in '{story.position}'{detail}")
+    elif story.running is not None and story.running.stopped:
+        lines.append(f"running in '{story.position}', but its turn stopped part-way after the last commit "
+                     f"{story.updated_at}: nothing holds it; the sweep finishes the turn")
+    elif story.running is not None:
+        lines.append(f"running in '{story.position}': a turn holds it until {story.running.lease_until} "
+                     f"(lease {story.running.lease_owner}; last commit {story.updated_at}); if that turn's "
+                     "process died, the sweep can take the session over from then on")
     else:
         lines.append(f"running in '{story.position}' (last commit {story.updated_at})")
     if story.path:
         lines.append("path: " + " → ".join(story.path))
+    held = [m for m in story.held if m.released_at is None]
+    if held:
+        lines.append(f"held mail: {len(held)} in quarantine (archmax quarantine list {story.session_id})")
+        for m in held:
+            lines.append(f"  {m.delivery_id} from {m.sender or 'an unknown sender'} since {m.quarantined_at}: {m.reason}")
     return lines
 
 

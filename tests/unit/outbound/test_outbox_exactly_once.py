@@ -34,19 +34,17 @@ DOWN = "smtp://127.0.0.1:9"  # nothing listens: connection refused
 SID = "m-1@example.org"
 
 ASKING = workflow_from_dict({"states": {"chat": {"triggers": {"manual": None}}}}, "asking")
-REVIEWED = workflow_from_dict(
-    {
-        "states": {
-            "chat": {
-                "triggers": {"manual": None},
-                "transitions": [{"to": "review", "description": "A person approves."}],
-            },
-            "review": {"type": "human", "transitions": [{"to": "done", "description": "Approved.", "type": "approve"}]},
-            "done": None,
-        }
-    },
-    "reviewed",
-)
+REVIEWED_DOC = {
+    "states": {
+        "chat": {
+            "triggers": {"manual": None},
+            "transitions": [{"to": "review", "description": "A person approves."}],
+        },
+        "review": {"type": "human", "transitions": [{"to": "done", "description": "Approved.", "type": "approve"}]},
+        "done": None,
+    }
+}
+REVIEWED = workflow_from_dict(REVIEWED_DOC, "reviewed")
 
 
 def mail_variables(n: int = 1, *, to: list[str] | None = None) -> dict[str, Any]:
@@ -142,6 +140,30 @@ def test_entries_of_a_process_that_died_right_after_its_commit_are_sent_by_the_s
     (message,) = smtp_server.messages
     assert "Please approve the refund." in parse_raw(message[2]).get_content()
     assert len(events_of(store, SID)) == 1
+
+
+def test_archmax_sweep_mails_the_answer_smtp_refused_once_smtp_is_back(
+    store, smtp_server, tmp_path, monkeypatch, capsys
+):
+    import yaml
+
+    from archmax.cli.main import main
+
+    folder = tmp_path / "workspace" / "workflows" / "reviewed"
+    folder.mkdir(parents=True)
+    (folder / "workflow.yaml").write_text(yaml.safe_dump(REVIEWED_DOC))
+    agent = _park_at_review(store, dispatcher(store, smtp_server.url))
+    agent.runtime.outbound = dispatcher(store, DOWN)
+    assert agent.workflow.decide(SID, to="done").kind == "completed"
+    assert len(smtp_server.messages) == 1
+    monkeypatch.setenv("ARCHMAX_SMTP_URL", smtp_server.url)
+    monkeypatch.setenv("ARCHMAX_MAIL_FROM", FROM)
+    flags = ["--root", str(tmp_path / "workspace"), "--store", str(store.root)]
+    assert main([*flags, "sweep"]) == 0
+    assert f"{SID}  sent" in capsys.readouterr().out
+    assert main([*flags, "sweep"]) == 0
+    assert len(smtp_server.messages) == 2
+    assert "refund is on its way" in parse_raw(smtp_server.messages[1][2]).get_content()
 
 
 # ---------------------------------------------------------------- item 3: two live operations, one send

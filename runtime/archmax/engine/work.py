@@ -18,6 +18,7 @@ from datetime import timedelta
 
 from archmax.clock import Clock, epoch_ms, format_instant
 from archmax.outbound.outbox import record_outbox
+from archmax.outbound.settled import settled_in
 from archmax.session.records import Checkpoint, Lease, Usage
 from archmax.stores.base import SessionStore
 
@@ -104,7 +105,8 @@ class Work:
             Lease(owner=self.owner, expires_at=format_instant(now + timedelta(seconds=self.lease_ttl_s))) if lease else None
         )
         if not lease:
-            record_outbox(rec, self.start_messages)  # the turn's outbound messages ride its last commit
+            # the turn's outbound messages ride its last commit; only entries known sent leave (issue 20 item 1)
+            record_outbox(rec, self.start_messages, settled=settled_in(self.store, rec.session_id))
         self.store.commit(
             rec.session_id, rec, self.version, lease_owner=None if claim or not self.holds_lease else self.owner
         )

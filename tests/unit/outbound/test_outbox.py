@@ -112,6 +112,18 @@ def test_no_count_pushes_an_unsent_entry_out_of_the_outbox():
     assert [e.text for e in outbox] == [f"answer {i}" for i in range(OUTBOX_KEPT + 3)]  # nothing sent: all stay
 
 
+def test_entries_sent_after_each_turn_leave_the_outbox_beyond_the_newest_kept():
+    from archmax.outbound.config import dispatcher_from_env
+
+    store = MemoryStore()
+    agent = create_agent(CHAT, store, ScriptedModel([{"say": f"answer {i}"} for i in range(OUTBOX_KEPT + 3)]),
+                         outbound=dispatcher_from_env(store, {}), clock=FakeClock())
+    for i in range(OUTBOX_KEPT + 3):
+        agent.workflow.send("chat-3", f"question {i}")
+    outbox = store.load("chat-3").outbox
+    assert [e.text for e in outbox] == [f"answer {i}" for i in range(3, OUTBOX_KEPT + 3)]
+
+
 def _completed(version: int) -> Checkpoint:
     record = Checkpoint(session_id="s", workflow="w", version=version, created_at="x", updated_at="x",
                         status=SessionStatus.COMPLETED)

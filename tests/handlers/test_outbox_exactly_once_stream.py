@@ -15,13 +15,15 @@ import pytest
 
 from archmax import create_agent
 from archmax.clock import FakeClock
-from archmax.handlers import outbound
+from archmax.handlers import outbound, timer
+from archmax.hosting.wiring import from_environment
 from archmax.models.scripted import ScriptedModel
 from archmax.outbound.dispatch import Dispatcher, failed_path, sent_path
 from archmax.spec import workflow_from_dict
-from archmax.testing import FakeLambdaContext
-from unit.outbound._mail import parse_raw
+from archmax.testing import FakeLambdaContext, load_event
+from unit.outbound._mail import SUPPORT_INBOX, first_mail, parse_raw, send_mail, support_agent
 
+from .conftest import EVENTS
 from .test_outbound_stream import Aws
 
 SID = "m-1@example.org"
@@ -112,3 +114,31 @@ def test_a_bccd_mail_with_no_from_is_recorded_failed_while_its_parked_event_is_p
     question, parked = aws.store.load(SID).outbox
     assert aws.store.get(SID, failed_path(question)) is not None
     assert aws.store.get(SID, sent_path(parked)) is not None
+
+
+@pytest.mark.xfail(strict=True, reason="issue 20 item 2")
+def test_the_timer_function_sends_what_a_stream_record_that_ran_out_of_retries_left(stream):
+    aws = stream
+    aws.verify_domain()
+    inbox = "archmax-inbox-outbox-test"
+    props = aws_template("InboxTable")
+    aws.ddb.create_table(
+        TableName=inbox, KeySchema=props["KeySchema"], AttributeDefinitions=props["AttributeDefinitions"],
+        GlobalSecondaryIndexes=props["GlobalSecondaryIndexes"], BillingMode="PAY_PER_REQUEST",
+    )
+    assert send_mail(support_agent(aws.store), first_mail()).kind == "parked"  # the stream never sent it
+    env = {**aws.settings, "WORKFLOW_DIR": str(SUPPORT_INBOX), "INBOX_TABLE": inbox, "ARCHMAX_DRAIN": "inline"}
+    functions = from_environment(env, model=ScriptedModel([]), clients=aws.clients)
+    handle = timer.build(functions)
+    for _ in range(2):  # two sweeps: the second finds nothing left
+        assert handle(load_event(EVENTS / "scheduled_sweep.json"), FakeLambdaContext())["ok"]
+    (raw,) = aws.sent_mail()
+    assert "Which order is this about?" in parse_raw(raw).get_content()
+    assert [e["detail-type"] for e in aws.put_events()] == ["Session Parked"]
+    assert aws.store.outbox_pending() == []
+
+
+def aws_template(name: str) -> dict[str, Any]:
+    from .conftest import moto_env
+
+    return moto_env().template_resource(name)

@@ -50,6 +50,9 @@ class Work:
     usage: Usage | None = None
     warnings: list[str] = field(default_factory=list)
     recovered: bool = False
+    outbox_words: str | None = None
+    """The words the turn-ending commit mails when they are not the record's own (a caller answering
+    through its child's decision park, issue 20 item 4); ``None`` reads them from the record."""
 
     def __post_init__(self) -> None:
         self.start_messages = len(self.record.messages)
@@ -106,7 +109,9 @@ class Work:
         )
         if not lease:
             # the turn's outbound messages ride its last commit; only entries known sent leave (issue 20 item 1)
-            record_outbox(rec, self.start_messages, settled=settled_in(self.store, rec.session_id))
+            record_outbox(
+                rec, self.start_messages, settled=settled_in(self.store, rec.session_id), words=self.outbox_words
+            )
         self.store.commit(
             rec.session_id, rec, self.version, lease_owner=None if claim or not self.holds_lease else self.owner
         )

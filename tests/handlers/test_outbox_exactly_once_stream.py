@@ -116,7 +116,6 @@ def test_a_bccd_mail_with_no_from_is_recorded_failed_while_its_parked_event_is_p
     assert aws.store.get(SID, sent_path(parked)) is not None
 
 
-@pytest.mark.xfail(strict=True, reason="issue 20 item 2")
 def test_the_timer_function_sends_what_a_stream_record_that_ran_out_of_retries_left(stream):
     aws = stream
     aws.verify_domain()

@@ -382,13 +382,14 @@ class Driver:
                 return
         self.counters.add("recoveries", 0)
 
-    def _send_what_is_left(self, records: dict[str, Any]) -> None:
+    def _send_what_is_left(self) -> None:
         """Issue 20: claims of dead senders expire, then the sweep (and on AWS every stream record, twice) sends."""
         world = self.world
         world.advance(CLAIM_TTL_S + 1)
         world.host.sweep()
-        if world.kind == "aws":
-            positions = [(sid, v) for sid, rec in sorted(records.items()) for v in range(1, rec.version + 1)]
+        if world.kind == "aws":  # every version committed so far, the sweep's own wakes included
+            heads = [world.raw_store.head(sid) for sid in world.raw_store.list()]
+            positions = [(h.session_id, v) for h in heads for v in range(1, h.version + 1)]
             for _ in range(2):  # the stream's own delivery, then a redelivered batch
                 world.stream(positions)
 
@@ -412,7 +413,7 @@ class Driver:
             check_exactly_once(self.ledger, records)
             check_files(self.ledger, world.raw_store, records)
             check_indexes(world.agent, world.raw_store, records, [now, later])
-            self._send_what_is_left(records)
+            self._send_what_is_left()
             check_outbox(world.faults.committed, world.sink.sent, world.faults.unrecorded)
         except Violation:
             self.counters.add("violations")

@@ -114,7 +114,6 @@ def _park_at_review(store, outbound) -> Any:
     return agent
 
 
-@pytest.mark.xfail(strict=True, reason="issue 20 item 2")
 def test_an_answer_committed_while_smtp_was_down_is_mailed_once_by_the_sweep_even_for_a_finished_session(
     store, smtp_server, tmp_path
 ):
@@ -131,7 +130,6 @@ def test_an_answer_committed_while_smtp_was_down_is_mailed_once_by_the_sweep_eve
     assert len(events_of(store, SID)) == 2
 
 
-@pytest.mark.xfail(strict=True, reason="issue 20 item 2")
 def test_entries_of_a_process_that_died_right_after_its_commit_are_sent_by_the_sweep(store, smtp_server, tmp_path):
     _park_at_review(store, False)  # committed; the process died before sending anything
     host = Host(agent_of(store, REVIEWED, [], dispatcher(store, smtp_server.url)), FilesystemInbox(tmp_path / "inbox"))
@@ -242,7 +240,6 @@ LOOKUP = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="issue 20 item 4")
 def test_a_message_to_a_caller_parked_at_its_childs_decision_is_answered_by_mail(store, smtp_server, tmp_path):
     script = [
         {"call": {"archmax_workflow_lookup": {}}},

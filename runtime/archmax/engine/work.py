@@ -21,6 +21,7 @@ from archmax.outbound.outbox import record_outbox
 from archmax.outbound.settled import settled_in
 from archmax.session.records import Checkpoint, Lease, Usage
 from archmax.stores.base import SessionStore
+from archmax.stores.riders import Riders
 
 
 @dataclass
@@ -36,6 +37,8 @@ class Work:
         start_version: The version the operation loaded (what its artifacts continue from, §9.5).
         usage: What this operation spent.
         warnings: Warnings for ``Outcome.warnings``.
+        riders: The inbox writes that may ride this operation's commits (``store.commit(...,
+            riders=...)``, :mod:`archmax.stores.riders`); ``None``: nothing rides.
     """
 
     store: SessionStore
@@ -50,6 +53,7 @@ class Work:
     usage: Usage | None = None
     warnings: list[str] = field(default_factory=list)
     recovered: bool = False
+    riders: Riders | None = None
     outbox_words: str | None = None
     """The words the turn-ending commit mails when they are not the record's own (a caller answering
     through its child's decision park, issue 20 item 4); ``None`` reads them from the record."""
@@ -112,9 +116,11 @@ class Work:
             record_outbox(
                 rec, self.start_messages, settled=settled_in(self.store, rec.session_id), words=self.outbox_words
             )
-        self.store.commit(
-            rec.session_id, rec, self.version, lease_owner=None if claim or not self.holds_lease else self.owner
-        )
+        owner = None if claim or not self.holds_lease else self.owner
+        if self.riders is None:  # no `riders=` at all: a store written to the older protocol still works
+            self.store.commit(rec.session_id, rec, self.version, lease_owner=owner)
+        else:
+            self.store.commit(rec.session_id, rec, self.version, lease_owner=owner, riders=self.riders)
         self.version = rec.version
         self.holds_lease = lease
         self._unstamped = len(rec.messages)

@@ -23,6 +23,7 @@ from archmax.errors import (
     SessionNotResumableError,
     SessionStoreCapabilityError,
 )
+from archmax.stores.base import Capability
 
 if TYPE_CHECKING:
     from archmax.agent import Agent
@@ -214,7 +215,7 @@ def send_outbox(
     Raises:
         StoreError: the store failed listing the marked sessions.
     """
-    if dispatcher is None or not store.capabilities.list:
+    if dispatcher is None or Capability.LIST not in store.capabilities:
         return []
     results: list[tuple[str, str]] = []
     for session_id in store.outbox_pending(workflow=workflow):

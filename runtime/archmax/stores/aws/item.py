@@ -35,6 +35,7 @@ Item attributes::
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -132,6 +133,21 @@ def item_attributes(record: Checkpoint, *, ttl_days: int | None) -> dict[str, di
     return attrs
 
 
+def _commit_conditions(
+    expected_version: int, lease_owner: str | None, name: Callable[[str], str], values: dict[str, Any]
+) -> list[str]:
+    """The commit's condition parts (values added to ``values``): the version read, and the lease owner."""
+    if expected_version == 0:
+        conditions = [f"attribute_not_exists({name('pk')})"]
+    else:
+        conditions = [f"{name('version')} = :expected"]
+        values[":expected"] = _n(expected_version)
+    if lease_owner is not None:
+        conditions.append(f"{name('lease_owner')} = :owner")
+        values[":owner"] = _s(lease_owner)
+    return conditions
+
+
 def commit_request(
     table_name: str,
     record: Checkpoint,
@@ -188,19 +204,7 @@ def commit_request(
     if base is not None:
         sets.append(f"{name('base')} = :base")
         values[":base"] = _n(base)
-    removes = [
-        name(attr) for attr in _OPTIONAL if attr not in attrs and (previous is None or attr in previous)
-    ]
-
-    conditions = []
-    if expected_version == 0:
-        conditions.append(f"attribute_not_exists({name('pk')})")
-    else:
-        conditions.append(f"{name('version')} = :expected")
-        values[":expected"] = _n(expected_version)
-    if lease_owner is not None:
-        conditions.append(f"{name('lease_owner')} = :owner")
-        values[":owner"] = _s(lease_owner)
+    removes = [name(attr) for attr in _OPTIONAL if attr not in attrs and (previous is None or attr in previous)]
 
     # The outbox mark is set by every commit that records entries, whatever the plan remembers: the
     # sender may have removed it since (the plan never sees that), and it must never be left unset.
@@ -210,6 +214,7 @@ def commit_request(
         values[":outbox_shard"] = _s(outbox_shard(record.session_id))
         values[":outbox_version"] = _n(mark)
 
+    conditions = _commit_conditions(expected_version, lease_owner, name, values)
     update = "SET " + ", ".join(sets)
     if removes:
         update += " REMOVE " + ", ".join(removes)

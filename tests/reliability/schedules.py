@@ -34,6 +34,7 @@ from archmax.errors import (
 )
 from archmax.hosting.host import Accepted
 from archmax.outbound.dispatch import CLAIM_TTL_S
+from archmax.outbound.settled import OutboxFiles
 from archmax.session.firing import Firing
 from archmax.session.records import SessionStatus
 
@@ -417,7 +418,11 @@ class Driver:
             check_files(self.ledger, world.raw_store, records)
             check_indexes(world.agent, world.raw_store, records, [now, later])
             self._send_what_is_left()
-            check_outbox(world.faults.committed, world.sink.sent, world.faults.unrecorded)
+            committed, recorded = set(world.faults.committed), set()
+            for sid in world.raw_store.list():
+                committed.update(f"{sid}/{e.id}" for e in world.raw_store.load(sid).outbox)
+                recorded.update(f"{sid}/{entry_id}" for entry_id in OutboxFiles.of(world.raw_store, sid).sent)
+            check_outbox(committed, world.sink.sent, world.faults.unrecorded, recorded)
         except Violation:
             self.counters.add("violations")
             raise

@@ -105,7 +105,9 @@ def test_a_bccd_mail_with_no_from_is_recorded_failed_while_its_parked_event_is_p
     aws.verify_domain()
     asking_agent(aws, 1).workflow.send(SID, "Hello", variables=mail_variables(to=[]))  # undisclosed-recipients
     d = aws.dispatcher
-    no_from = outbound.build(aws.store, Dispatcher(aws.store, mailer=d.mailer, publisher=d.publisher, aliases=d.aliases))
+    no_from = outbound.build(
+        aws.store, Dispatcher(aws.store, mailer=d.mailer, publisher=d.publisher, aliases=d.aliases)
+    )
     event = aws.stream_event()
     for _ in range(2):  # reported on every retry, so the record reaches the DLQ as a failed send does
         assert no_from(event, FakeLambdaContext())["batchItemFailures"]
@@ -122,8 +124,11 @@ def test_the_timer_function_sends_what_a_stream_record_that_ran_out_of_retries_l
     inbox = "archmax-inbox-outbox-test"
     props = aws_template("InboxTable")
     aws.ddb.create_table(
-        TableName=inbox, KeySchema=props["KeySchema"], AttributeDefinitions=props["AttributeDefinitions"],
-        GlobalSecondaryIndexes=props["GlobalSecondaryIndexes"], BillingMode="PAY_PER_REQUEST",
+        TableName=inbox,
+        KeySchema=props["KeySchema"],
+        AttributeDefinitions=props["AttributeDefinitions"],
+        GlobalSecondaryIndexes=props["GlobalSecondaryIndexes"],
+        BillingMode="PAY_PER_REQUEST",
     )
     assert send_mail(support_agent(aws.store), first_mail()).kind == "parked"  # the stream never sent it
     env = {**aws.settings, "WORKFLOW_DIR": str(SUPPORT_INBOX), "INBOX_TABLE": inbox, "ARCHMAX_DRAIN": "inline"}

@@ -230,7 +230,9 @@ class FaultyStore:
         def commit() -> Any:
             result = self._inner.commit(*a, **k)
             record = a[1] if len(a) > 1 else k["record"]
-            self._faults.committed.update(f"{record.session_id}/{e.id}" for e in record.outbox if e.version == record.version)
+            self._faults.committed.update(
+                f"{record.session_id}/{e.id}" for e in record.outbox if e.version == record.version
+            )
             return result
 
         return self._faults.write("store.commit", commit)
@@ -273,7 +275,7 @@ class FaultyStore:
 def _sent_records(session_id: str, files: dict[str, str] | None = None, *_: Any, **k: Any) -> list[str]:
     """``<session>/<entry id>`` of the sent records among a seed's files."""
     files = files if files is not None else k.get("files") or {}
-    return [f"{session_id}/{p[len('outbox/'):-len('.sent.json')]}" for p in files if p.endswith(".sent.json")]
+    return [f"{session_id}/{p[len('outbox/') : -len('.sent.json')]}" for p in files if p.endswith(".sent.json")]
 
 
 class SinkPublisher:

@@ -278,7 +278,9 @@ def _stream_backstop(
         if not built:
             clients = {name: client(name) for name in ("s3", "sesv2", "events")}
             built.append(
-                dispatcher_from_env(store, {**env, "ARCHMAX_OUTBOUND": "inline"}, clock=clock, clients=clients, s3_prefix=prefix)
+                dispatcher_from_env(
+                    store, {**env, "ARCHMAX_OUTBOUND": "inline"}, clock=clock, clients=clients, s3_prefix=prefix
+                )
             )
         return built[0]
 

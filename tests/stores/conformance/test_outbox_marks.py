@@ -15,9 +15,7 @@ from .conftest import make_record, requires
 
 
 def _with_entries(record, *versions: int):
-    record.outbox = [
-        OutboxEntry(version=v, index=0, kind="event", detail_type="Session Parked") for v in versions
-    ]
+    record.outbox = [OutboxEntry(version=v, index=0, kind="event", detail_type="Session Parked") for v in versions]
     return record
 
 

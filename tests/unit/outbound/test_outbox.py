@@ -70,7 +70,9 @@ def test_a_session_not_started_by_mail_records_only_the_lifecycle_event():
 
 def test_a_failure_mails_its_reason_and_its_event_carries_the_exit():
     store = MemoryStore()
-    raising = ScriptedModel([{"call": {"archmax_raise": {"code": "orders-down", "reason": "Our order system is down."}}}])
+    raising = ScriptedModel(
+        [{"call": {"archmax_raise": {"code": "orders-down", "reason": "Our order system is down."}}}]
+    )
     agent = create_agent(CHAT, store, raising, outbound=False, clock=FakeClock())
     firing = first_mail()
     agent.workflow.send("m-1", firing.message, variables=firing.variables)
@@ -104,8 +106,13 @@ def test_a_record_still_running_records_nothing_and_a_retried_commit_replaces_it
 
 def test_no_count_pushes_an_unsent_entry_out_of_the_outbox():
     store = MemoryStore()
-    agent = create_agent(CHAT, store, ScriptedModel([{"say": f"answer {i}"} for i in range(OUTBOX_KEPT + 3)]),
-                         outbound=False, clock=FakeClock())
+    agent = create_agent(
+        CHAT,
+        store,
+        ScriptedModel([{"say": f"answer {i}"} for i in range(OUTBOX_KEPT + 3)]),
+        outbound=False,
+        clock=FakeClock(),
+    )
     for i in range(OUTBOX_KEPT + 3):
         agent.workflow.send("chat-2", f"question {i}")
     outbox = store.load("chat-2").outbox
@@ -116,8 +123,13 @@ def test_entries_sent_after_each_turn_leave_the_outbox_beyond_the_newest_kept():
     from archmax.outbound.config import dispatcher_from_env
 
     store = MemoryStore()
-    agent = create_agent(CHAT, store, ScriptedModel([{"say": f"answer {i}"} for i in range(OUTBOX_KEPT + 3)]),
-                         outbound=dispatcher_from_env(store, {}), clock=FakeClock())
+    agent = create_agent(
+        CHAT,
+        store,
+        ScriptedModel([{"say": f"answer {i}"} for i in range(OUTBOX_KEPT + 3)]),
+        outbound=dispatcher_from_env(store, {}),
+        clock=FakeClock(),
+    )
     for i in range(OUTBOX_KEPT + 3):
         agent.workflow.send("chat-3", f"question {i}")
     outbox = store.load("chat-3").outbox
@@ -125,8 +137,9 @@ def test_entries_sent_after_each_turn_leave_the_outbox_beyond_the_newest_kept():
 
 
 def _completed(version: int) -> Checkpoint:
-    record = Checkpoint(session_id="s", workflow="w", version=version, created_at="x", updated_at="x",
-                        status=SessionStatus.COMPLETED)
+    record = Checkpoint(
+        session_id="s", workflow="w", version=version, created_at="x", updated_at="x", status=SessionStatus.COMPLETED
+    )
     record.messages = [Message(role="assistant", content=f"answer {version}")]
     return record
 
@@ -151,10 +164,12 @@ def test_a_commit_that_knows_nothing_sent_drops_nothing():
 
 
 def test_a_subject_with_line_breaks_cannot_break_the_reply_headers():
-    record = Checkpoint(session_id="s", workflow="w", version=2, created_at="x", updated_at="x",
-                        status=SessionStatus.COMPLETED)
+    record = Checkpoint(
+        session_id="s", workflow="w", version=2, created_at="x", updated_at="x", status=SessionStatus.COMPLETED
+    )
     record.variables = {
-        "from": Variable(value="a@example.org"), "message_id": Variable(value="m@example.org"),
+        "from": Variable(value="a@example.org"),
+        "message_id": Variable(value="m@example.org"),
         "subject": Variable(value="Hi\r\nBcc: victim@example.net"),
     }
     record.messages = [Message(role="assistant", content="Done.")]

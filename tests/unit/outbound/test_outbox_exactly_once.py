@@ -63,10 +63,16 @@ def store(tmp_path: Path) -> FilesystemStore:
     return FilesystemStore(tmp_path / "sessions")
 
 
-def dispatcher(store: FilesystemStore, url: str, *, sender: str | None = FROM, clock: FakeClock | None = None) -> Dispatcher:
+def dispatcher(
+    store: FilesystemStore, url: str, *, sender: str | None = FROM, clock: FakeClock | None = None
+) -> Dispatcher:
     return Dispatcher(
-        store, mailer=SmtpMailer(url, timeout_s=5), publisher=FileEventWriter(store),
-        aliases=FileAliases(store.root), sender=sender, clock=clock or FakeClock(CLOCK),
+        store,
+        mailer=SmtpMailer(url, timeout_s=5),
+        publisher=FileEventWriter(store),
+        aliases=FileAliases(store.root),
+        sender=sender,
+        clock=clock or FakeClock(CLOCK),
     )
 
 
@@ -90,7 +96,10 @@ def test_an_smtp_outage_over_seven_questions_loses_none_of_the_eight_questions_o
     down = agent_of(store, ASKING, script, dispatcher(store, DOWN))
     down.workflow.send(SID, "Hello", variables=mail_variables(1))
     for i in range(1, 7):
-        assert down.workflow.deliver(SID, trigger="reply", message=f"Reply {i}", variables=mail_variables(i + 1)).kind == "parked"
+        assert (
+            down.workflow.deliver(SID, trigger="reply", message=f"Reply {i}", variables=mail_variables(i + 1)).kind
+            == "parked"
+        )
     assert smtp_server.messages == []
     up = agent_of(store, ASKING, script[7:], dispatcher(store, smtp_server.url))
     assert up.workflow.deliver(SID, trigger="reply", message="Reply 7", variables=mail_variables(8)).kind == "parked"

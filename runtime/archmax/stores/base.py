@@ -301,6 +301,27 @@ class SessionStore(Protocol):
         """
         ...
 
+    # ------------------------------------------------------------------ the outbox marks (issue 20)
+
+    def outbox_pending(self, workflow: str | None = None) -> builtins.list[str]:
+        """Ids of sessions whose outbox may hold an entry not yet sent, sorted (needs ``LIST``).
+
+        A commit that records outbox entries marks its session, in the same write path, before the
+        commit point (issue 20 item 2); :meth:`outbox_settled` clears the mark. What the sweep sends
+        from, without reading any other session (the AWS store answers from a sparse index).
+
+        Args:
+            workflow: Only sessions of this workflow slug, when given.
+        """
+        ...
+
+    def outbox_settled(self, session_id: str, version: int) -> None:
+        """Clear the session's outbox mark: every entry recorded up to ``version`` is sent (or failed for good).
+
+        A mark a later commit made (a version above ``version``) stays.
+        """
+        ...
+
     # ------------------------------------------------------------------ files
 
     def get(self, session_id: str, path: str) -> bytes | None:

@@ -440,6 +440,14 @@ class OutboundError(InfrastructureError):
     """
 
 
+class UnsendableError(OutboundError):
+    """An outbox entry no retry can send: no ``From`` address, a header the mail format refuses, an address refused for good.
+
+    The dispatcher records it as failed (``outbox/<id>.failed.json``) and goes on with the entries
+    after it (issue 20 item 5: one unsendable entry never holds back another).
+    """
+
+
 # --------------------------------------------------------------------------- model provider
 
 

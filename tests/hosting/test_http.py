@@ -45,6 +45,7 @@ CASES = [
     (e.StoreError("disk full"), 503),
     (e.PathExistsError("scratchpad/a"), 503),
     (e.OutboundError("SMTP refused the mail"), 502),
+    (e.UnsendableError("no From address"), 502),
     (e.ModelError("provider down"), 502),
     (e.ModelConfigurationError("no model"), 502),
     (e.ModelAccessError("denied"), 502),

@@ -12,6 +12,8 @@ A *world* is a store (memory, filesystem, or AwsStore on the moto server) with i
   ``ReadTimeoutError`` (through a ``before-send`` hook) and retries it, as it does in production;
 * ``slowdown`` (AWS): the k-th S3 ``PutObject`` answers ``503 SlowDown`` on every attempt;
 * ``model-error`` / ``model-crash``: the k-th model call raises ``ModelError`` / dies;
+* ``outage`` (issue 20): the outbound provider (SMTP, SES, EventBridge: :class:`SinkPublisher`)
+  refuses every send for the whole operation, as a server that is down does;
 * an *interloper*: just before the k-th write, another whole operation runs (a deterministic
   interleaving of two threads: the other firing lands between this one's read and its write).
 
@@ -77,6 +79,8 @@ KILLS = ("kill-before", "kill-after")
 """A real process death (SIGKILL) at a write: only in the worker process of test_sigkill.py."""
 MODEL_FAULTS = ("model-error", "model-crash")
 AWS_FAULTS = ("lost-response", "slowdown")
+OUTBOUND_FAULTS = ("outage",)
+"""The outbound provider is down for the operation (issue 20: SMTP/SES outages among the faults)."""
 CRASHES = ("crash-before", "crash-after", "model-crash", "sigkill")
 
 
@@ -120,6 +124,10 @@ class Faults:
     dead: bool = False
     fired: str | None = None
     suspended: int = 0
+    unrecorded: set[str] = field(default_factory=set)
+    committed: set[str] = field(default_factory=set)
+    """``<session>/<entry id>`` of every outbox entry a commit that applied recorded (issue 20)."""
+    """``<session>/<entry id>`` of sends whose sent record a fault cut (the documented duplicate window)."""
 
     def arm(self, fault: Fault | None, interloper: Interloper | None = None) -> None:
         self.fault, self.interloper = fault, interloper
@@ -219,7 +227,15 @@ class FaultyStore:
         return self._inner.head(session_id)
 
     def commit(self, *a: Any, **k: Any) -> Any:
-        return self._faults.write("store.commit", lambda: self._inner.commit(*a, **k))
+        def commit() -> Any:
+            result = self._inner.commit(*a, **k)
+            record = a[1] if len(a) > 1 else k["record"]
+            self._faults.committed.update(
+                f"{record.session_id}/{e.id}" for e in record.outbox if e.version == record.version
+            )
+            return result
+
+        return self._faults.write("store.commit", commit)
 
     def list(self) -> Any:
         return self._inner.list()
@@ -234,7 +250,11 @@ class FaultyStore:
         return self._inner.get(*a, **k)
 
     def seed(self, *a: Any, **k: Any) -> Any:
-        return self._faults.write("store.seed", lambda: self._inner.seed(*a, **k))
+        try:
+            return self._faults.write("store.seed", lambda: self._inner.seed(*a, **k))
+        except (Crash, StoreError):
+            self._faults.unrecorded.update(_sent_records(*a, **k))
+            raise
 
     def upload_files(self, *a: Any, **k: Any) -> Any:
         return self._faults.write("store.upload_files", lambda: self._inner.upload_files(*a, **k))
@@ -250,6 +270,38 @@ class FaultyStore:
 
     def put_spec(self, *a: Any, **k: Any) -> Any:
         return self._faults.write("store.put_spec", lambda: self._inner.put_spec(*a, **k))
+
+
+def _sent_records(session_id: str, files: dict[str, str] | None = None, *_: Any, **k: Any) -> list[str]:
+    """``<session>/<entry id>`` of the sent records among a seed's files."""
+    files = files if files is not None else k.get("files") or {}
+    return [f"{session_id}/{p[len('outbox/') : -len('.sent.json')]}" for p in files if p.endswith(".sent.json")]
+
+
+class SinkPublisher:
+    """The outbound provider of a world: takes every lifecycle event and keeps it; down during an ``outage``.
+
+    It stands where EventBridge (or SMTP) stands: outside archmax. Its list outlives a process
+    restart, so the checks count every send ever made (issue 20: each committed entry exactly once).
+    """
+
+    def __init__(self, faults: Faults) -> None:
+        self._faults = faults
+        self.sent: list[str] = []
+        """``<session>/<entry id>`` of every event taken, in order."""
+
+    def publish(self, session_id: str, entry: Any) -> Any:
+        from archmax.errors import OutboundError
+        from archmax.outbound.transports import Delivery
+
+        faults = self._faults
+        if faults.active and faults.dead:
+            raise Crash("a send after the process died")
+        if faults.active and faults.fault is not None and faults.fault.kind in OUTBOUND_FAULTS:
+            faults._fire("outage")
+            raise OutboundError("injected: the provider is down")
+        self.sent.append(f"{session_id}/{entry.id}")
+        return Delivery("sink", "sink")
 
 
 class FaultyInbox:
@@ -464,6 +516,7 @@ class World:
 
     def __post_init__(self) -> None:
         self.faults = Faults(self.counters)
+        self.sink = SinkPublisher(self.faults)
         self.workflow = workflow_from_dict(WORKFLOW, "reliability")
         if self.kind == "memory":
             self._memory = (MemoryStore(), MemoryInbox())
@@ -501,8 +554,24 @@ class World:
             clock=self.clock,
             lease_ttl_s=LEASE_TTL_S,
             tools=[lookup],
+            outbound=None if self.kind == "aws" else self.outbound(),  # AWS: the stream sends
         )
         self.host = Host(self.agent, self.inbox, clock=self.clock, lease_ttl_s=LEASE_TTL_S)
+
+    def outbound(self) -> Any:
+        """The dispatcher of this process: events to the world's provider, through the faulty store."""
+        from archmax.outbound.aliases import MemoryAliases
+        from archmax.outbound.dispatch import Dispatcher
+        from archmax.outbound.transports import MailOff
+
+        return Dispatcher(self.store, mailer=MailOff(), publisher=self.sink, aliases=MemoryAliases(), clock=self.clock)
+
+    def stream(self, positions: list[tuple[str, int]]) -> dict[str, Any]:
+        """The outbound function handed one batch of stream records ``(session, version)``, as Lambda does."""
+        from archmax.handlers import outbound
+        from archmax.testing import FakeLambdaContext
+
+        return outbound.build(self.store, self.outbound())(stream_batch(positions), FakeLambdaContext())
 
     def close(self) -> None:
         if self.hooks is not None:
@@ -545,6 +614,31 @@ class World:
         listing = env.s3.list_objects_v2(Bucket=env.bucket).get("Contents", [])
         out.update({f"s3/{o['Key']}": o["ETag"] for o in listing if "/.inbox/" not in o["Key"]})
         return out
+
+
+def stream_batch(positions: list[tuple[str, int]]) -> dict[str, Any]:
+    """DynamoDB Streams records of the sessions table (``NEW_IMAGE``) naming ``(session, version)``, Lambda's shape."""
+    records = []
+    for n, (session_id, version) in enumerate(positions, start=1):
+        records.append(
+            {
+                "eventID": f"e{n}",
+                "eventName": "MODIFY",
+                "eventVersion": "1.1",
+                "eventSource": "aws:dynamodb",
+                "awsRegion": "us-east-1",
+                "dynamodb": {
+                    "ApproximateCreationDateTime": 1735689600,
+                    "Keys": {"pk": {"S": session_id}},
+                    "NewImage": {"pk": {"S": session_id}, "version": {"N": str(version)}},
+                    "SequenceNumber": f"{n:021d}",
+                    "SizeBytes": 64,
+                    "StreamViewType": "NEW_IMAGE",
+                },
+                "eventSourceARN": "arn:aws:dynamodb:us-east-1:123456789012:table/sessions/stream/2025-01-01T00:00:00.000",
+            }
+        )
+    return {"Records": records}
 
 
 def _sha(data: bytes) -> str:

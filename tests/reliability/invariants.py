@@ -236,6 +236,23 @@ def check_indexes(agent: Any, store: Any, records: dict[str, Checkpoint], instan
         check(stale == want_stale, f"stale({now}) = {sorted(stale)}, checkpoints say {sorted(want_stale)}")
 
 
+def check_outbox(committed: set[str], sent: list[str], unrecorded: set[str], recorded: set[str]) -> None:
+    """Every committed outbox entry sent exactly once (issue 20), whatever crashed, failed or raced.
+
+    Keys are ``<session>/<entry id>``. ``committed``: entries of the commits this process saw apply,
+    and every entry the final records hold; ``sent``: the provider's takings in this process;
+    ``recorded``: entries whose sent record is stored (a process that was killed sent those). An
+    entry whose sent record a fault cut (``unrecorded``) may go out twice, the documented window,
+    never more.
+    """
+    counts = Counter(sent)
+    for key in sorted(committed):
+        check(counts[key] >= 1 or key in recorded, f"outbox entry {key} was committed but never sent")
+    for key, count in sorted(counts.items()):
+        allowed = 2 if key in unrecorded else 1
+        check(count <= allowed, f"outbox entry {key} was sent {count} times (at most {allowed})")
+
+
 # --------------------------------------------------------------------------- caller and child (issue 22)
 
 

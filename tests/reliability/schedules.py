@@ -33,6 +33,8 @@ from archmax.errors import (
     StoreError,
 )
 from archmax.hosting.host import Accepted
+from archmax.outbound.dispatch import CLAIM_TTL_S
+from archmax.outbound.settled import OutboxFiles
 from archmax.session.firing import Firing
 from archmax.session.records import SessionStatus
 
@@ -41,6 +43,7 @@ from .harness import (
     AWS_FAULTS,
     LEASE_TTL_S,
     MODEL_FAULTS,
+    OUTBOUND_FAULTS,
     STORE_FAULTS,
     Crash,
     Fault,
@@ -57,6 +60,7 @@ from .invariants import (
     check_files,
     check_inbox,
     check_indexes,
+    check_outbox,
     check_settled,
     check_transcript,
 )
@@ -95,7 +99,7 @@ def left_out(channel: str, act: str | None, with_file: bool, fault: Fault | None
 
 
 def faults_for(kind: str) -> st.SearchStrategy[Fault | None]:
-    kinds = STORE_FAULTS + MODEL_FAULTS + (AWS_FAULTS if kind == "aws" else ())
+    kinds = STORE_FAULTS + MODEL_FAULTS + OUTBOUND_FAULTS + (AWS_FAULTS if kind == "aws" else ())
     fault = st.builds(Fault, kind=st.sampled_from(kinds), at=st.integers(1, 6))
     return st.one_of(st.none(), fault, fault)
 
@@ -182,6 +186,14 @@ class Schedule(RuleBasedStateMachine):
         self.driver.world.advance(LEASE_TTL_S + 1)
         self.driver.run(("sweep",), fault.draw(faults_for(self.kind), label="fault"))
 
+    @rule(picks=st.lists(st.tuples(sessions, st.integers(0, 2)), min_size=1, max_size=3), fault=st.data())
+    @step
+    def stream(self, picks: list[tuple[str, int]], fault: st.DataObject) -> None:
+        """AWS: the outbound function gets a batch of stream records (recent versions, redelivered or late)."""
+        if self.kind != "aws":
+            return
+        self.driver.stream(picks, fault.draw(faults_for(self.kind), label="fault"))
+
     def teardown(self) -> None:
         try:
             if not self._failed:
@@ -230,6 +242,17 @@ class Driver:
         if not nested:
             self._narrowed(event, fault)
         self.call(event, event.channel, fault, inter, nested)
+
+    def stream(self, picks: list[tuple[str, int]], fault: Fault | None) -> None:
+        """Hand the outbound function the records of ``(session, versions back from its head)`` (AWS)."""
+        self.counters.add("steps")
+        positions = []
+        for sid, back in picks:
+            head = self.world.raw_store.head(sid)
+            if head is not None and head.version - back >= 1:
+                positions.append((sid, head.version - back))
+        if positions:
+            self._guard(lambda: self.world.stream(positions), fault, None, False)
 
     def _unless_left_out(self, channel: str, act: str | None, with_file: bool, fault: Fault | None) -> Fault | None:
         """``fault``, or None when the mix reaches an open scenario (the firing then runs unfaulted)."""
@@ -363,6 +386,17 @@ class Driver:
                 return
         self.counters.add("recoveries", 0)
 
+    def _send_what_is_left(self) -> None:
+        """Issue 20: claims of dead senders expire, then the sweep (and on AWS every stream record, twice) sends."""
+        world = self.world
+        world.advance(CLAIM_TTL_S + 1)
+        world.host.sweep()
+        if world.kind == "aws":  # every version committed so far, the sweep's own wakes included
+            heads = [world.raw_store.head(sid) for sid in world.raw_store.list()]
+            positions = [(h.session_id, v) for h in heads for v in range(1, h.version + 1)]
+            for _ in range(2):  # the stream's own delivery, then a redelivered batch
+                world.stream(positions)
+
     def recover_and_check(self) -> None:
         world = self.world
         try:
@@ -383,6 +417,12 @@ class Driver:
             check_exactly_once(self.ledger, records)
             check_files(self.ledger, world.raw_store, records)
             check_indexes(world.agent, world.raw_store, records, [now, later])
+            self._send_what_is_left()
+            committed, recorded = set(world.faults.committed), set()
+            for sid in world.raw_store.list():
+                committed.update(f"{sid}/{e.id}" for e in world.raw_store.load(sid).outbox)
+                recorded.update(f"{sid}/{entry_id}" for entry_id in OutboxFiles.of(world.raw_store, sid).sent)
+            check_outbox(committed, world.sink.sent, world.faults.unrecorded, recorded)
         except Violation:
             self.counters.add("violations")
             raise

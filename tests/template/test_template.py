@@ -81,7 +81,9 @@ def test_due_parks_index_is_keyed_by_shard_and_resume_at_and_projects_sweep_fiel
         {"AttributeName": "resume_at", "KeyType": "RANGE"},
     ]
     types = {a["AttributeName"]: a["AttributeType"] for a in table["AttributeDefinitions"]}
-    assert types == {"pk": "S", "due_shard": "S", "resume_at": "S", "lease_shard": "S", "lease_expires_at": "S"}
+    assert types == {
+        "pk": "S", "due_shard": "S", "resume_at": "S", "lease_shard": "S", "lease_expires_at": "S", "outbox_shard": "S",
+    }  # fmt: skip
     # The sweep filters by workflow and reports status/version without reading the base item.
     assert index["Projection"]["ProjectionType"] in {"INCLUDE", "ALL"}
     if index["Projection"]["ProjectionType"] == "INCLUDE":

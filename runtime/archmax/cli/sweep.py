@@ -1,4 +1,4 @@
-"""``archmax sweep [--now <instant>]``: wake every due session (trigger ``timer``); finish dead turns.
+"""``archmax sweep [--now <instant>]``: wake every due session (trigger ``timer``); finish dead turns; send the outbox.
 
 Rule source: BEHAVIOUR.md §11 (``sweep``), §3.12 (recovery of a turn whose process died, once its
 lease has expired), DESIGN.md §3 "Inbox".
@@ -25,7 +25,8 @@ def add_parser(add: AddCommand) -> None:
     p = add(
         "sweep",
         "Wake every session whose resume_at is due (trigger 'timer'); finish turns whose process died (once "
-        f"the turn's lease of {LEASE_MINUTES} minutes has expired); name the sessions still mid-turn.",
+        f"the turn's lease of {LEASE_MINUTES} minutes has expired); send every reply and event not sent yet; "
+        "name the sessions still mid-turn.",
     )
     p.add_argument("--now", help="the instant to sweep at (default: the clock)")
     flags.workflow(p)
@@ -55,12 +56,25 @@ def run(cli: Context) -> int:
         woken, continued = _sweep_workflow(cli, now, workflow_dir, on_error=on_error, on_outcome=on_outcome)
         results += woken
         stale += continued
+    sent = _send_outbox(cli, targets, on_error)  # issue 20 item 2: what no operation sent, sent now
     recovered = [(sid, kind if kind in (SKIPPED, ERROR) else RECOVERED, kind) for sid, kind in stale]
     if cli.json:
-        _say_json(cli, results, recovered, RECOVERED)
+        _say_json(cli, results + sent, recovered, RECOVERED)
     else:
-        _say_lines(cli, now, results, recovered, outcomes, mid_turn)
-    return 1 if sweep_failed(results + stale) else 0
+        _say_lines(cli, now, results + sent, recovered, outcomes, mid_turn)
+    return 1 if sweep_failed(results + stale + sent) else 0
+
+
+def _send_outbox(cli: Context, targets: list[Any], on_error: Any) -> list[tuple[str, str]]:
+    """Send every committed, unsent outbox entry of the swept workflows (``<id>  sent`` per session)."""
+    from archmax.hosting.sweep import send_outbox
+    from archmax.outbound.config import dispatcher_from_env
+
+    dispatcher = dispatcher_from_env(cli.store)
+    out: list[tuple[str, str]] = []
+    for workflow_dir in targets:
+        out += send_outbox(cli.store, dispatcher, workflow=workflow_dir.name, on_error=on_error)
+    return out
 
 
 def _targets(cli: Context) -> list[Path]:

@@ -21,6 +21,7 @@ from archmax.engine.runtime import Runtime
 from archmax.engine.subworkflows import forwarded
 from archmax.engine.work import Work, waiting_on_child
 from archmax.errors import (
+    CommitConflictError,
     InvalidDecisionTargetError,
     SessionNotAwaitingInputError,
     SessionNotParkedError,
@@ -59,7 +60,7 @@ def child_of(rt: Runtime, rec: Checkpoint, channel: str) -> tuple[Runtime, Check
         if channel == "input":
             raise SessionNotAwaitingInputError(d.session_id, status)
         raise SessionNotParkedError(d.session_id, status)
-    return child_rt, child  # type: ignore[return-value]
+    return child_rt, child
 
 
 def forward_delivery(
@@ -140,14 +141,36 @@ def forward_reply(
 ) -> Applied:
     """A person's message to a caller parked at its child's decision: the child answers it (§3.6).
 
-    The caller's record is unchanged (it stays parked, nothing committed): the result carries the
-    child's answer and ``delegation``, and no record for consequences.
+    The caller stays parked on the same park; when the child's answer has words, the caller commits
+    them as its own reply to the person (issue 20 item 4: the caller's outbox holds the mail, the
+    child knows nothing of the person's address), and that record is the one for consequences. The
+    result carries the child's answer and ``delegation``.
     """
     child_rt, child = child_of(rt, rec, "decision")
     child_answer = answer(child_rt, child, message, [], delivery_id).outcome
     assert child_answer is not None  # a reply always answers
-    outcome = build_outcome(open_work(rt, rec, rec.version, warnings=warnings), "reply")  # nothing claimed
-    return Applied(outcome.model_copy(update={"reply": child_answer.reply, "usage": child_answer.usage}), None)
+    work = open_work(rt, rec, rec.version, warnings=warnings)  # nothing claimed
+    mailed = _record_answer(work, child_answer.reply)
+    outcome = build_outcome(work, "reply")
+    update = {"reply": child_answer.reply, "usage": child_answer.usage}
+    return Applied(outcome.model_copy(update=update), work.record if mailed else None)
+
+
+def _record_answer(work: Work, text: str) -> bool:
+    """Commit the caller, unchanged but for the outbox entries of ``text`` (the mail and its event).
+
+    Returns:
+        Whether it was committed: not for an answer without words, nor when another writer moved the
+        caller on meanwhile (its own commit then speaks for the session).
+    """
+    if not text.strip():
+        return False
+    work.outbox_words = text
+    try:
+        work.release()
+    except CommitConflictError:
+        return False
+    return True
 
 
 def forward_decision(

@@ -21,6 +21,7 @@ from datetime import timedelta
 
 from archmax.clock import Clock, epoch_ms, format_instant
 from archmax.outbound.outbox import record_outbox
+from archmax.outbound.settled import settled_in
 from archmax.session.records import Checkpoint, Lease, Usage
 from archmax.stores.base import SessionStore
 from archmax.stores.riders import Riders
@@ -75,6 +76,9 @@ class Work:
     warnings: list[str] = field(default_factory=list)
     recovered: bool = False
     riders: Riders | None = None
+    outbox_words: str | None = None
+    """The words the turn-ending commit mails when they are not the record's own (a caller answering
+    through its child's decision park, issue 20 item 4); ``None`` reads them from the record."""
 
     def __post_init__(self) -> None:
         self.start_messages = len(self.record.messages)
@@ -132,7 +136,10 @@ class Work:
             else None
         )
         if not lease:
-            record_outbox(rec, self.start_messages)  # the turn's outbound messages ride its last commit
+            # the turn's outbound messages ride its last commit; only entries known sent leave (issue 20 item 1)
+            record_outbox(
+                rec, self.start_messages, settled=settled_in(self.store, rec.session_id), words=self.outbox_words
+            )
         owner = None if claim or not self.holds_lease else self.owner
         if self.riders is None:  # no `riders=` at all: a store written to the older protocol still works
             self.store.commit(rec.session_id, rec, self.version, lease_owner=owner)

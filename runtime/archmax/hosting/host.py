@@ -41,7 +41,7 @@ from archmax.errors import (
 )
 from archmax.hosting.inbox_base import GuardFailed, Inbox, InboxCapability, InboxItem, ItemKind
 from archmax.hosting.reports import Accepted, Disposition, Redrive, SweepReport
-from archmax.hosting.sweep import recover_stale
+from archmax.hosting.sweep import recover_stale, send_outbox
 from archmax.hosting.sweep import sweep as sweep_due
 from archmax.session.firing import Deliver, Firing, Send
 from archmax.session.ids import SessionId, parse_session_id, validate_delivery_id
@@ -52,6 +52,7 @@ from archmax.stores.riders import Riders
 
 if TYPE_CHECKING:
     from archmax.agent import Agent
+    from archmax.outbound.dispatch import Dispatcher
 
 log = logging.getLogger("archmax.hosting")
 
@@ -98,6 +99,7 @@ class Host:
         clock: Clock | None = None,
         lease_ttl_s: float = 900,
         on_due: Callable[[str, str], None] | None = None,
+        sweep_outbound: Callable[[], Dispatcher | None] | None = None,
     ) -> None:
         self.agent = agent
         self.inbox = inbox
@@ -106,6 +108,9 @@ class Host:
         self._waker = waker or self._drain_now
         self.on_due = on_due
         """Told ``(session_id, resume_at)`` before the sweep wakes a due park (telemetry's timer lateness)."""
+        self._sweep_outbound = sweep_outbound
+        """Builds the sender the sweep sends unsent outbox entries with, on first use (AWS: the stream's
+        backstop, SES and EventBridge); ``None``: the agent's in-process dispatcher (issue 20 item 2)."""
 
     def _now(self) -> str:
         return format_instant(self.clock.now())
@@ -465,6 +470,9 @@ class Host:
            waits in the inbox to re-drive it) is continued by ``agent.workflow.recover``
            (:func:`archmax.hosting.sweep.recover_stale`). Sessions steps 1 and 2 drove are left to
            the next sweep; racing sweeps recover a session once, the others report ``skipped``.
+        4. Outbox: every committed outbox entry not sent yet (SMTP was down, the process died right
+           after its commit, its stream record ran out of retries) is sent, a finished session's too
+           (:func:`archmax.hosting.sweep.send_outbox`, issue 20 item 2).
 
         Args:
             now: Instant ``YYYY-MM-DDTHH:MM:SS.mmmZ``; ``None`` reads the host's clock.
@@ -501,6 +509,12 @@ class Host:
                 instant,
                 exclude=driven,
                 on_error=lambda sid, exc: log.warning("recovering the dead turn of %r failed: %s", sid, exc),
+            )
+            report.outbox = send_outbox(
+                self.agent.store,
+                self._sweep_outbound() if self._sweep_outbound is not None else self.agent.runtime.outbound,
+                workflow=self.agent.spec.slug,
+                on_error=lambda sid, exc: log.warning("outbox entries of %r not sent yet: %s", sid, exc),
             )
         return report
 

@@ -64,6 +64,8 @@ class SweepReport(BaseModel):
         stale: ``(session_id, kind)`` of every other ``running`` session whose lease had expired (or
             was missing), handed to ``recover`` (``archmax.hosting.sweep.recover_stale``): the
             continued turn's Outcome kind, ``skipped`` (another process got there first) or ``error``.
+        outbox: ``(session_id, kind)`` of every session whose committed, unsent outbox entries the
+            sweep sent (``archmax.hosting.sweep.send_outbox``): ``sent`` or ``error`` (issue 20 item 2).
     """
 
     model_config = ConfigDict(defer_build=True)  # schema built on first use, not at import (issue 10)
@@ -73,6 +75,7 @@ class SweepReport(BaseModel):
     due_skipped: str | None = None
     redriven: list[Redrive] = Field(default_factory=list)
     stale: list[tuple[str, str]] = Field(default_factory=list)
+    outbox: list[tuple[str, str]] = Field(default_factory=list)
 
     @property
     def recovered(self) -> list[str]:

@@ -6,13 +6,15 @@ session is the host's job, and a double-fired timer is safe because ``deliver`` 
 that is no longer parked. DESIGN.md §3 "Inbox": "A lease whose holder died expires; the sweep
 re-drives sessions with expired leases" (:func:`recover_stale`; safe to race for the same reason:
 one takeover wins, the others are refused). ``archmax sweep`` and the AWS timer handler (through
-``Host.sweep``) call both.
+``Host.sweep``) call both, then :func:`send_outbox`: every committed outbox entry not sent yet is sent
+(issue 20 item 2: an entry SMTP refused, or whose process died right after its commit, or whose
+stream record ran out of retries), a finished session's too.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Collection
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from archmax.clock import format_instant
 from archmax.errors import (
@@ -21,9 +23,11 @@ from archmax.errors import (
     SessionNotResumableError,
     SessionStoreCapabilityError,
 )
+from archmax.stores.base import Capability
 
 if TYPE_CHECKING:
     from archmax.agent import Agent
+    from archmax.outbound.dispatch import Dispatcher
     from archmax.session.results import Outcome
 
 TIMER_TRIGGER = "timer"
@@ -196,6 +200,57 @@ def _drive(
             if outcome is not None and on_outcome is not None:
                 on_outcome(session_id, outcome)
             results.append((session_id, SKIPPED if outcome is None else outcome.kind))
+    return results
+
+
+SENT = "sent"
+"""The kind reported for a session whose outbox entries the sweep sent (or found sent)."""
+
+
+def send_outbox(
+    store: Any,
+    dispatcher: Dispatcher | None,
+    *,
+    workflow: str | None = None,
+    on_error: Callable[[str, ArchmaxError], None] | None = None,
+) -> list[tuple[str, str]]:
+    """Send every committed, unsent outbox entry of the workflow's sessions (issue 20 item 2).
+
+    Selection: ``store.outbox_pending(workflow)``, the sessions a commit marked as having entries
+    to send and no sender has cleared since (the AWS store reads its sparse ``outbox-pending``
+    index, nothing else). Each is loaded and handed to the dispatcher, which sends what is neither
+    sent, failed for good, nor claimed by a live sender, and clears the mark once all is sent. A
+    claim whose holder died (the documented duplicate window) is taken over once it expired.
+
+    Args:
+        store: The session store (``list`` capability).
+        dispatcher: The sender; ``None`` (outbound off) sends nothing.
+        workflow: Only sessions of this workflow slug, when given.
+        on_error: Called with ``(session_id, error)`` for a session some of whose entries could
+            not be sent (they stay for the next sweep; the others were sent).
+
+    Returns:
+        ``[(session_id, kind)]`` in id order: ``sent``, or ``error``.
+
+    Raises:
+        StoreError: the store failed listing the marked sessions.
+    """
+    if dispatcher is None or Capability.LIST not in store.capabilities:
+        return []
+    results: list[tuple[str, str]] = []
+    for session_id in store.outbox_pending(workflow=workflow):
+        try:
+            record = store.load(session_id)
+            if record is None:
+                store.outbox_settled(session_id, 2**62)  # deleted since: nothing left to send
+                continue
+            dispatcher.dispatch(record)
+        except ArchmaxError as exc:  # an OutboundError (DispatchError) or a StoreError
+            if on_error is not None:
+                on_error(session_id, exc)
+            results.append((session_id, ERROR))
+        else:
+            results.append((session_id, SENT))
     return results
 
 

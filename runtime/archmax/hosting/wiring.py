@@ -206,7 +206,14 @@ def from_environment(
         agent = Agent(agent.runtime, telemetry.door(apply))
         telemetry.observe(spec.slug, agent.runtime.clock)
     waker = waker if waker is not None else _waker(env, client)
-    host = Host(agent, inbox, waker=waker, clock=clock, on_due=telemetry.due if telemetry is not None else None)
+    host = Host(
+        agent,
+        inbox,
+        waker=waker,
+        clock=clock,
+        on_due=telemetry.due if telemetry is not None else None,
+        sweep_outbound=_stream_backstop(store, env, clock, client, prefix) if not in_process else None,
+    )
     from archmax.inbound.reply_token import configured_secret
 
     return Collaborators(
@@ -253,6 +260,31 @@ def _waker(env: Mapping[str, str], client: Callable[[str], Any]) -> Callable[[st
     if not function_name:
         raise StoreError("ARCHMAX_DRAIN=async self-invokes the function: AWS_LAMBDA_FUNCTION_NAME is not set")
     return lambda_waker(client("lambda"), function_name)
+
+
+def _stream_backstop(
+    store: Any, env: Mapping[str, str], clock: Clock | None, client: Callable[[str], Any], prefix: str
+) -> Callable[[], Dispatcher | None] | None:
+    """With ``ARCHMAX_OUTBOUND=stream``: the sender the sweep sends what the stream did not (issue 20 item 2).
+
+    The outbound function's own settings (SES, EventBridge, ``ARCHMAX_MAIL_FROM``), built on the
+    first sweep only, so no other function loads the mail modules. ``off`` sends nothing, ever.
+    """
+    if (env.get("ARCHMAX_OUTBOUND") or "stream") != "stream":
+        return None
+    built: list[Dispatcher | None] = []
+
+    def sender() -> Dispatcher | None:
+        if not built:
+            clients = {name: client(name) for name in ("s3", "sesv2", "events")}
+            built.append(
+                dispatcher_from_env(
+                    store, {**env, "ARCHMAX_OUTBOUND": "inline"}, clock=clock, clients=clients, s3_prefix=prefix
+                )
+            )
+        return built[0]
+
+    return sender
 
 
 def outbound_from_environment(

@@ -9,11 +9,18 @@ dispatcher's job (:mod:`archmax.outbound.dispatch`), after the commit, from this
 A session "came in by email" when its variables hold what :func:`archmax.inbound.email.parse_email`
 seeds: a ``from`` address and a ``message_id`` key. Its reply goes to that sender, threaded on that
 message; a rejection mails nothing (its reason is the runtime's, addressed to the operator).
+
+What the record keeps (issue 20 item 1): every entry not known settled, whatever their number, and
+the newest ``OUTBOX_KEPT`` settled ones. "Settled" is the dispatcher's word, read through the
+``settled`` callable the committer passes: the entry's result record (``outbox/<id>.sent.json``, or
+``outbox/<id>.failed.json`` for one that can never be sent) exists. Without that callable nothing is
+known settled and nothing leaves: a count never drops an unsent entry.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 from archmax.session.records import (
@@ -39,7 +46,27 @@ _RE = re.compile(r"^\s*(re|aw|sv|antw)\s*:", re.IGNORECASE)
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]+")
 
 
-def record_outbox(record: Checkpoint, start_messages: int) -> list[OutboxEntry]:
+Settled = Callable[[OutboxEntry], bool]
+"""``entry -> True`` when the entry's result record exists (sent, or failed for good): it may leave the record."""
+
+
+def sent_path(entry: OutboxEntry) -> str:
+    """The path, in the session folder, of the record that ``entry`` was sent (written once, create-only)."""
+    return f"outbox/{entry.id}.sent.json"
+
+
+def failed_path(entry: OutboxEntry) -> str:
+    """The path of the record that ``entry`` can never be sent (an invalid address; issue 20 item 5)."""
+    return f"outbox/{entry.id}.failed.json"
+
+
+def record_outbox(
+    record: Checkpoint,
+    start_messages: int,
+    *,
+    settled: Settled | None = None,
+    words: str | None = None,
+) -> list[OutboxEntry]:
     """Append the outbound messages of a turn-ending commit to ``record.outbox`` (call before committing it).
 
     Args:
@@ -47,17 +74,23 @@ def record_outbox(record: Checkpoint, start_messages: int) -> list[OutboxEntry]:
             still ``running`` (a lease let go after an error) ends no turn and records nothing.
         start_messages: Transcript length when the operation started: its words are the last
             non-blank assistant text after it (``Outcome.reply``, BEHAVIOUR.md §3.11).
+        settled: Tells which older entries are known sent (or failed for good); only those may leave
+            the record, and only beyond the newest ``OUTBOX_KEPT`` entries. It is asked about the
+            oldest entries only, and only when the record holds more than ``OUTBOX_KEPT``. ``None``:
+            nothing is known settled, every entry stays.
+        words: The words for the person when they are not this record's own (a caller answering
+            through its child's decision park, issue 20 item 4); ``None`` reads them from the record.
 
     Returns:
         The entries recorded: an ``email`` entry (index 0) when the session came in by email and the
-        turn has words for the person, then one ``event`` entry. ``record.outbox`` keeps the newest
-        ``OUTBOX_KEPT``; entries an earlier attempt at the same version recorded are replaced.
+        turn has words for the person, then one ``event`` entry. Entries an earlier attempt at the
+        same version recorded are replaced.
     """
     detail_type = DETAIL_TYPES.get(record.status)
     if detail_type is None:
         return []
     version = record.version
-    text = _words(record, start_messages)
+    text = _words(record, start_messages) if words is None else words
     entries: list[OutboxEntry] = []
     mail = _mail_fields(record)
     if mail is not None and text.strip() and record.status != SessionStatus.REJECTED:
@@ -73,8 +106,17 @@ def record_outbox(record: Checkpoint, start_messages: int) -> list[OutboxEntry]:
         )
     )
     kept = [e for e in record.outbox if e.version != version]
-    record.outbox = (kept + entries)[-OUTBOX_KEPT:]
+    record.outbox = _prune(kept, len(entries), settled) + entries
     return entries
+
+
+def _prune(kept: list[OutboxEntry], adding: int, settled: Settled | None) -> list[OutboxEntry]:
+    """``kept`` less its settled entries among the oldest ones beyond ``OUTBOX_KEPT`` (issue 20 item 1)."""
+    beyond = len(kept) + adding - OUTBOX_KEPT
+    if settled is None or beyond <= 0:
+        return kept
+    gone = {entry.id for entry in kept[:beyond] if settled(entry)}
+    return [entry for entry in kept if entry.id not in gone]
 
 
 def _words(record: Checkpoint, start_messages: int) -> str:

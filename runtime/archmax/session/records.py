@@ -29,7 +29,10 @@ DELIVERY_IDS_KEPT = 200
 (``archmax.engine.deliveries``), so no id is ever forgotten."""
 
 OUTBOX_KEPT = 10
-"""Outbox entries a checkpoint keeps (newest last): the dispatcher sends each within a few turns of its commit."""
+"""How many entries *known sent* (or recorded failed) a checkpoint keeps for reference (newest last).
+
+No count limits an unsent entry (issue 20 item 1): an entry leaves the record only once its result
+record says it was sent or failed for good, so a burst or an outage never pushes one out unsent."""
 
 PARKED_STATUSES = frozenset({SessionStatus.AWAITING_INPUT, SessionStatus.AWAITING_DECISION})
 """Statuses of a suspended session (§3.1); it is parked only with its record and no live lease."""
@@ -352,8 +355,9 @@ class Checkpoint(_Record):
     """Ids of the last firings applied (newest last, at most ``DELIVERY_IDS_KEPT``), so a redelivered event
     is recognised and applied once; ids older than these are kept as markers (``archmax.engine.deliveries``)."""
     outbox: list[OutboxEntry] = Field(default_factory=list)
-    """Outbound messages recorded by the last turn-ending commits (newest last, at most ``OUTBOX_KEPT``);
-    sending them happens after the commit (DESIGN.md §3 "The change stream")."""
+    """Outbound messages recorded by turn-ending commits (newest last): every entry not known sent, and
+    at most ``OUTBOX_KEPT`` known sent ones; sending them happens after the commit (DESIGN.md §3 "The
+    change stream", issue 20 item 1)."""
 
     @property
     def resume_at(self) -> str | None:

@@ -46,6 +46,8 @@ __all__ = ["BackendSessionStore", "MemoryBackend", "SessionBackend", "create_bac
 
 _SPECS = "_specs"
 _CHECKPOINTS = _common.CHECKPOINTS
+_OUTBOX = ".outbox"
+"""Key root of the outbox marks: ``.outbox/<folder>/<version>.json`` (issue 20 item 2)."""
 
 
 @runtime_checkable
@@ -159,9 +161,37 @@ class BackendSessionStore(StoreFallbacks):
             stored = head_of_chunk(previous) if previous is not None else None
             _common.check_lease_owner(session_id, expected_version, stored, lease_owner)
         chunk = encode_chunk(record, chunk_counts(previous) if previous is not None else None)
+        mark = _common.outbox_mark(record)
+        if mark is not None:  # before the commit point: a committed entry is never unmarked (issue 20 item 2)
+            doc = {"session_id": session_id, "workflow": record.workflow, "version": mark}
+            self.backend.write(f"{_OUTBOX}/{folder}/{mark:010d}.json", json.dumps(doc))
         key = _checkpoint_key(folder, record.version)
         if not self.backend.write(key, chunk_bytes(chunk).decode("utf-8"), create_only=True):
             raise CommitConflictError(session_id, expected_version, record.version)
+
+    def outbox_pending(self, workflow: str | None = None) -> builtins.list[str]:
+        """Ids of sessions with an outbox mark (entries a commit recorded, not all sent yet), sorted."""
+        newest: dict[str, str] = {}
+        for key in self.backend.list(f"{_OUTBOX}/"):
+            folder = key[len(_OUTBOX) + 1 :].split("/", 1)[0]
+            newest[folder] = max(newest.get(folder, key), key)
+        found = set()
+        for key in newest.values():
+            value = self.backend.read(key)
+            if value is None:
+                continue
+            doc = json.loads(value)
+            if workflow is None or doc.get("workflow") == workflow:
+                found.add(doc["session_id"])
+        return sorted(found)
+
+    def outbox_settled(self, session_id: str, version: int) -> None:
+        """Delete the session's outbox marks of ``version`` and before (a later commit's mark stays)."""
+        prefix = f"{_OUTBOX}/{folder_name(session_id)}/"
+        for key in self.backend.list(prefix):
+            stem = key[len(prefix) :].removesuffix(".json")
+            if stem.isdigit() and int(stem) <= version:
+                self.backend.delete(key)
 
     def list(self) -> builtins.list[str]:
         """Ids of every session with a checkpoint, sorted (the ids stored in the checkpoints)."""
@@ -258,6 +288,8 @@ class BackendSessionStore(StoreFallbacks):
         folder = folder_name(session_id)
         keys = sorted(self.backend.list(f"{folder}/"), key=lambda k: k.startswith(f"{folder}/{_CHECKPOINTS}/"))
         for key in keys:
+            self.backend.delete(key)
+        for key in self.backend.list(f"{_OUTBOX}/{folder}/"):
             self.backend.delete(key)
         return bool(keys)
 

@@ -195,11 +195,14 @@ class SessionStore(Protocol):
 
     Attributes:
         capabilities: The declared :class:`Capability` set (see each member for what it promises).
-        location: Where the sessions are (:class:`StoreLocation`).
     """
 
     capabilities: Capabilities
-    location: StoreLocation
+
+    @property
+    def location(self) -> StoreLocation:
+        """Where the sessions are (:class:`StoreLocation`): a folder, or a bucket and key root."""
+        ...
 
     # ------------------------------------------------------------------ checkpoints
 
@@ -295,6 +298,27 @@ class SessionStore(Protocol):
         A session is stale when its lease expired (``lease.expires_at <= now``) or, with no lease
         at all (let go after a crash), when ``updated_at <= now``. The sweep re-drives these
         (DESIGN.md §3 "Inbox": "the sweep re-drives sessions with expired leases").
+        """
+        ...
+
+    # ------------------------------------------------------------------ the outbox marks (issue 20)
+
+    def outbox_pending(self, workflow: str | None = None) -> builtins.list[str]:
+        """Ids of sessions whose outbox may hold an entry not yet sent, sorted (needs ``LIST``).
+
+        A commit that records outbox entries marks its session, in the same write path, before the
+        commit point (issue 20 item 2); :meth:`outbox_settled` clears the mark. What the sweep sends
+        from, without reading any other session (the AWS store answers from a sparse index).
+
+        Args:
+            workflow: Only sessions of this workflow slug, when given.
+        """
+        ...
+
+    def outbox_settled(self, session_id: str, version: int) -> None:
+        """Clear the session's outbox mark: every entry recorded up to ``version`` is sent (or failed for good).
+
+        A mark a later commit made (a version above ``version``) stays.
         """
         ...
 

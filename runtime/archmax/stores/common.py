@@ -204,3 +204,12 @@ def check_spec_hash(spec_hash: object) -> str:
 def spec_bytes(doc: dict[str, Any]) -> bytes:
     """A spec snapshot as pretty UTF-8 JSON (§9.4), ending in a newline."""
     return (json.dumps(doc, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+def outbox_mark(record: Checkpoint) -> int | None:
+    """The version a commit of ``record`` marks its session's outbox pending at, or ``None`` (issue 20 item 2).
+
+    A commit marks the session when it records outbox entries (entries of its own version); one
+    that records none leaves any earlier mark as it is.
+    """
+    return record.version if any(entry.version == record.version for entry in record.outbox) else None

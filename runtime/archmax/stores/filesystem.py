@@ -12,6 +12,8 @@ Layout under ``root`` (§9.2), ``<folder>`` being :func:`archmax.session.ids.fol
     <folder>/artifacts/... scratchpad/...   session files, and seeded root-level files
     .locks/<folder>.lock                    the per-session file lock
     .tmp/                                   temporary files of atomic writes
+    .outbox/<folder>/<version>.json         outbox marks: a commit that recorded outbox entries
+                                            (issue 20 item 2), until every entry is sent
 
 Names starting with ``.`` can never be a session folder (a leading ``.`` of an id is escaped
 as ``%2E``), so ``.locks`` and ``.tmp`` cannot collide with a session. The lock lives outside
@@ -151,6 +153,7 @@ class FilesystemStore(StoreFallbacks):
                 _common.check_lease_owner(session_id, expected_version, stored, lease_owner)
             previous = (int(doc["message_count"]), int(doc["trail_count"])) if version else None
             chunk = encode_chunk(record, previous)
+            self._mark_outbox(folder, record)  # before the commit point: a committed entry is never unmarked
             target = folder / checkpoint_name(record.version)
             target.parent.mkdir(parents=True, exist_ok=True)
             try:
@@ -201,6 +204,53 @@ class FilesystemStore(StoreFallbacks):
             StoreError: on I/O failure.
         """
         return _common.stale_of(self._heads(), now, workflow)
+
+    def outbox_pending(self, workflow: str | None = None) -> builtins.list[str]:
+        """Ids of sessions with an outbox mark (entries a commit recorded, not all sent yet), sorted.
+
+        Lists ``.outbox/`` alone: sessions with nothing to send are never read (issue 20 item 2).
+
+        Raises:
+            StoreError: on I/O failure.
+        """
+        found: set[str] = set()
+        root = self.root / ".outbox"
+        with io_errors(None):
+            folders = sorted(os.scandir(root), key=lambda e: e.name) if root.is_dir() else []
+            for folder in folders:
+                marks = sorted(Path(folder.path).glob("*.json"))
+                if not marks:
+                    continue
+                with contextlib.suppress(OSError, ValueError):
+                    doc = json.loads(marks[-1].read_bytes())
+                    if workflow is None or doc.get("workflow") == workflow:
+                        found.add(doc["session_id"])
+        return sorted(found)
+
+    def outbox_settled(self, session_id: str, version: int) -> None:
+        """Remove the session's outbox marks of ``version`` and before (a later commit's mark stays).
+
+        Raises:
+            InvalidSessionIdError: for an id failing §4.1.
+            StoreError: on I/O failure.
+        """
+        marks = self.root / ".outbox" / self._folder(session_id).name
+        with io_errors(session_id):
+            for mark in marks.glob("*.json") if marks.is_dir() else []:
+                if mark.stem.isdigit() and int(mark.stem) <= version:
+                    with contextlib.suppress(FileNotFoundError):
+                        mark.unlink()
+            with contextlib.suppress(OSError):
+                marks.rmdir()  # only when empty
+
+    def _mark_outbox(self, folder: Path, record: Checkpoint) -> None:
+        version = _common.outbox_mark(record)
+        if version is None:
+            return
+        marks = self.root / ".outbox" / folder.name
+        marks.mkdir(parents=True, exist_ok=True)
+        doc = {"session_id": record.session_id, "workflow": record.workflow, "version": version}
+        self._replace(marks / f"{version:010d}.json", json.dumps(doc).encode("utf-8"))
 
     # ------------------------------------------------------------------ files
 
@@ -316,6 +366,7 @@ class FilesystemStore(StoreFallbacks):
             trash = self.root / ".tmp" / f"deleted-{uuid.uuid4().hex}"
             os.rename(folder, trash)
             shutil.rmtree(trash, ignore_errors=True)
+            shutil.rmtree(self.root / ".outbox" / folder.name, ignore_errors=True)
             return existed
 
     def get_spec(self, spec_hash: str) -> dict[str, Any] | None:

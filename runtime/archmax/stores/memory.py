@@ -62,6 +62,8 @@ class MemoryStore(StoreFallbacks):
         self._lock = threading.RLock()
         self._sessions: dict[str, _Session] = {}
         self._specs: dict[str, bytes] = {}
+        self._outbox: dict[str, tuple[int, str]] = {}
+        """Session id -> (the version of its newest outbox mark, its workflow): sessions with entries to send."""
 
     # ------------------------------------------------------------------ checkpoints
 
@@ -131,7 +133,29 @@ class MemoryStore(StoreFallbacks):
                 stored = head_of_chunk(previous) if previous is not None else None
                 _common.check_lease_owner(session_id, expected_version, stored, lease_owner)
             chunk = encode_chunk(record, chunk_counts(previous) if previous is not None else None)
+            mark = _common.outbox_mark(record)
+            if mark is not None:
+                self._outbox[session_id] = (mark, record.workflow)
             session.chunks.append(chunk_bytes(chunk))
+
+    def outbox_pending(self, workflow: str | None = None) -> builtins.list[str]:
+        """Ids of sessions a commit marked as having outbox entries to send, sorted (issue 20 item 2).
+
+        Raises:
+            SessionStoreCapabilityError: without the ``list`` capability.
+        """
+        if Capability.LIST not in self.capabilities:
+            raise SessionStoreCapabilityError("list")
+        with self._lock:
+            return sorted(sid for sid, (_v, wf) in self._outbox.items() if workflow is None or wf == workflow)
+
+    def outbox_settled(self, session_id: str, version: int) -> None:
+        """Clear the session's outbox mark unless a commit after ``version`` made it."""
+        validate_session_id(session_id)
+        with self._lock:
+            mark = self._outbox.get(session_id)
+            if mark is not None and mark[0] <= version:
+                del self._outbox[session_id]
 
     def list(self) -> builtins.list[str]:
         """Ids of every session with a checkpoint, sorted (§9.1, needs ``list``).
@@ -297,6 +321,7 @@ class MemoryStore(StoreFallbacks):
             raise SessionStoreCapabilityError("delete", session_id=session_id)
         with self._lock:
             session = self._sessions.pop(session_id, None)
+            self._outbox.pop(session_id, None)
         return session is not None and bool(session.chunks or session.files)
 
     def get_spec(self, spec_hash: str) -> dict[str, Any] | None:

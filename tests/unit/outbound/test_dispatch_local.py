@@ -16,7 +16,7 @@ from archmax.errors import StoreError
 from archmax.inbound.email import parse_email
 from archmax.outbound.aliases import FileAliases
 from archmax.outbound.config import dispatcher_from_env, reply_threader
-from archmax.outbound.dispatch import Dispatcher, sent_path
+from archmax.outbound.dispatch import CLAIM_TTL_S, Dispatcher, sent_path
 from archmax.outbound.mime import our_message_id
 from archmax.outbound.transports import FileEventWriter, FileMailer, SmtpMailer
 from archmax.stores.filesystem import FilesystemStore
@@ -112,15 +112,22 @@ def test_a_send_that_failed_during_the_operation_does_not_fail_it_and_is_retried
     assert len(smtp_server.messages) == 1
 
 
-def test_a_crash_between_send_and_record_resends_once_under_the_same_message_id(store, smtp_server):
+def test_a_crash_between_send_and_record_resends_once_under_the_same_message_id_after_the_claim_expires(
+    store, smtp_server
+):
     send_mail(support_agent(store, outbound=False), first_mail())
     record = store.load(CUSTOMER_ID)
     crashing = smtp_dispatcher(store, smtp_server.url, recorder=CrashOnRecord(store))
     with pytest.raises(StoreError):
         crashing.dispatch(record)
     assert len(smtp_server.messages) == 1 and store.get(CUSTOMER_ID, sent_path(record.outbox[0])) is None
-    smtp_dispatcher(store, smtp_server.url).dispatch(record)
-    smtp_dispatcher(store, smtp_server.url).dispatch(record)
+    smtp_dispatcher(store, smtp_server.url).dispatch(record)  # the dead sender's claim still holds the mail
+    assert len(smtp_server.messages) == 1
+    later = smtp_dispatcher(store, smtp_server.url)
+    later.clock = FakeClock(CLOCK)
+    later.clock.advance(seconds=CLAIM_TTL_S + 1)
+    later.dispatch(record)
+    later.dispatch(record)
     assert len(smtp_server.messages) == 2  # the documented window: at most two ...
     first, second = (parse_raw(raw) for _, _, raw in smtp_server.messages)
     assert first["Message-ID"] == second["Message-ID"]  # ... carrying one Message-ID, shown once

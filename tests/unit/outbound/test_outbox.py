@@ -70,7 +70,9 @@ def test_a_session_not_started_by_mail_records_only_the_lifecycle_event():
 
 def test_a_failure_mails_its_reason_and_its_event_carries_the_exit():
     store = MemoryStore()
-    raising = ScriptedModel([{"call": {"archmax_raise": {"code": "orders-down", "reason": "Our order system is down."}}}])
+    raising = ScriptedModel(
+        [{"call": {"archmax_raise": {"code": "orders-down", "reason": "Our order system is down."}}}]
+    )
     agent = create_agent(CHAT, store, raising, outbound=False, clock=FakeClock())
     firing = first_mail()
     agent.workflow.send("m-1", firing.message, variables=firing.variables)
@@ -102,22 +104,72 @@ def test_a_record_still_running_records_nothing_and_a_retried_commit_replaces_it
     assert [e.id for e in record.outbox] == [e.id for e in again] == [e.id for e in first] == ["0000000003-0"]
 
 
-def test_the_outbox_keeps_only_the_newest_entries():
+def test_no_count_pushes_an_unsent_entry_out_of_the_outbox():
     store = MemoryStore()
-    agent = create_agent(CHAT, store, ScriptedModel([{"say": f"answer {i}"} for i in range(OUTBOX_KEPT + 3)]),
-                         outbound=False, clock=FakeClock())
+    agent = create_agent(
+        CHAT,
+        store,
+        ScriptedModel([{"say": f"answer {i}"} for i in range(OUTBOX_KEPT + 3)]),
+        outbound=False,
+        clock=FakeClock(),
+    )
     for i in range(OUTBOX_KEPT + 3):
         agent.workflow.send("chat-2", f"question {i}")
     outbox = store.load("chat-2").outbox
-    assert len(outbox) == OUTBOX_KEPT
-    assert outbox[-1].text == f"answer {OUTBOX_KEPT + 2}" and outbox[0].text == "answer 3"
+    assert [e.text for e in outbox] == [f"answer {i}" for i in range(OUTBOX_KEPT + 3)]  # nothing sent: all stay
+
+
+def test_entries_sent_after_each_turn_leave_the_outbox_beyond_the_newest_kept():
+    from archmax.outbound.config import dispatcher_from_env
+
+    store = MemoryStore()
+    agent = create_agent(
+        CHAT,
+        store,
+        ScriptedModel([{"say": f"answer {i}"} for i in range(OUTBOX_KEPT + 3)]),
+        outbound=dispatcher_from_env(store, {}),
+        clock=FakeClock(),
+    )
+    for i in range(OUTBOX_KEPT + 3):
+        agent.workflow.send("chat-3", f"question {i}")
+    outbox = store.load("chat-3").outbox
+    assert [e.text for e in outbox] == [f"answer {i}" for i in range(3, OUTBOX_KEPT + 3)]
+
+
+def _completed(version: int) -> Checkpoint:
+    record = Checkpoint(
+        session_id="s", workflow="w", version=version, created_at="x", updated_at="x", status=SessionStatus.COMPLETED
+    )
+    record.messages = [Message(role="assistant", content=f"answer {version}")]
+    return record
+
+
+def test_only_entries_known_sent_leave_the_outbox_and_only_beyond_the_newest_kept():
+    record = _completed(1)
+    for version in range(1, OUTBOX_KEPT + 6):
+        record.version = version
+        record_outbox(record, 0, settled=lambda e: e.version % 2 == 0)  # even versions were sent
+    versions = [e.version for e in record.outbox]
+    assert {v for v in range(1, OUTBOX_KEPT + 6) if v % 2} <= set(versions)  # every unsent entry stays
+    assert versions == sorted(versions) and versions[-OUTBOX_KEPT:] == list(range(6, OUTBOX_KEPT + 6))
+    assert len(versions) < OUTBOX_KEPT + 5  # sent ones beyond the newest OUTBOX_KEPT left
+
+
+def test_a_commit_that_knows_nothing_sent_drops_nothing():
+    record = _completed(1)
+    for version in range(1, 3 * OUTBOX_KEPT):
+        record.version = version
+        record_outbox(record, 0)
+    assert [e.version for e in record.outbox] == list(range(1, 3 * OUTBOX_KEPT))
 
 
 def test_a_subject_with_line_breaks_cannot_break_the_reply_headers():
-    record = Checkpoint(session_id="s", workflow="w", version=2, created_at="x", updated_at="x",
-                        status=SessionStatus.COMPLETED)
+    record = Checkpoint(
+        session_id="s", workflow="w", version=2, created_at="x", updated_at="x", status=SessionStatus.COMPLETED
+    )
     record.variables = {
-        "from": Variable(value="a@example.org"), "message_id": Variable(value="m@example.org"),
+        "from": Variable(value="a@example.org"),
+        "message_id": Variable(value="m@example.org"),
         "subject": Variable(value="Hi\r\nBcc: victim@example.net"),
     }
     record.messages = [Message(role="assistant", content="Done.")]

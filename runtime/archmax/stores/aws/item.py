@@ -24,6 +24,10 @@ Item attributes::
     channel, state, reason, parked_at  S   park summary, only while a park record is present
     due_shard, resume_at  S   only while parked on input with a resume_at (the sparse index keys)
     ttl                N   epoch seconds, only on finished sessions
+    outbox_shard, outbox_version  S, N  only while the outbox may hold an entry not yet sent (issue 20
+                           item 2): set by every commit that records outbox entries (``outbox_version``
+                           its version), removed by the sender once every entry is sent
+                           (:func:`outbox_settled_request`), never removed by a commit
     quarantine_hint    SS  delivery ids of mail that may be held in the session's quarantine (issue 10,
                            issue 13 item 1): a superset of what is held, kept by the quarantine, never
                            written or removed by a commit; absent when nothing may be held
@@ -37,14 +41,18 @@ from typing import Any
 
 from archmax.clock import parse_instant
 from archmax.session.records import Checkpoint, Lease, SessionStatus, is_finished
-from archmax.stores.aws.layout import due_shard, lease_shard
+from archmax.stores.aws.layout import due_shard, lease_shard, outbox_shard
 from archmax.stores.base import SessionHead
+from archmax.stores.common import outbox_mark as _common_outbox_mark
 
 DUE_INDEX = "due-parks"
 """The sparse GSI the sweep queries for due parks (template.yaml ``SessionsTable``)."""
 
 STALE_INDEX = "stale-leases"
 """The sparse GSI the sweep queries for running sessions whose lease expired (template.yaml ``SessionsTable``)."""
+
+OUTBOX_INDEX = "outbox-pending"
+"""The sparse GSI the sweep queries for sessions with outbox entries to send (template.yaml ``SessionsTable``)."""
 
 QUARANTINE_HINT = "quarantine_hint"
 """The item's string set of possibly-held mail ids (see the attribute table): commits never touch it."""
@@ -198,6 +206,14 @@ def commit_request(
         values[":base"] = _n(base)
     removes = [name(attr) for attr in _OPTIONAL if attr not in attrs and (previous is None or attr in previous)]
 
+    # The outbox mark is set by every commit that records entries, whatever the plan remembers: the
+    # sender may have removed it since (the plan never sees that), and it must never be left unset.
+    mark = _common_outbox_mark(record)
+    if mark is not None:
+        sets.append(f"{name('outbox_shard')} = :outbox_shard, {name('outbox_version')} = :outbox_version")
+        values[":outbox_shard"] = _s(outbox_shard(record.session_id))
+        values[":outbox_version"] = _n(mark)
+
     conditions = _commit_conditions(expected_version, lease_owner, name, values)
     update = "SET " + ", ".join(sets)
     if removes:
@@ -210,6 +226,22 @@ def commit_request(
         "ExpressionAttributeNames": names,
         "ExpressionAttributeValues": values,
         "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+    }
+
+
+def outbox_settled_request(table_name: str, session_id: str, version: int) -> dict[str, Any]:
+    """The ``update_item`` that removes the outbox mark when no commit after ``version`` set it.
+
+    Condition: ``outbox_version <= :version`` (a ``ConditionalCheckFailedException`` means a later
+    commit recorded entries, or the mark is gone already: either way, nothing to do).
+    """
+    return {
+        "TableName": table_name,
+        "Key": {"pk": _s(session_id)},
+        "UpdateExpression": "REMOVE #shard, #version",
+        "ConditionExpression": "#version <= :version",
+        "ExpressionAttributeNames": {"#shard": "outbox_shard", "#version": "outbox_version"},
+        "ExpressionAttributeValues": {":version": _n(version)},
     }
 
 

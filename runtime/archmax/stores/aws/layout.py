@@ -38,6 +38,15 @@ def _shard(session_id: str, shards: tuple[str, ...]) -> str:
     return shards[hashlib.sha256(session_id.encode("utf-8")).digest()[0] % len(shards)]
 
 
+OUTBOX_SHARDS: tuple[str, ...] = ("0", "1", "2", "3")
+"""The ``outbox_shard`` values: a few partitions for the outbox-pending index, each queried by the sweep."""
+
+
+def outbox_shard(session_id: str) -> str:
+    """The outbox-pending shard of a session: stable, spread evenly by a hash of the id."""
+    return _shard(session_id, OUTBOX_SHARDS)
+
+
 def due_shard(session_id: str) -> str:
     """The due-parks shard of a session: stable, spread evenly by a hash of the id."""
     return _shard(session_id, DUE_SHARDS)

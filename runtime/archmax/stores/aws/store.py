@@ -20,13 +20,15 @@ from __future__ import annotations
 import builtins
 from typing import Any
 
+from archmax.errors import CommitConflictError
+from archmax.session.ids import validate_session_id
 from archmax.session.records import SessionStatus
 from archmax.stores import common as _common
 from archmax.stores.aws.errors import aws_call
 from archmax.stores.aws.files import AwsFiles
 from archmax.stores.aws.guards import GuardedReads
-from archmax.stores.aws.item import DUE_INDEX, STALE_INDEX
-from archmax.stores.aws.layout import DUE_SHARDS, LEASE_SHARDS
+from archmax.stores.aws.item import DUE_INDEX, OUTBOX_INDEX, STALE_INDEX, outbox_settled_request
+from archmax.stores.aws.layout import DUE_SHARDS, LEASE_SHARDS, OUTBOX_SHARDS
 from archmax.stores.base import Capabilities, Capability, DuePark, StoreLocation
 from archmax.stores.fallbacks import StoreFallbacks
 
@@ -40,7 +42,8 @@ class AwsStore(AwsFiles, StoreFallbacks):
     ``SessionsBucket``).
 
     Args:
-        table_name: The sessions table (key ``pk``, sparse GSIs ``due-parks`` and ``stale-leases``).
+        table_name: The sessions table (key ``pk``, sparse GSIs ``due-parks``, ``stale-leases`` and
+            ``outbox-pending``).
         bucket: The sessions bucket.
         prefix: Key root inside the bucket (``""`` for the bucket root).
         dynamodb_client: A boto3 DynamoDB client; built with ``boto3.client("dynamodb")`` on first use when omitted.
@@ -63,7 +66,7 @@ class AwsStore(AwsFiles, StoreFallbacks):
     stream); not ``APPEND_TEXT`` (the default read-then-write serves it)."""
 
     @property
-    def location(self) -> StoreLocation:  # type: ignore[override]
+    def location(self) -> StoreLocation:
         """The sessions' bucket and key root (where ``.aliases/`` sits beside the session folders)."""
         return StoreLocation(bucket=self.bucket, key_root=self.keys.root)
 
@@ -190,3 +193,60 @@ class AwsStore(AwsFiles, StoreFallbacks):
                     break
                 params["ExclusiveStartKey"] = page["LastEvaluatedKey"]
         return sorted(found)
+
+    # ------------------------------------------------------------------ the outbox marks (issue 20 item 2)
+
+    def outbox_pending(self, workflow: str | None = None) -> builtins.list[str]:
+        """Ids of sessions whose outbox may hold an entry not yet sent, sorted (issue 20 item 2).
+
+        Queries the sparse ``outbox-pending`` index (only items a commit marked carry
+        ``outbox_shard``), each shard once (plus pages): sessions with nothing to send are never
+        read. The index is eventually consistent: a mark just removed may still be listed (the
+        sweep then finds every entry sent), and one just made may not be yet (the next sweep has it).
+
+        Raises:
+            StoreError: on an AWS failure.
+        """
+        names = {"#shard": "outbox_shard", "#pk": "pk"}
+        values: dict[str, Any] = {}
+        extra: dict[str, Any] = {}
+        if workflow is not None:
+            names["#wf"] = "workflow"
+            values[":wf"] = {"S": workflow}
+            extra["FilterExpression"] = "#wf = :wf"
+        found: builtins.list[str] = []
+        for shard in OUTBOX_SHARDS:
+            params: dict[str, Any] = {
+                "TableName": self.table_name,
+                "IndexName": OUTBOX_INDEX,
+                "KeyConditionExpression": "#shard = :shard",
+                "ProjectionExpression": "#pk",
+                "ExpressionAttributeNames": names,
+                "ExpressionAttributeValues": {**values, ":shard": {"S": shard}},
+                **extra,
+            }
+            while True:
+                page = aws_call(self._ddb.query, operation="outbox_pending", **params)
+                found.extend(i["pk"]["S"] for i in page.get("Items", []))
+                if "LastEvaluatedKey" not in page:
+                    break
+                params["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        return sorted(found)
+
+    def outbox_settled(self, session_id: str, version: int) -> None:
+        """Remove the session's outbox mark unless a commit after ``version`` set it (one conditional UpdateItem).
+
+        Raises:
+            InvalidSessionIdError: for an id failing §4.1.
+            StoreError: on an AWS failure.
+        """
+        validate_session_id(session_id)
+        try:
+            aws_call(
+                self._ddb.update_item,
+                operation="outbox_settled",
+                session_id=session_id,
+                **outbox_settled_request(self.table_name, session_id, version),
+            )
+        except CommitConflictError:
+            pass  # a later commit recorded entries (or the mark is gone): it stays for them

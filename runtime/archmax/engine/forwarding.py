@@ -14,7 +14,7 @@ from dataclasses import replace
 from typing import Any, NamedTuple
 
 from archmax.engine.claims import Applied, build_outcome, claim_park, guarded, open_work
-from archmax.engine.deliveries import remember_delivery
+from archmax.engine.deliveries import refuse_duplicate, remember_delivery
 from archmax.engine.firing_rule import parked_channel, preflight_model
 from archmax.engine.loop import TurnLoop
 from archmax.engine.runtime import Runtime
@@ -147,6 +147,9 @@ def forward_reply(
     result carries the child's answer and ``delegation``.
     """
     child_rt, child = child_of(rt, rec, "decision")
+    # The child remembers the reply's delivery id (the caller stays parked, unclaimed): a redelivery to
+    # the caller is a duplicate there (issue 22: each event applied once across the pair).
+    refuse_duplicate(child_rt.store, child, delivery_id, child.session_id)
     child_answer = answer(child_rt, child, message, [], delivery_id).outcome
     assert child_answer is not None  # a reply always answers
     work = open_work(rt, rec, rec.version, warnings=warnings)  # nothing claimed

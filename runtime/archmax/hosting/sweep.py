@@ -13,7 +13,7 @@ stream record ran out of retries), a finished session's too.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterable
 from typing import TYPE_CHECKING, Any
 
 from archmax.clock import format_instant
@@ -23,7 +23,7 @@ from archmax.errors import (
     SessionNotResumableError,
     SessionStoreCapabilityError,
 )
-from archmax.stores.base import Capability
+from archmax.stores.base import Capability, SessionStore
 
 if TYPE_CHECKING:
     from archmax.agent import Agent
@@ -156,13 +156,18 @@ def _stale_children(agent: Agent, instant: str) -> list[str]:
     recovers it (``recover`` on a child's id reaches the pair through its caller while the caller
     runs, else continues the child under its own workflow).
     """
+    return _children_of(agent.store, agent.store.stale(instant), agent.spec.slug)
+
+
+def _children_of(store: SessionStore, session_ids: Iterable[str], workflow: str) -> list[str]:
+    """The child ids (``<caller>~...``, §4.1) among ``session_ids`` whose first caller runs ``workflow``, sorted."""
     out = []
-    for session_id in agent.store.stale(instant):
+    for session_id in session_ids:
         root = session_id.split("~", 1)[0]
         if root == session_id:
             continue
-        head = agent.store.head(root)
-        if head is not None and head.workflow == agent.spec.slug:
+        head = store.head(root)
+        if head is not None and head.workflow == workflow:
             out.append(session_id)
     return sorted(out)
 
@@ -238,7 +243,10 @@ def send_outbox(
     if dispatcher is None or Capability.LIST not in store.capabilities:
         return []
     results: list[tuple[str, str]] = []
-    for session_id in store.outbox_pending(workflow=workflow):
+    pending = list(store.outbox_pending(workflow=workflow))
+    if workflow is not None:  # children run other workflows: their caller's stack sends theirs too (issue 22)
+        pending += _children_of(store, store.outbox_pending(), workflow)
+    for session_id in pending:
         try:
             record = store.load(session_id)
             if record is None:

@@ -58,7 +58,13 @@ class WebhookSignature(_Doc):
     secret: str = Field(description="Where the signing secret is: `ssm:<name>` or `secretsmanager:<name>`.")
     header: str | None = Field(None, description="The header carrying the signature.")
     timestamp_header: str | None = Field(None, description="The header carrying the signed timestamp.")
-    delivery_header: str | None = Field(None, description="The header carrying the delivery id.")
+    delivery_header: str | None = Field(
+        None,
+        description=(
+            "The header carrying the delivery id. It de-duplicates only when the sender signs it "
+            "(`<id>.<timestamp>.<body>`); a signature over `<timestamp>.<body>` is de-duplicated by itself."
+        ),
+    )
     tolerance_s: int | None = Field(None, ge=1, le=3600, description="Seconds a timestamp may be off (default 300).")
 
 

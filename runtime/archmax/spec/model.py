@@ -41,9 +41,11 @@ class WebhookSignature(_Value):
 
     A request to ``POST /webhooks/{trigger}`` is accepted only when the header ``header`` holds
     ``sha256=<hex>`` (or bare hex; several comma-separated values allow secret rotation) equal to
-    HMAC-SHA256(secret, ``<timestamp>.<raw body>``), the header ``timestamp_header`` holds Unix
-    seconds within ``tolerance_s`` of now, and ``delivery_header`` holds the delivery id that
-    de-duplicates replays.
+    HMAC-SHA256(secret, ``<delivery id>.<timestamp>.<raw body>``) or HMAC-SHA256(secret,
+    ``<timestamp>.<raw body>``), and the header ``timestamp_header`` holds Unix seconds within
+    ``tolerance_s`` of now. The request is de-duplicated by the ``delivery_header`` value when the
+    signature covers it, else by an id derived from the signed string: one signature, one event
+    (issue 21 item 2, :mod:`archmax.inbound.webhook`).
     """
 
     secret: str

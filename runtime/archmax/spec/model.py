@@ -98,6 +98,8 @@ class Transition(_Value):
     """When the edge applies (non-blank)."""
     type: Literal["approve", "reject", "refine", "none"] | None = None
     """Shown to the person at a human state."""
+    on_timeout: bool = False
+    """The edge a human state's ``timeout`` takes when nobody decided in time (BEHAVIOUR.md §5.11)."""
 
 
 class Budget(_Value):
@@ -163,6 +165,13 @@ class State(_Value):
     requires: list[str] = Field(default_factory=list)
     """Variables that must be set before ``archmax_advance`` may leave (§5.1)."""
     transitions: list[Transition] = Field(default_factory=list)
+    timeout: str | None = None
+    """A human state's deadline, a §5.3 duration as written (``"3d"``), counted from the park (§5.11)."""
+
+    @property
+    def timeout_transition(self) -> Transition | None:
+        """The edge marked ``on_timeout: true``, or ``None`` (then a timeout fails the turn, §5.11)."""
+        return next((t for t in self.transitions if t.on_timeout), None)
 
     @property
     def is_terminal(self) -> bool:

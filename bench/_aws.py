@@ -13,6 +13,7 @@ benchmarks do, from the template).
 
 from __future__ import annotations
 
+import functools
 import json
 import threading
 import urllib.request
@@ -32,14 +33,24 @@ _CREDENTIALS = {"aws_access_key_id": "bench", "aws_secret_access_key": "bench", 
 _TABLE_KEYS = ("KeySchema", "AttributeDefinitions", "GlobalSecondaryIndexes", "BillingMode")
 
 
-def _template_properties(logical_id: str) -> dict[str, Any]:
+@functools.cache
+def _template_json() -> str:
     from cfnlint.decode.decode import decode_str
 
     doc, errors = decode_str(TEMPLATE.read_text(encoding="utf-8"))
     if errors:
         raise RuntimeError(f"template.yaml does not decode: {errors}")
     # cfn-lint's nodes subclass str/dict; boto3 wants plain ones.
-    return json.loads(json.dumps(doc["Resources"][logical_id]["Properties"]))
+    return json.dumps(doc)
+
+
+def template() -> dict[str, Any]:
+    """template.yaml decoded (cfn-lint, so ``!Ref`` and friends parse), as plain dicts and strings (a fresh copy)."""
+    return json.loads(_template_json())
+
+
+def _template_properties(logical_id: str) -> dict[str, Any]:
+    return template()["Resources"][logical_id]["Properties"]
 
 
 def table_definition(logical_id: str) -> dict[str, Any]:
@@ -66,26 +77,37 @@ class MotoServer:
     def client(self, service: str) -> Any:
         """The server's boto3 client for ``service`` (built once; a reset keeps connections)."""
         if service not in self._clients:
-            import boto3
-            from botocore.config import Config
-
-            self._clients[service] = boto3.session.Session().client(
-                service,
-                endpoint_url=self.endpoint_url,
-                region_name=REGION,
-                config=Config(retries={"max_attempts": 2, "mode": "standard"}, max_pool_connections=32),
-                **_CREDENTIALS,
-            )
+            self._clients[service] = self.new_client(service)
         return self._clients[service]
 
-    def fresh(self) -> AwsEnv:
-        """Forget everything (``POST /moto-api/reset``), then create both tables and the bucket."""
+    def new_client(self, service: str) -> Any:
+        """A new boto3 client for ``service`` on this server (its own event hooks)."""
+        import boto3
+        from botocore.config import Config
+
+        return boto3.session.Session().client(
+            service,
+            endpoint_url=self.endpoint_url,
+            region_name=REGION,
+            config=Config(retries={"max_attempts": 2, "mode": "standard"}, max_pool_connections=32),
+            **_CREDENTIALS,
+        )
+
+    def fresh(self, *, stream: bool = False) -> AwsEnv:
+        """Forget everything (``POST /moto-api/reset``), then create both tables and the bucket.
+
+        With ``stream``, the sessions table has the template's change stream (``StreamSpecification``).
+        """
         request = urllib.request.Request(f"{self.endpoint_url}/moto-api/reset", method="POST", data=b"")
         with urllib.request.urlopen(request, timeout=30) as answer:
             if answer.status != 200:
                 raise RuntimeError(f"moto reset answered {answer.status}")
         ddb, s3 = self.client("dynamodb"), self.client("s3")
-        ddb.create_table(TableName=SESSIONS_TABLE, **table_definition("SessionsTable"))
+        extra = {}
+        if stream:
+            spec = _template_properties("SessionsTable")["StreamSpecification"]
+            extra = {"StreamSpecification": {"StreamEnabled": True, **spec}}
+        ddb.create_table(TableName=SESSIONS_TABLE, **table_definition("SessionsTable"), **extra)
         ddb.create_table(TableName=INBOX_TABLE, **table_definition("InboxTable"))
         s3.create_bucket(Bucket=BUCKET)
         return AwsEnv(dynamodb=ddb, s3=s3)

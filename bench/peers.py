@@ -13,7 +13,9 @@ wait tool; a *cycle* is one resume that parks again; a *resume-and-complete* fin
 * **archmax, public API**: ``create_agent(bench/waiter, AwsStore(...))``, ``send`` / ``deliver``,
   measured on a warm instance (one that already ran another session: imports and clients made).
 * **archmax, Lambda path**: what the send function and its asynchronous drain run (``Host.accept``
-  with the wake deferred, then ``Host.drain`` in the same warm container).
+  with the wake deferred, then ``Host.drain`` in the same warm container). This undercounts: the
+  self-invoke, the drain's own container and the outbound function are not in it;
+  ``bench/cycle.py`` counts and prices the cycle end to end (issue 24).
 * **peer**: a LangGraph ``StateGraph`` over ``MessagesState`` (model node, wait-tool node, a park
   node calling ``interrupt()``), compiled with ``DynamoDBSaver`` on its defaults, and the same graph
   invoked with ``durability="exit"`` (a checkpoint only when the run stops).

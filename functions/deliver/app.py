@@ -10,4 +10,4 @@ from archmax.hosting.telemetry import Telemetry
 from archmax.hosting.wiring import from_environment
 
 telemetry = Telemetry("deliver")
-lambda_handler = telemetry.handler(deliver.build(telemetry.attach(from_environment())))
+lambda_handler = telemetry.handler(deliver.build(from_environment(telemetry=telemetry)))

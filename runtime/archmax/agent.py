@@ -3,6 +3,13 @@
 Rule source: BEHAVIOUR.md §3 (assembly, operations), §3.10 (``agent.sessions``); seed
 "Delivering the event", "Starting versus resuming", "Files handed to a session".
 
+Layering (issue 23): ``agent.workflow`` is a typed facade: it parses the session id once
+(:func:`~archmax.session.ids.parse_session_id`), builds a firing (:mod:`archmax.session.firing`)
+and calls :meth:`Agent.apply`, which passes it through the engine's one door
+(:func:`archmax.engine.apply`, or a host's wrapper of it) and then runs what follows the commit
+(the in-process outbox dispatch) from the record the door answers. Hosts call the same
+``Agent.apply``; the engine imports nothing of this module.
+
 Example:
     >>> agent = create_agent("workflows/support-inbox", model=ScriptedModel([...]))
     >>> outcome = agent.workflow.send("AAQk-1", "Where is my order?", trigger="email_received")
@@ -18,8 +25,10 @@ from pathlib import Path
 from typing import Any
 
 from archmax.clock import Clock, SystemClock
+from archmax.engine import firing_rule
+from archmax.engine.artifacts import ARTIFACTS, render
+from archmax.engine.door import Door, apply, run_child
 from archmax.engine.events import EventEmitter, EventHandler
-from archmax.engine.operations import Operations
 from archmax.engine.runtime import Runtime
 from archmax.engine.subworkflows import WorkflowRegistry
 from archmax.engine.tools import host_tools_from
@@ -32,20 +41,26 @@ from archmax.errors import (
 from archmax.inbound.quarantine import held_in_summary
 from archmax.models.base import Model
 from archmax.session.files import check_seed_path, encode_seed_value
-from archmax.session.ids import parent_session_id, validate_session_id
+from archmax.session.firing import Decide, Deliver, EngineFiring, Recover, Reply, Send, Turn
+from archmax.session.ids import parent_session_id, parse_session_id
 from archmax.session.paths import parse_session_path
-from archmax.session.records import Message
+from archmax.session.records import Checkpoint, Message
 from archmax.session.results import Outcome, Resolution, SessionSummary, summary_of
 from archmax.session.variables import check_host_variables
 from archmax.spec import Workflow, load_workflow
 from archmax.stores.base import SessionStore
+from archmax.stores.riders import Riders
 
 
 class WorkflowOperations:
-    """``agent.workflow``: send, deliver, reply, decide, resolve_session (§3.4–§3.8)."""
+    """``agent.workflow``: send, deliver, reply, decide, recover, resolve_session (§3.4–§3.8).
 
-    def __init__(self, ops: Operations) -> None:
-        self._ops = ops
+    A typed facade: each method parses the session id (the edge's one check), builds the firing and
+    passes it through the agent's door (:meth:`Agent.apply`).
+    """
+
+    def __init__(self, agent: Agent) -> None:
+        self._agent = agent
 
     def send(
         self,
@@ -75,9 +90,8 @@ class WorkflowOperations:
             EmptyMessageError, UnknownTriggerError, InvalidFilePathError, SessionStoreCapabilityError,
             DuplicateDeliveryError (the event was applied before; nothing changed).
         """
-        return self._ops.send(
-            session_id, message, trigger=trigger, variables=variables, files=files, delivery_id=delivery_id
-        )
+        firing = Send(parse_session_id(session_id), message, trigger, variables, files, delivery_id)
+        return self._agent.apply(firing)  # type: ignore[return-value]  # a send always answers
 
     def deliver(
         self,
@@ -103,15 +117,8 @@ class WorkflowOperations:
             InvalidVariableNameError: a bad variable name (source ``delivered to session '<id>'``).
             DuplicateDeliveryError: ``delivery_id`` was applied before; nothing changed.
         """
-        return self._ops.deliver(
-            session_id,
-            trigger=trigger,
-            variables=variables,
-            message=message,
-            files=files,
-            delivery_id=delivery_id,
-            park_version=park_version,
-        )
+        firing = Deliver(parse_session_id(session_id), trigger, variables, message, files, delivery_id, park_version)
+        return self._agent.apply(firing)  # type: ignore[return-value]
 
     def reply(self, session_id: str, message: str) -> Outcome:
         """Answer a person's message at a decision park; the session stays parked (§3.6).
@@ -119,7 +126,7 @@ class WorkflowOperations:
         Raises:
             SessionNotParkedError, EmptyMessageError.
         """
-        return self._ops.reply(session_id, message)
+        return self._agent.apply(Reply(parse_session_id(session_id), message))  # type: ignore[return-value]
 
     def decide(self, session_id: str, *, to: str | None = None, comment: str | None = None) -> Outcome:
         """Pick one of the parked human state's transitions (§3.7).
@@ -127,7 +134,7 @@ class WorkflowOperations:
         Raises:
             SessionNotParkedError, InvalidDecisionTargetError.
         """
-        return self._ops.decide(session_id, to=to, comment=comment)
+        return self._agent.apply(Decide(parse_session_id(session_id), to, comment))  # type: ignore[return-value]
 
     def recover(self, session_id: str) -> Outcome | None:
         """Finish a turn whose process died (expired lease): take it over and continue it (§3.12).
@@ -138,7 +145,7 @@ class WorkflowOperations:
         Raises:
             InvalidSessionIdError, SessionNotResumableError (the lease is still live).
         """
-        return self._ops.recover(session_id)
+        return self._agent.apply(Recover(parse_session_id(session_id)))
 
     def resolve_session(
         self,
@@ -153,17 +160,21 @@ class WorkflowOperations:
         Raises:
             InvalidSessionPathError, InvalidSessionIdError, UnknownSessionTriggerError, SessionNotResumableError.
         """
-        return self._ops.resolve_session(
-            trigger=trigger, variables=variables, session_id=session_id, session_path=session_path
+        explicit = parse_session_id(session_id) if session_id is not None else None
+        return firing_rule.resolve_session(
+            self._agent.runtime, trigger=trigger, variables=variables, session_id=explicit, session_path=session_path
         )
 
 
 class Sessions:
     """``agent.sessions``: get, list, messages, seed, delete (§3.10)."""
 
-    def __init__(self, ops: Operations) -> None:
-        self._ops = ops
-        self._store = ops.rt.store
+    def __init__(self, runtime: Runtime) -> None:
+        self._rt = runtime
+        self._store = runtime.store
+
+    def _load(self, session_id: str) -> Checkpoint | None:
+        return self._store.load(parse_session_id(session_id))
 
     def get(self, session_id: str) -> SessionSummary | None:
         """The summary of a session, or None when it has no checkpoint; ``quarantined`` names held mail (issue 13).
@@ -171,10 +182,10 @@ class Sessions:
         One store read; the quarantine folder is listed only when the store cannot say that nothing
         is held (on AWS: one GetItem when the item's hint is empty, issue 10).
         """
-        rec = self._ops.load(session_id)
+        rec = self._load(session_id)
         if rec is None:
             return None
-        summary = summary_of(rec, parent_session_id(session_id), self._ops.rt.now())
+        summary = summary_of(rec, parent_session_id(session_id), self._rt.now())
         held = held_in_summary(self._store, session_id, rec.version)
         return summary.model_copy(update={"quarantined": held}) if held else summary
 
@@ -190,12 +201,12 @@ class Sessions:
         for sid in sorted(self._store.list()):
             rec = self._store.load(sid)
             if rec is not None:
-                out.append(summary_of(rec, parent_session_id(sid), self._ops.rt.now()))
+                out.append(summary_of(rec, parent_session_id(sid), self._rt.now()))
         return out
 
     def messages(self, session_id: str) -> list[Message]:
         """The latest committed transcript, notes included, or ``[]``."""
-        rec = self._ops.load(session_id)
+        rec = self._load(session_id)
         return list(rec.messages) if rec else []
 
     def artifact(self, session_id: str, name: str) -> str | None:
@@ -217,16 +228,14 @@ class Sessions:
             InvalidSessionIdError: ``session_id`` is malformed.
             UnknownArtifactError: ``name`` is not one of the five.
         """
-        from archmax.engine.artifacts import ARTIFACTS, render
-
         if name not in ARTIFACTS:
             raise UnknownArtifactError(name, ARTIFACTS, session_id=session_id)
-        rec = self._ops.load(session_id)
-        return render(name, rec, self._ops.rt.workflow) if rec is not None else None
+        rec = self._load(session_id)
+        return render(name, rec, self._rt.workflow) if rec is not None else None
 
     def _refuse_live(self, session_id: str) -> None:
-        rec = self._ops.load(session_id)
-        if rec is not None and self._ops.lease_live(rec):
+        rec = self._load(session_id)
+        if rec is not None and firing_rule.lease_live(self._rt, rec):
             raise SessionNotResumableError(session_id, str(rec.status))
 
     def seed(self, session_id: str, files: Mapping[str, Any]) -> None:
@@ -245,7 +254,7 @@ class Sessions:
                 folders, ``..``, absolute paths); nothing is written.
             SessionStoreCapabilityError: a ``bytes`` value on a store without ``upload_files`` (names the path).
         """
-        validate_session_id(session_id)
+        parse_session_id(session_id)
         self._refuse_live(session_id)
         texts: dict[str, str] = {}
         blobs: dict[str, bytes] = {}
@@ -269,22 +278,50 @@ class Sessions:
         Raises:
             SessionStoreCapabilityError, SessionNotResumableError, InvalidSessionIdError.
         """
-        validate_session_id(session_id)
+        parse_session_id(session_id)
         if not self._store.capabilities.delete:
             raise SessionStoreCapabilityError("delete", session_id=session_id)
         self._refuse_live(session_id)
-        self._ops.artifacts.forget(session_id)
+        self._rt.artifacts.forget(session_id)
         return self._store.delete(session_id)
 
 
 class Agent:
-    """An assembled workflow runtime: ``agent.workflow``, ``agent.sessions``, ``agent.invoke``."""
+    """An assembled workflow runtime: ``agent.workflow``, ``agent.sessions``, ``agent.invoke``.
 
-    def __init__(self, runtime: Runtime) -> None:
+    Args:
+        runtime: What ``create_agent`` assembled.
+        door: The engine's door as this agent calls it: ``archmax.engine.apply`` (the default) or a
+            wrapper of it with the same signature (a host's telemetry: ``Agent(agent.runtime,
+            telemetry.door(apply))``, :class:`archmax.engine.door.Door`).
+    """
+
+    def __init__(self, runtime: Runtime, door: Door = apply) -> None:
         self.runtime = runtime
-        self._ops = Operations(runtime)
-        self.workflow = WorkflowOperations(self._ops)
-        self.sessions = Sessions(self._ops)
+        self._door = door
+        self.workflow = WorkflowOperations(self)
+        self.sessions = Sessions(runtime)
+
+    def apply(self, firing: EngineFiring, *, riders: Riders | None = None) -> Outcome | None:
+        """Pass one firing through the engine's door, then run its consequences from the committed record.
+
+        The consequence is the in-process outbox dispatch (``create_agent(outbound=...)``): it sends
+        what the operation's commits recorded and never fails the operation (DESIGN.md §3).
+
+        Args:
+            firing: A firing of :mod:`archmax.session.firing` (``Send``, ``Turn``, ``Deliver``, ``Reply``,
+                ``Decide``, ``Recover``) whose session id was parsed at the edge.
+            riders: Inbox writes riding the firing's commits (a host's drain, issue 10).
+
+        Returns:
+            The :class:`Outcome`; ``None`` for a ``Recover`` that found no dead turn.
+        """
+        applied = self._door(self.runtime, firing, riders=riders)
+        if applied.record is not None and self.runtime.outbound is not None:
+            from archmax.outbound.config import dispatch_after_operation  # mail modules load where one sends
+
+            dispatch_after_operation(self.runtime.outbound, applied.record, self.runtime.warn)
+        return applied.outcome
 
     @property
     def spec(self) -> Workflow:
@@ -312,9 +349,8 @@ class Agent:
             SessionNotResumableError, EmptyMessageError, UnknownTriggerError, InvalidSessionIdError,
             InvalidSessionPathError, InvalidVariableNameError.
         """
-        return self._ops.invoke(
-            session_id, message=message, trigger=trigger, variables=variables, files=files, session_path=session_path
-        )
+        explicit = parse_session_id(session_id) if session_id is not None else None
+        return self.apply(Turn(message, explicit, trigger, variables, files, session_path))  # type: ignore[return-value]
 
 
 def _model_resolver(model: Model | None, base_dir: Path | None = None) -> Callable[[str | None], Model]:
@@ -451,6 +487,7 @@ def create_agent(
             hook_executors=executors,
             hook_model_for=_model_resolver(hook_model, workflow_spec.root) if scripted else resolver,
             workflows=registry,
+            runner=run_child,
         )
 
     registry = WorkflowRegistry(make_runtime, workflows)

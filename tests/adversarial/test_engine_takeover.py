@@ -18,7 +18,7 @@ import pytest
 
 from archmax import FilesystemStore, create_agent
 from archmax.clock import FakeClock
-from archmax.engine.operations import INTERRUPTED
+from archmax.engine.claims import INTERRUPTED
 from archmax.errors import SessionNotResumableError
 from archmax.models.base import ModelRequest, ModelResponse
 from archmax.session.records import SessionStatus

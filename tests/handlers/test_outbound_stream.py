@@ -11,6 +11,7 @@ write of the result record once.
 from __future__ import annotations
 
 import json
+from email.message import EmailMessage
 from typing import Any
 
 import pytest
@@ -19,6 +20,7 @@ from archmax.errors import StoreError
 from archmax.handlers import outbound
 from archmax.hosting.wiring import outbound_from_environment
 from archmax.inbound.email import parse_email
+from archmax.inbound.ses import SesMail, ses_firing
 from archmax.outbound.aliases import S3Aliases
 from archmax.outbound.config import reply_threader
 from archmax.outbound.dispatch import Dispatcher, sent_path
@@ -227,3 +229,65 @@ def test_a_reply_threaded_only_to_our_message_id_or_only_to_the_ses_id_finds_the
     assert "ORD-1001" in answer.get_content() and answer["In-Reply-To"] == "<dana-reply-1@example.org>"
     assert f"<{ses_id}@email.amazonses.com>" in answer["References"]
     assert [e["detail-type"] for e in aws.put_events()] == ["Session Parked", "Session Completed"]
+
+
+def _bccd_mail(message_id: str = "<bcc-1@example.org>") -> bytes:
+    """A customer's mail that Bcc's the support inbox: its headers name no address of ours."""
+    msg = EmailMessage()
+    msg["From"] = "Dana Rivers <dana.rivers@example.org>"
+    msg["To"] = "undisclosed-recipients:;"
+    msg["Subject"] = "Question about the grinder"
+    msg["Message-ID"] = message_id
+    msg.set_content("Hello, my grinder arrived cracked. What can you do?")
+    return msg.as_bytes()
+
+
+def test_a_bccd_mail_is_answered_from_the_address_ses_received_it_for_with_the_default_mail_from(aws):
+    aws.verify_domain()
+    settings = {k: v for k, v in aws.settings.items() if k != "ARCHMAX_MAIL_FROM"}  # the template's default
+    store, dispatcher = outbound_from_environment(settings, clients=aws.clients)
+    handle = outbound.build(store, dispatcher)
+    receipt = SesMail(message_id="o3vrnil0e2ic28trm7dfk3kc2v0cnbeccl4nbp0g1", bucket=None, key="inbound/x",
+                      recipients=["support@example.com"])
+    agent = support_agent(aws.store, outbound=False)
+    assert send_mail(agent, ses_firing(receipt, _bccd_mail())).kind == "parked"
+    assert handle(aws.stream_event(), FakeLambdaContext()) == {"batchItemFailures": []}
+    (raw,) = aws.sent_mail()
+    msg = parse_raw(raw)
+    assert msg["From"] == "support@example.com" and msg["To"] == "dana.rivers@example.org"
+    assert msg["In-Reply-To"] == "<bcc-1@example.org>"
+    assert [e["detail-type"] for e in aws.put_events()] == ["Session Parked"]
+
+
+def test_a_long_upper_case_message_id_goes_out_through_ses_whole_and_as_written(aws):
+    aws.verify_domain()
+    long_id = "<AM0PR01MB12342AB24BBC6F1E4C4DB1F37A5E0C9D2B7E0001@AM0PR01MB1234.EURPRD01.PROD.EXCHANGELABS.COM>"
+    receipt = SesMail(message_id="o3vrnil0e2ic28trm7dfk3kc2v0cnbeccl4nbp0g2", bucket=None, key="inbound/y",
+                      recipients=["support@example.com"])
+    agent = support_agent(aws.store, outbound=False)
+    assert send_mail(agent, ses_firing(receipt, _bccd_mail(long_id))).kind == "parked"
+    assert aws.handle(aws.stream_event(), FakeLambdaContext()) == {"batchItemFailures": []}
+    (raw,) = aws.sent_mail()
+    head = raw.split(b"\r\n\r\n", 1)[0].decode("ascii")
+    # one line each, the id exactly as the customer's client wrote it: not encoded, folded or lower-cased
+    assert f"\r\nIn-Reply-To: {long_id}\r\n" in head and f"\r\nReferences: {long_id}\r\n" in head
+
+
+@pytest.mark.parametrize(
+    "event",
+    [
+        {},
+        {"drain": "x@example.org"},
+        {"Records": []},
+        {"Records": [{"eventSource": "aws:sqs", "messageId": "1", "body": "{}"}]},
+        {"Records": [{"eventSource": "aws:ses", "ses": {}}]},
+        [],
+    ],
+    ids=["empty", "drain", "no-records", "sqs", "ses", "list"],
+)
+def test_an_event_that_is_not_a_stream_batch_is_answered_with_a_named_400_and_sends_nothing(aws, event):
+    aws.verify_domain()
+    answer = aws.handle(event, FakeLambdaContext())
+    assert answer["ok"] is False and answer["status"] == 400 and answer["error"] == "InvalidEventError"
+    assert "DynamoDB stream" in answer["message"]
+    assert aws.sent_mail() == [] and aws.put_events() == []

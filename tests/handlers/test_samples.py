@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import json
+from email.message import EmailMessage
 from pathlib import Path
 from typing import Any
 
@@ -184,3 +185,26 @@ def test_an_s3_notification_sent_to_send_is_a_400_and_writes_nothing(
     answer = d.call("send", sample(shared_samples, name))
     assert answer["ok"] is False and answer["status"] == 400 and "unrecognised event" in answer["message"]
     assert d.snapshot() == before
+
+
+def test_an_ses_sample_of_a_bccd_mail_is_answered_from_the_address_its_receipt_names(
+    aws: Any, shared_samples: Path
+) -> None:
+    """Issue 20 item 5: ``To: undisclosed-recipients:;`` names none of our addresses; SES's receipt does."""
+    d = aws(PARK)
+    evt = sample(shared_samples, "aws-lambda-ses-forwarder__event.json")
+    ses = evt["Records"][0]["ses"]
+    (recipient,) = ses["receipt"]["recipients"]
+    msg = EmailMessage()
+    msg["From"] = ses["mail"]["commonHeaders"]["from"][0]
+    msg["To"] = "undisclosed-recipients:;"
+    msg["Subject"] = "Test Subject"
+    msg["Message-ID"] = "<bcc-sample-1@example.com>"
+    msg.set_content("Where is my order?")
+    d.put_mail(f"inbound/{ses['mail']['messageId']}", msg.as_bytes())
+    answer = d.call("send", evt)
+    assert answer["ok"] is True and answer["records"][0]["disposition"] == "turn"
+    record = d.collaborators.agent.store.load("bcc-sample-1@example.com")
+    (mail,) = [e for e in record.outbox if e.kind == "email"]
+    assert mail.inbox == recipient == "info@example.com"  # our From under the default MailFrom
+    assert mail.to == ["janedoe@example.com"]

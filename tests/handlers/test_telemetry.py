@@ -242,7 +242,7 @@ def test_a_timer_delivery_reports_how_late_it_came_after_resume_at(
     monkeypatch.setenv("ARCHMAX_MODEL", f"scripted:{script}")
     clock = FakeClock("2025-01-01T00:00:00.000Z")
     telemetry = Telemetry("timer")  # what functions/<name>/app.py composes, with a clock the test moves
-    collaborators = telemetry.attach(from_environment(clock=clock))
+    collaborators = from_environment(clock=clock, telemetry=telemetry)
     send_handler = telemetry.handler(send.build(collaborators))
     timer_handler = telemetry.handler(timer.build(collaborators))
     assert send_handler(event("apigw_send_message.json"), FakeLambdaContext())["statusCode"] == 202

@@ -65,18 +65,19 @@ UNDECLARED_TRIGGERS = ("timer", "timeout", "manual")
 
 
 def check_trigger(trigger: str | None, workflow: Any) -> None:
-    """Refuse a delivery trigger the workflow does not know, before anything is written.
+    """Refuse a delivery trigger that looks like a typo of a known one, before anything is written.
 
-    The engine records any trigger id a delivery names (§3.5: never matched against the workflow),
-    so a typo on the command line would be locked into the ``trigger`` variable; the CLI refuses
-    it as ``run`` refuses an undeclared trigger. Checked after §3.5's own checks (a session parked
-    on input, a trigger given, good variable names), so those refusals are unchanged; a blank or
-    missing trigger is left to the engine (``MissingDeliveryTriggerError``, exit 2). Rule source:
-    issue 25 item 4.
+    The engine records any trigger id a delivery names (§3.5: never matched against the workflow;
+    §11: the CLI's ``deliver`` is that operation), so an event name of the integrator's own
+    (``payment_received``) is delivered as given. Only an undeclared id within a typo of a known
+    one (``email_replly`` beside ``email_reply``) is refused, since it would be locked into the
+    ``trigger`` variable. Checked after §3.5's own checks (a session parked on input, a trigger
+    given, good variable names), so those refusals are unchanged; a blank or missing trigger is
+    left to the engine (``MissingDeliveryTriggerError``, exit 2). Rule source: issue 25 item 4.
 
     Raises:
-        UsageError: ``trigger`` is neither declared by the workflow nor one of
-            :data:`UNDECLARED_TRIGGERS` (the message names the known ones and the closest).
+        UsageError: ``trigger`` is undeclared and a declared (or :data:`UNDECLARED_TRIGGERS`) id
+            is close to it; the message names the known ones and the closest.
     """
     if trigger is None or not trigger.strip():
         return
@@ -84,9 +85,10 @@ def check_trigger(trigger: str | None, workflow: Any) -> None:
     known = [*declared, *(t for t in UNDECLARED_TRIGGERS if t not in declared)]
     if trigger.strip() in known:
         return
-    close = difflib.get_close_matches(trigger, known, n=1, cutoff=0.6)
-    hint = f"; did you mean '{close[0]}'?" if close else ""
+    close = difflib.get_close_matches(trigger, known, n=1, cutoff=0.8)
+    if not close:
+        return  # an event name of the caller's own: delivered as given (§3.5)
     raise UsageError(
         f"trigger '{trigger}' is not one workflow '{workflow.slug}' knows (declared: {', '.join(declared) or 'none'}; "
-        f"also {', '.join(UNDECLARED_TRIGGERS)}): nothing was delivered{hint}"
+        f"also {', '.join(UNDECLARED_TRIGGERS)}): nothing was delivered; did you mean '{close[0]}'?"
     )

@@ -36,7 +36,7 @@ from archmax.spec.check_hooks import hook_kind
 from archmax.spec.governance import WILDCARD
 
 if TYPE_CHECKING:
-    from archmax.engine.loop import TurnLoop
+    from archmax.engine.runtime import RunningTurn
 
 VERDICTS = ("ok", "correct", "veto")
 RUBRIC_SYSTEM = (
@@ -81,7 +81,7 @@ class HookFailure(Exception):
 class HookRunner:
     """Runs one loop's hooks on runtime authority and records each result (trail step + ``hook`` event)."""
 
-    def __init__(self, loop: TurnLoop) -> None:
+    def __init__(self, loop: RunningTurn) -> None:
         self.loop = loop
         self.rt = loop.rt
         self.wf = loop.rt.workflow

@@ -12,6 +12,7 @@ import json
 from typing import Any
 
 from archmax.engine import subworkflows
+from archmax.engine.control_tools import CONTROL_TOOLS, _Result, blocked, error, ok
 from archmax.engine.hooks import HookRunner
 from archmax.engine.placement import session_file_exists
 from archmax.engine.prompt import shows_reset_instruction, state_block, static_prompt
@@ -20,65 +21,21 @@ from archmax.engine.tools import CONTROL_TOOL_SPECS
 from archmax.engine.work import Work
 from archmax.errors import TURN_FAILING_MODEL_ERRORS
 from archmax.models.base import ModelRequest, ModelResponse, ToolSpec
-from archmax.session.notes import NOTE_TOOL, error_note_text, is_runtime_note, make_note
-from archmax.session.paths import UNRESOLVED, parse_session_path, resolve_path
+from archmax.session.notes import NOTE_TOOL, error_note_text, make_note
 from archmax.session.records import (
     PARKED_STATUSES,
     Checkpoint,
     Message,
     PendingDecision,
-    PendingInput,
-    Raised,
     SessionStatus,
     ToolCall,
     TransitionRef,
-    Variable,
 )
-from archmax.session.until import UNTIL_HINT, UntilError, parse_until
-from archmax.session.variables import VARIABLE_NAME, UnresolvedReferenceError, substitute_references, title_problem
+from archmax.session.variables import UnresolvedReferenceError, substitute_references
 from archmax.spec import check_value_type
 from archmax.spec.governance import SUBWORKFLOW_PREFIX, is_subworkflow_tool
 
 PARKED_MOVES = ("archmax_wait", "archmax_advance", "archmax_reset")
-MAX_EVIDENCE = 20
-
-
-class _Result:
-    """A tool result: status and text."""
-
-    __slots__ = ("status", "text")
-
-    def __init__(self, status: str, text: str) -> None:
-        self.status = status
-        self.text = text
-
-
-def ok(text: str) -> _Result:
-    """A ``success`` tool result carrying ``text`` (§5.9 result statuses)."""
-    return _Result("success", text)
-
-
-def error(text: str) -> _Result:
-    """An ``error`` tool result: a control-tool argument refusal, a host tool error, a failed sub-workflow (§5.9)."""
-    return _Result("error", text)
-
-
-def blocked(text: str) -> _Result:
-    """A ``blocked`` tool result: governance refused the call and nothing happened (§2.3, §5.9)."""
-    return _Result("blocked", text)
-
-
-def agent_spoke_since_opening(messages: list[Message]) -> bool:
-    """Whether the agent wrote non-blank text since the most recent turn-opening message (§5.2).
-
-    A user message or a runtime note opens; text in the message that calls ``archmax_wait`` counts.
-    """
-    for message in reversed(messages):
-        if is_runtime_note(message) or message.role == "user":
-            return False
-        if message.role == "assistant" and message.content.strip():
-            return True
-    return False
 
 
 def final_answer_committed(messages: list[Message]) -> bool:
@@ -401,9 +358,9 @@ class TurnLoop:
         if is_subworkflow_tool(name):
             self._side_effects = True  # a child session exists now, outside this record
             return _Result(*subworkflows.call(self, slug, call, args))
-        handler = getattr(self, "_tool_" + name, None) if name in CONTROL_TOOL_SPECS else None
+        handler = CONTROL_TOOLS.get(name) if name in CONTROL_TOOL_SPECS else None
         if handler is not None:
-            return handler(slug, call, args)
+            return handler(self, slug, call, args)
         return self._host_tool(slug, call, args)
 
     def _host_tool(self, slug: str, call: ToolCall, args: dict[str, Any]) -> _Result:
@@ -424,195 +381,3 @@ class TurnLoop:
         except Exception as exc:  # a host tool's failure is the model's to read, not the runtime's
             return error(f"{call.name} failed: {type(exc).__name__}: {exc}")
         return ok(value if isinstance(value, str) else json.dumps(value, default=str, ensure_ascii=False))
-
-    # ------------------------------------------------------------------ control tools
-
-    def _tool_archmax_wait(self, slug: str, call: ToolCall, args: dict[str, Any]) -> _Result:
-        """§5.2: park on ``input``; ``until`` → ``resume_at``; ``maxParks`` refuses and routes."""
-        rec = self.rec
-        # The park is where the session stands now: an advance or reset earlier in the same message
-        # has moved it away from the state the message was written in.
-        slug = rec.position or slug
-        reason = args.get("reason")
-        if not isinstance(reason, str) or not reason.strip():
-            return error("archmax_wait rejected: a non-empty 'reason' is required")
-        reason = reason.strip()
-        resume_at = None
-        until = args.get("until")
-        if until is not None:
-            try:
-                if not isinstance(until, str):
-                    raise UntilError(f"'until' value '{until}' is neither a duration nor an instant.")
-                resume_at = parse_until(until, self.rt.clock.now())
-            except UntilError as exc:
-                return error(f"archmax_wait rejected: {exc} {UNTIL_HINT}")
-        state = self.wf.states[slug]
-        max_parks = state.budget.max_parks if state.budget else None
-        count = rec.park_counts.get(slug, 0)
-        if max_parks and count + 1 > max_parks:
-            rec.pending_failure = f"state '{slug}' exhausted its park budget (maxParks: {max_parks})"
-            return error(
-                f"archmax_wait rejected: state '{slug}' exhausted its park budget (maxParks: {max_parks}) — "
-                f"it asked to wait again for: {reason}"
-            )
-        rec.park_counts[slug] = count + 1
-        rec.pending_input = PendingInput(
-            state=slug,
-            title=(state.title or "").strip() or None,
-            reason=reason,
-            parked_at=self.rt.now(),
-            resume_at=resume_at,
-        )
-        rec.pending_decision = None
-        rec.status = SessionStatus.AWAITING_INPUT
-        rec.park_phase = "suspend" if agent_spoke_since_opening(rec.messages) else "closing"
-        self.handoff_directive = "wait"
-        self.rt.events.emit(
-            rec, "parked", state=slug, awaiting="input", reason=reason, resume_at=resume_at, call_id=call.id
-        )
-        text = (
-            f"Parked in '{slug}'. The session will continue in this state when an event is delivered; "
-            "stop working now."
-        )
-        if resume_at:
-            text += f" The wake-up instant {resume_at} is recorded, not scheduled: whoever polls wakes the session."
-        return ok(text)
-
-    def _tool_archmax_advance(self, slug: str, call: ToolCall, args: dict[str, Any]) -> _Result:
-        """§5.1: refusals in order, then move (a human target parks on ``decision``)."""
-        rec = self.rec
-        if self._advanced_to is not None:
-            return blocked(f"archmax_advance rejected: this message already advanced to '{self._advanced_to}'")
-        state = self.wf.states[slug]
-        to = args.get("to")
-        to = to.strip() if isinstance(to, str) else ""
-        edges = [t.to for t in state.transitions]
-        if to not in edges:
-            return blocked(
-                f"archmax_advance rejected: '{to}' is not a transition of '{slug}'. Choose one of: {', '.join(edges)}."
-            )
-        reason = args.get("reason")
-        if not isinstance(reason, str) or not reason.strip():
-            return blocked("archmax_advance rejected: a non-empty 'reason' is required")
-        target = self.wf.states[to]
-        evidence = args.get("evidence") or []
-        if evidence:
-            if target.type != "human":
-                return blocked("archmax_advance rejected: 'evidence' is only accepted for a human target")
-            if not isinstance(evidence, list) or len(evidence) > MAX_EVIDENCE:
-                return blocked(f"archmax_advance rejected: 'evidence' must list at most {MAX_EVIDENCE} paths")
-            unreadable = [p for p in evidence if not isinstance(p, str) or not self._file_exists(p)]
-            if unreadable:
-                return blocked(f"archmax_advance rejected: unreadable evidence paths: {', '.join(map(str, unreadable))}")
-        missing = [n for n in (state.requires or []) if n not in rec.variables]
-        if missing:
-            names = ", ".join(f"'{n}'" for n in missing)
-            return blocked(f"archmax_advance rejected: state '{slug}' requires {names} to be set before leaving it")
-        refusal = self.hooks.at_advance(slug, to, reason.strip())  # refusals (6) and (7)
-        if refusal is not None:
-            return blocked(f"archmax_advance rejected: {refusal}")
-        self._advanced_to = to
-        rec.position = to
-        rec.moved_since_open = True
-        rec.pending_failure = rec.pending_rejection = None
-        rec.state_turns = 0
-        self.rt.trail(rec, "agent", to, reason.strip())
-        if target.type == "human":
-            self.park_decision(directive="introduce", attached=list(evidence), commit=False)
-            return ok(f"Advanced to state '{to}'. The session is parked there awaiting a person's decision; stop working.")
-        return ok(f"Advanced to state '{to}'. Do the work of '{to}' now.")
-
-    def _tool_archmax_reset(self, slug: str, call: ToolCall, args: dict[str, Any]) -> _Result:
-        """§5.9: back to ``entry_state``, keeping transcript, variables, files and park counts."""
-        rec = self.rec
-        reason = args.get("reason")
-        if not isinstance(reason, str) or not reason.strip():
-            return error("archmax_reset rejected: a non-empty 'reason' is required")
-        entry = rec.entry_state or slug
-        rec.position = entry
-        rec.moved_since_open = True
-        rec.before_done = []
-        rec.pending_failure = rec.pending_rejection = None
-        rec.state_turns = 0
-        self.rt.trail(rec, "reset", entry, reason.strip())
-        return ok(f"Reset to state '{entry}', where the conversation began. Serve the request from here.")
-
-    def _tool_archmax_raise(self, slug: str, call: ToolCall, args: dict[str, Any]) -> _Result:
-        """§5.6: end the session as failed, at once, in this state."""
-        rec = self.rec
-        if self._batch_size != 1:
-            return error("archmax_raise rejected: it must be the only tool call of its message")
-        code, reason = args.get("code"), args.get("reason")
-        if not isinstance(code, str) or not (1 <= len(code) <= 64) or "\n" in code or "\r" in code:
-            return error("archmax_raise rejected: 'code' must be 1-64 characters with no line break")
-        if not isinstance(reason, str) or not reason.strip():
-            return error("archmax_raise rejected: a non-empty 'reason' is required")
-        rec.raised = Raised(code=code, reason=reason, state=slug)
-        rec.status = SessionStatus.FAILED
-        rec.pending_failure = rec.pending_rejection = None
-        self.rt.events.emit(rec, "raised", state=slug, code=code, reason=reason, call_id=call.id)
-        return ok(f"Raised '{code}'. The session has ended as failed.")
-
-    def _tool_archmax_set_variables(self, slug: str, call: ToolCall, args: dict[str, Any]) -> _Result:
-        """§5.9, §6: atomic agent writes; locked values and bad names refuse the whole call."""
-        rec = self.rec
-        values = args.get("variables")
-        lock = args.get("lock", False) is True
-        nothing = " Nothing was written."
-        if not isinstance(values, dict) or not values:
-            return error("archmax_set_variables rejected: 'variables' must be a non-empty mapping." + nothing)
-        decl = self.wf.trigger_decl(rec.trigger or "")
-        returns = {r.name: r for r in (decl.returns if decl else None) or []}
-        for name, value in values.items():
-            if not isinstance(name, str) or not VARIABLE_NAME.fullmatch(name):
-                hint = " Sub-paths cannot be written: set the whole variable." if isinstance(name, str) and "." in name else ""
-                return error(f"archmax_set_variables rejected: '{name}' is not a valid variable name.{hint}" + nothing)
-            current = rec.variables.get(name)
-            if current is not None and current.locked:
-                shown = json.dumps(current.value, ensure_ascii=False, default=str)
-                return error(f"archmax_set_variables rejected: '{name}' is locked (current value: {shown})." + nothing)
-            if name == "title":
-                if lock:
-                    return error("archmax_set_variables rejected: 'title' cannot be locked." + nothing)
-                problem = title_problem(value)
-                if problem:
-                    return error(f"archmax_set_variables rejected: title {problem}." + nothing)
-            spec = returns.get(name)
-            if spec is not None and spec.type and not check_value_type(value, spec.type, file_exists=self._file_exists):
-                return error(
-                    f"archmax_set_variables rejected: '{name}' must be of type '{spec.type}' "
-                    f"(trigger '{rec.trigger}' returns)." + nothing
-                )
-        for name, value in values.items():
-            if name == "title":
-                rec.variables[name] = Variable(value=value.strip(), locked=False)
-                self.rt.events.emit(rec, "title_set", title=value.strip())
-            else:
-                rec.variables[name] = Variable(value=value, locked=lock)
-        names = list(values)
-        self.rt.events.emit(rec, "variables_set", state=slug, names=names, locked=lock, call_id=call.id)
-        return ok(f"Set {', '.join(names)}{' (locked)' if lock else ''}.")
-
-    def _tool_archmax_get_variables(self, slug: str, call: ToolCall, args: dict[str, Any]) -> _Result:
-        """§5.9: all variables, one by name, or a path inside one."""
-        rec = self.rec
-        name = args.get("name")
-        path = args.get("path")
-        name = name.strip() if isinstance(name, str) and name.strip() else None
-        path = path.strip() if isinstance(path, str) and path.strip() else None
-        view = {n: {"value": v.value, "locked": v.locked} for n, v in rec.variables.items()}
-        if name is None:
-            return ok(json.dumps(view, indent=2, ensure_ascii=False, default=str))
-        if name not in view:
-            names = ", ".join(sorted(view)) or "(none set yet)"
-            return error(f"Variable '{name}' is not set. Set: {names}")
-        if path is None:
-            return ok(json.dumps(view[name], ensure_ascii=False, default=str))
-        full = path if path == name or path.startswith(name + ".") else f"{name}.{path}"
-        try:
-            value = resolve_path(parse_session_path(full, "archmax_get_variables"), {name: view[name]["value"]})
-        except Exception:
-            value = UNRESOLVED
-        if value is UNRESOLVED:
-            return error(f"Path '{path}' does not resolve against variable '{name}'.")
-        return ok(json.dumps({"value": value}, ensure_ascii=False, default=str))

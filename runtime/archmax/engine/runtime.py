@@ -9,9 +9,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from archmax.clock import Clock, epoch_ms, format_instant
+from archmax.engine.artifacts import ArtifactWriter
 from archmax.engine.events import EventEmitter
 from archmax.engine.tools import HostTool
 from archmax.models.base import Model
@@ -20,7 +21,41 @@ from archmax.session.records import Checkpoint, TrailStep
 from archmax.spec import Workflow
 from archmax.stores.base import SessionStore
 
+if TYPE_CHECKING:
+    from archmax.engine.claims import Applied
+    from archmax.engine.work import Work
+    from archmax.session.firing import EngineFiring
+
 log = logging.getLogger("archmax")
+
+
+class FiringRunner(Protocol):
+    """What runs a firing on a session (``archmax.engine.door.apply``), as sub-workflows see it.
+
+    A sub-workflow starts, recovers and hands deliveries to its child through this, so
+    :mod:`archmax.engine.subworkflows` never imports the door, the firing kinds or the loop
+    (Temporal's ``_Runtime`` style: implemented above, never imported back).
+    """
+
+    def __call__(self, rt: Runtime, firing: EngineFiring) -> Applied:
+        """Apply ``firing`` to a session of ``rt``'s workflow, nothing riding."""
+        ...
+
+
+class RunningTurn(Protocol):
+    """A turn in progress, as hooks and sub-workflow calls see it (implemented by ``loop.TurnLoop``).
+
+    They read and change the record, force a commit after a side effect, and reach the runtime;
+    they never import the loop that runs them.
+    """
+
+    rt: Runtime
+    work: Work
+
+    @property
+    def rec(self) -> Checkpoint:
+        """The record the turn is building."""
+        ...
 
 
 @dataclass
@@ -46,10 +81,17 @@ class Runtime:
     Rubric hooks always use their configured models, even in a scripted test case (§10.4)."""
     outbound: Any = None
     """The in-process :class:`~archmax.outbound.dispatch.Dispatcher`, or ``None`` (the stream sends, or nothing)."""
+    runner: FiringRunner | None = None
+    """The door child sessions of sub-workflow calls go through (set at assembly)."""
+    artifacts: Any = field(default=None, init=False)
+    """This workflow's :class:`~archmax.engine.artifacts.ArtifactWriter` (§9.5), built with the runtime."""
+    spec_snapshots: set[str] = field(default_factory=set, init=False)
+    """Spec hashes this runtime has written to ``_specs/`` (§9.4): create-only, written once."""
 
     def __post_init__(self) -> None:
         if self.hook_model_for is None:
             self.hook_model_for = self.model_for
+        self.artifacts = ArtifactWriter(self.store, self.workflow, self.warn)
 
     def now(self) -> str:
         """The injected clock's now as an instant string ``YYYY-MM-DDTHH:MM:SS.mmmZ`` (BEHAVIOUR.md conventions)."""

@@ -5,8 +5,9 @@ parks that delegate, forwarding, notes, refusals, depth and cycles), §5.7 (a fa
 pending on its state), §4.1 (child ids), §7 (``[sub-workflow: <slug>]`` notes), §9.5 (file placement);
 seed "Files handed to a session".
 
-A child is an ordinary session of the same store, run by an ordinary :class:`Operations` of the
-child workflow. The caller records the call in flight as ``Checkpoint.delegation`` (committed before
+A child is an ordinary session of the same store, run through the door (``Runtime.runner``, the
+:class:`~archmax.engine.runtime.FiringRunner` the assembly gives every runtime) with the child
+workflow's runtime; firings for a caller parked through its child are :mod:`archmax.engine.forwarding`'s. The caller records the call in flight as ``Checkpoint.delegation`` (committed before
 the child starts), so any process can finish the pair: :func:`settle` looks at the child's latest
 checkpoint and either mirrors its park on the caller, or answers the caller with its result, starting
 or recovering the child first when it has no checkpoint yet or its turn died (§3.12).
@@ -18,14 +19,15 @@ import json
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from archmax.engine.firing_rule import lease_live, parked_channel
 from archmax.engine.placement import place_files, prepare_files, session_file_exists
+from archmax.engine.runtime import RunningTurn, Runtime
 from archmax.errors import (
     ArchmaxError,
     CallerError,
-    SessionNotAwaitingInputError,
-    SessionNotParkedError,
+    SessionNotResumableError,
     SessionStateError,
     SessionStoreCapabilityError,
     WorkflowError,
@@ -33,12 +35,12 @@ from archmax.errors import (
 )
 from archmax.models.base import ToolSpec
 from archmax.session.files import is_text
-from archmax.session.ids import parent_session_id, validate_session_id
-from archmax.session.notes import make_note, subworkflow_note_text
+from archmax.session.firing import Deliver, Recover, Send
+from archmax.session.ids import SessionId, parent_session_id, parse_session_id
+from archmax.session.notes import is_runtime_note, make_note, runtime_note_kind, subworkflow_note_text
 from archmax.session.records import (
     Checkpoint,
     Delegation,
-    ForwardedDelivery,
     Message,
     PendingDecision,
     PendingInput,
@@ -49,12 +51,6 @@ from archmax.session.records import (
 from archmax.session.variables import VARIABLE_NAME, UnresolvedReferenceError, substitute_references
 from archmax.spec import Workflow, check_value_type, load_workflow
 from archmax.spec.governance import SUBWORKFLOW_PREFIX
-
-if TYPE_CHECKING:
-    from archmax.engine.loop import TurnLoop
-    from archmax.engine.operations import Operations
-    from archmax.engine.runtime import Runtime
-    from archmax.session.results import Outcome
 
 MAX_DEPTH = 5
 """A child may sit at most this many levels below the session that started the chain (§5.10)."""
@@ -138,7 +134,7 @@ class WorkflowRegistry:
 # ---------------------------------------------------------------------------------------- the call
 
 
-def call(loop: TurnLoop, slug: str, tool_call: ToolCall, args: dict[str, Any]) -> tuple[str, str]:
+def call(loop: RunningTurn, slug: str, tool_call: ToolCall, args: dict[str, Any]) -> tuple[str, str]:
     """Run ``archmax_workflow_<child>`` from state ``slug`` (§5.10).
 
     Returns:
@@ -176,7 +172,7 @@ def call(loop: TurnLoop, slug: str, tool_call: ToolCall, args: dict[str, Any]) -
     ordinal = rec.subworkflow_calls.get(slug, 0) + 1
     child_id = f"{rec.session_id}~{slug}:{child_slug}:{ordinal}"
     try:
-        validate_session_id(child_id)
+        parse_session_id(child_id)
     except ArchmaxError as exc:
         return "blocked", f"{refusal} {exc}"
     rec.subworkflow_calls = {**rec.subworkflow_calls, slug: ordinal}
@@ -200,7 +196,7 @@ def _mocked(rt: Runtime, rec: Checkpoint, slug: str, child_slug: str, name: str,
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
 
 
-def _arguments(loop: TurnLoop, child: Workflow, args: dict[str, Any]) -> tuple[str | None, dict, dict]:
+def _arguments(loop: RunningTurn, child: Workflow, args: dict[str, Any]) -> tuple[str | None, dict, dict]:
     """Check the call's arguments against the child's ``manual`` ``requires``: ``(problem, variables, files)``."""
     rec = loop.rec
     decl = child.trigger_decl("manual")
@@ -247,7 +243,7 @@ def call_path(rt: Runtime, rec: Checkpoint) -> list[str]:
 # ---------------------------------------------------------------------------------------- settling
 
 
-def settle(loop: TurnLoop, *, answering: bool = False) -> tuple[str, str] | None:
+def settle(loop: RunningTurn, *, answering: bool = False) -> tuple[str, str] | None:
     """Bring the caller up to date with its child (§5.10).
 
     Starts the child when it has no checkpoint, recovers it when its turn died (§3.12), then: a parked
@@ -265,21 +261,20 @@ def settle(loop: TurnLoop, *, answering: bool = False) -> tuple[str, str] | None
     d = rec.delegation
     assert d is not None
     child_rt = rt.workflows.runtime(d.workflow, rt.workflow)
-    ops = child_operations(child_rt)
     if d.forward is not None:  # a delivery claimed for the child by a process that died before handing it over
-        _hand_over(ops, d)
-        _forwarded(rec)
+        _hand_over(child_rt, d)
+        forwarded(rec)
         d = rec.delegation
         assert d is not None
     try:
-        child = _drive(ops, d, rec)
+        child = _drive(child_rt, d, rec)
     except SessionStateError:
         raise  # another writer holds the child: nothing is decided, the caller's turn stays resumable
     except (CallerError, WorkflowError, SessionStoreCapabilityError) as exc:
         # The child cannot start (a bad file name, binary content without upload_files): the call fails.
         # A model or store outage propagates instead: both sessions stay resumable (§3.12).
         return _finish(loop, "failed", f"sub-workflow '{d.workflow}' could not start: {exc}", answering)
-    parked = ops.parked_channel(child)
+    parked = parked_channel(child_rt, child)
     if parked is not None:
         return _mirror_park(loop, child, parked, answering)
     if child.status == SessionStatus.COMPLETED:
@@ -294,13 +289,13 @@ def settle(loop: TurnLoop, *, answering: bool = False) -> tuple[str, str] | None
     return _finish(loop, "rejected", _rejection_text(child_rt, child), answering)
 
 
-def _forwarded(rec: Checkpoint) -> None:
+def forwarded(rec: Checkpoint) -> None:
     """The child has the forwarded delivery: the caller's next commit stops carrying it."""
     if rec.delegation is not None and rec.delegation.forward is not None:
         rec.delegation = rec.delegation.model_copy(update={"forward": None})
 
 
-def _hand_over(ops: Operations, d: Delegation) -> None:
+def _hand_over(child_rt: Runtime, d: Delegation) -> None:
     """Deliver ``d.forward`` to the child unless the child already took it (issue 9: no event lost).
 
     The child took it when it moved past the park it was forwarded to (its version changed); a child
@@ -309,18 +304,32 @@ def _hand_over(ops: Operations, d: Delegation) -> None:
     """
     fwd = d.forward
     assert fwd is not None
-    child = ops.rt.store.load(d.session_id)
-    if child is None or child.version != fwd.child_version or ops.parked_channel(child) != "input":
+    child = child_rt.store.load(d.session_id)
+    if child is None or child.version != fwd.child_version or parked_channel(child_rt, child) != "input":
         return
+    handed = Deliver(
+        SessionId(d.session_id),  # the caller's record names a child id checked when the call began
+        trigger=fwd.trigger,
+        variables=fwd.variables,
+        message=fwd.message,
+        delivery_id=fwd.delivery_id,
+        park_version=fwd.child_version,
+    )
     try:
-        ops._deliver(child, fwd.trigger, fwd.variables, fwd.message, [], "deliver", [], fwd.delivery_id)
+        _runner(child_rt)(child_rt, handed)
     except SessionStateError:
         return  # another process handed it over first: the child has it
 
 
-def _drive(ops: Operations, d: Delegation, parent: Checkpoint) -> Checkpoint:
+def _runner(rt: Runtime):
+    assert rt.runner is not None, "a runtime is assembled with its runner (create_agent)"
+    return rt.runner
+
+
+def _drive(child_rt: Runtime, d: Delegation, parent: Checkpoint) -> Checkpoint:
     """The child's latest checkpoint after starting it (no checkpoint yet) or recovering its dead turn."""
-    store = ops.rt.store
+    store = child_rt.store
+    child_id = SessionId(d.session_id)  # checked when the call began (``call``)
     child = store.load(d.session_id)
     if child is None:
         files = {
@@ -334,19 +343,17 @@ def _drive(ops: Operations, d: Delegation, parent: Checkpoint) -> Checkpoint:
             + (f" and files {', '.join(d.files)}" if d.files else "")
             + "."
         )
-        ops.send(d.session_id, message, trigger="manual", variables=d.variables, files=files)
-    elif child.status == SessionStatus.RUNNING and not ops.lease_live(child):
-        ops.recover(d.session_id)
+        _runner(child_rt)(child_rt, Send(child_id, message, trigger="manual", variables=d.variables, files=files))
+    elif child.status == SessionStatus.RUNNING and not lease_live(child_rt, child):
+        _runner(child_rt)(child_rt, Recover(child_id))
     elif child.status == SessionStatus.RUNNING:
-        from archmax.errors import SessionNotResumableError
-
         raise SessionNotResumableError(d.session_id, str(child.status))
     latest = store.load(d.session_id)
     assert latest is not None
     return latest
 
 
-def _mirror_park(loop: TurnLoop, child: Checkpoint, channel: str, answering: bool) -> tuple[str, str] | None:
+def _mirror_park(loop: RunningTurn, child: Checkpoint, channel: str, answering: bool) -> tuple[str, str] | None:
     """Park the caller through its child: its reason on ``input``, its decision on ``decision`` (§5.10)."""
     rt, rec = loop.rt, loop.rec
     d = rec.delegation
@@ -391,7 +398,7 @@ def _mirror_park(loop: TurnLoop, child: Checkpoint, channel: str, answering: boo
     return ("success", text) if answering else None
 
 
-def _finish(loop: TurnLoop, status: str, text: str, answering: bool) -> tuple[str, str] | None:
+def _finish(loop: RunningTurn, status: str, text: str, answering: bool) -> tuple[str, str] | None:
     """End the call: trail step; a success recovers a pending rejection of the same call, a failure leaves one."""
     rt, rec = loop.rt, loop.rec
     d = rec.delegation
@@ -454,8 +461,6 @@ def _rejection_text(child_rt: Runtime, child: Checkpoint) -> str:
 
 def _park_message(child: Checkpoint) -> str:
     """The child's park message: its last assistant text since the last user message or note, else ``""``."""
-    from archmax.session.notes import is_runtime_note
-
     for message in reversed(child.messages):
         if message.role == "user" or is_runtime_note(message):
             return ""
@@ -465,40 +470,13 @@ def _park_message(child: Checkpoint) -> str:
 
 
 def _last_text(rec: Checkpoint) -> str:
-    from archmax.session.notes import runtime_note_kind
-
     for message in reversed(rec.messages):
         if message.role == "assistant" and runtime_note_kind(message) is None and message.content.strip():
             return message.content
     return ""
 
 
-def child_operations(child_rt: Runtime) -> Operations:
-    """The :class:`Operations` of a child workflow (a child is an ordinary session of the same store)."""
-    from archmax.engine.operations import Operations
-
-    return Operations(child_rt)
-
-
 # ---------------------------------------------------------------------------------------- forwarding
-
-
-def child_of(ops: Operations, rec: Checkpoint, channel: str) -> tuple[Operations, Checkpoint]:
-    """The delegated child of a parked caller, checked to be parked on ``channel`` (§3.5, §5.10).
-
-    Raises:
-        SessionNotAwaitingInputError / SessionNotParkedError: the child is no longer parked there.
-    """
-    d = rec.delegation
-    assert d is not None
-    child_ops = child_operations(ops.rt.workflows.runtime(d.workflow, ops.rt.workflow))
-    child = child_ops.load(d.session_id)
-    if child_ops.parked_channel(child) != channel:
-        status = str(child.status) if child else "no such session"
-        if channel == "input":
-            raise SessionNotAwaitingInputError(d.session_id, status)
-        raise SessionNotParkedError(d.session_id, status)
-    return child_ops, child  # type: ignore[return-value]
 
 
 def delegation_view(rec: Checkpoint) -> dict[str, Any] | None:
@@ -511,141 +489,3 @@ def delegation_view(rec: Checkpoint) -> dict[str, Any] | None:
         "state": d.child_state,
         "transitions": [t.model_dump(exclude_none=True) for t in rec.pending_decision.transitions],
     }
-
-
-def forward_delivery(
-    ops: Operations,
-    rec: Checkpoint,
-    trigger: str,
-    variables: Mapping[str, Any] | None,
-    message: str | None,
-    prepared: list,
-    disposition: str,
-    warnings: list[str],
-    delivery_id: str | None,
-) -> Outcome:
-    """A delivery to a caller parked through its child: the child gets it, then the caller settles (§3.5, §5.10).
-
-    The caller is claimed first (so of two racing deliveries one proceeds), then the child takes the
-    delivery as an ordinary one; the caller's loop then mirrors the child's next park or takes its result.
-
-    Raises:
-        SessionNotAwaitingInputError: the child is not parked on ``input`` (nothing changes), or the
-            caller's park was claimed by another firing first.
-    """
-    from archmax.engine.deliveries import remember_delivery
-
-    child_ops, child = child_of(ops, rec, "input")
-    forward = ForwardedDelivery(
-        trigger=trigger, variables=dict(variables or {}), message=message, delivery_id=delivery_id, child_version=child.version
-    )
-    work = _claim_caller(
-        ops, rec, warnings, after="delivery", delivery_id=delivery_id, remember=remember_delivery, forward=forward
-    )
-    answers: list[Outcome] = []
-
-    def body() -> None:
-        answers.append(child_ops._deliver(child, trigger, variables, message, prepared, "deliver", [], delivery_id))
-        _forwarded(work.record)
-        _run(ops, work)
-
-    return _with_child_reply(ops._guarded(work, body, disposition), answers)
-
-
-def forward_reply(
-    ops: Operations, rec: Checkpoint, message: str, warnings: list[str], delivery_id: str | None
-) -> Outcome:
-    """A person's message to a caller parked at its child's decision: the child answers it (§3.6, §5.10).
-
-    The caller's record is unchanged (it stays parked on the same record); the Outcome carries the
-    child's answer and ``delegation``.
-    """
-    from archmax.engine.operations import build_outcome
-    from archmax.engine.work import Work
-
-    child_ops, child = child_of(ops, rec, "decision")
-    answer = child_ops.reply(child.session_id, message, _rec=child, _delivery_id=delivery_id)
-    rt = ops.rt
-    outcome = build_outcome(Work(rt.store, rt.clock, rt.lease_ttl_s, rec, rec.version, warnings=warnings), "reply")
-    return outcome.model_copy(update={"reply": answer.reply, "usage": answer.usage})
-
-
-def forward_decision(ops: Operations, rec: Checkpoint, to: str | None, comment: str | None) -> Outcome:
-    """A decision sent to a caller parked at its child's decision is the child's (§3.7, §5.10).
-
-    ``to`` is checked against the child's record before anything is written.
-
-    Raises:
-        InvalidDecisionTargetError: ``to`` is missing or not an edge of the child's record.
-        SessionNotParkedError: the child is no longer parked at its decision.
-    """
-    from archmax.errors import InvalidDecisionTargetError
-
-    child_ops, child = child_of(ops, rec, "decision")
-    pending = child.pending_decision
-    assert pending is not None
-    valid = [t.to for t in pending.transitions if t.to != pending.state]
-    target = to.strip() if isinstance(to, str) else ""
-    if not target or target not in valid:
-        raise InvalidDecisionTargetError(target or None, valid, session_id=rec.session_id)
-    work = _claim_caller(ops, rec, [], after="decision")
-    answers: list[Outcome] = []
-
-    def body() -> None:
-        answers.append(child_ops.decide(child.session_id, to=target, comment=comment))
-        _run(ops, work)
-
-    return _with_child_reply(ops._guarded(work, body, "decide"), answers)
-
-
-def _claim_caller(
-    ops: Operations,
-    rec: Checkpoint,
-    warnings: list[str],
-    *,
-    after: str,
-    delivery_id: str | None = None,
-    remember: Callable[[Any, Checkpoint, str | None], None] | None = None,
-    forward: ForwardedDelivery | None = None,
-):
-    """Take the caller's park and lease before the child is touched; the loser of a race learns it is not parked.
-
-    ``forward`` (a delivery for the child) is committed with the claim, so it outlives this process.
-    """
-    from archmax.engine.work import Work
-    from archmax.errors import CommitConflictError
-
-    rt = ops.rt
-    channel = rec.channel
-    work = Work(rt.store, rt.clock, rt.lease_ttl_s, rec, rec.version, warnings=list(warnings))
-    rec.pending_input = rec.pending_decision = None
-    rec.park_phase = None
-    rec.status = SessionStatus.RUNNING
-    rec.delegation = rec.delegation.model_copy(  # type: ignore[union-attr]
-        update={"after": after, "child_state": None, "forward": forward}
-    )
-    if remember is not None:
-        remember(rt.store, rec, delivery_id)
-    ops.preflight_model(rec.delegation.state)
-    try:
-        work.claim()
-    except CommitConflictError:
-        now = rt.store.load(rec.session_id)
-        status = str(now.status) if now else None
-        if channel == "input":
-            raise SessionNotAwaitingInputError(rec.session_id, status) from None
-        raise SessionNotParkedError(rec.session_id, status) from None
-    return work
-
-
-def _run(ops: Operations, work: Any) -> None:
-    from archmax.engine.loop import TurnLoop
-
-    TurnLoop(ops.rt, work).run()
-
-
-def _with_child_reply(outcome: Outcome, answers: list[Outcome]) -> Outcome:
-    """When the caller wrote nothing (it parked again through the child), its Outcome shows the child's words."""
-    if outcome.reply or not answers:
-        return outcome
-    return outcome.model_copy(update={"reply": answers[0].reply})

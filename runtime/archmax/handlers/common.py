@@ -31,7 +31,7 @@ from urllib.parse import quote, unquote, urlencode
 
 from archmax.errors import ArchmaxError, CallerError, InvalidEventError, ModelError, StoreError
 from archmax.hosting.http import error_response
-from archmax.session.ids import validate_session_id
+from archmax.session.ids import parse_session_id
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.event_handler import Response
@@ -288,7 +288,7 @@ def drain(c: Collaborators, session_id: Any) -> dict[str, Any]:
             answered, so the asynchronous invocation fails: Lambda retries it, then hands it to the
             function's OnFailure DLQ, and the sweep re-drives the item meanwhile.
     """
-    results = c.host.drain(validate_session_id(session_id))
+    results = c.host.drain(parse_session_id(session_id))
     for result in results:
         if isinstance(result, ModelError | StoreError):
             raise result

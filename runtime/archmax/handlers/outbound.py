@@ -20,7 +20,18 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, pro
 from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import DynamoDBRecord
 
 from archmax.errors import InvalidEventError
+from archmax.handlers.common import direct, refuse, unrecognised
 from archmax.outbound.dispatch import Dispatcher
+
+
+def is_stream_batch(event: Any) -> bool:
+    """Whether ``event`` is a DynamoDB Streams batch as Lambda hands it over (``Records`` from ``aws:dynamodb``)."""
+    records = event.get("Records") if isinstance(event, Mapping) else None
+    return (
+        isinstance(records, list)
+        and bool(records)
+        and all(isinstance(r, Mapping) and r.get("eventSource") == "aws:dynamodb" for r in records)
+    )
 
 
 def stream_position(record: DynamoDBRecord) -> tuple[str, int]:
@@ -50,7 +61,9 @@ def build(store: Any, dispatcher: Dispatcher) -> Any:
         dispatcher: Sends entries and records their results (SES and EventBridge on Lambda).
 
     Returns:
-        ``handle(event, context) -> {"batchItemFailures": [{"itemIdentifier": <sequence number>}, ...]}``.
+        ``handle(event, context) -> {"batchItemFailures": [{"itemIdentifier": <sequence number>}, ...]}``;
+        for an event that is not a stream batch, ``{"ok": false, "status": 400, "error":
+        "InvalidEventError", "message": ...}`` as the other functions answer one (nothing sent).
     """
     # A batch whose records all failed answers like any other (every record in batchItemFailures),
     # rather than raising: the same retry either way, and one shape for the caller to read.
@@ -64,6 +77,8 @@ def build(store: Any, dispatcher: Dispatcher) -> Any:
         dispatcher.dispatch(current, versions={version})
 
     def handle(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
+        if not is_stream_batch(event):
+            return direct(refuse(unrecognised(event, "DynamoDB stream batches of the sessions table")))
         return process_partial_response(
             event=dict(event), record_handler=send, processor=processor, context=context
         )

@@ -21,9 +21,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Field
+from typing import TYPE_CHECKING, Any
 
 from archmax.clock import Clock, format_instant
 from archmax.engine.placement import prepare_files
@@ -42,89 +40,22 @@ from archmax.errors import (
     is_retryable,
 )
 from archmax.hosting.inbox_base import GuardFailed, Inbox, InboxItem, ItemKind
-from archmax.hosting.sweep import ERROR as SWEEP_ERROR
-from archmax.hosting.sweep import SKIPPED, recover_stale
+from archmax.hosting.reports import Accepted, Disposition, Redrive, SweepReport
+from archmax.hosting.sweep import recover_stale
 from archmax.hosting.sweep import sweep as sweep_due
-from archmax.session.firing import Firing
-from archmax.session.ids import validate_delivery_id, validate_session_id
+from archmax.session.firing import Deliver, Firing, Send
+from archmax.session.ids import SessionId, parse_session_id, validate_delivery_id
 from archmax.session.results import Outcome
 from archmax.session.variables import check_host_variables
-from archmax.stores.riders import Riders, riding
+from archmax.stores.riders import Riders
 
 if TYPE_CHECKING:
     from archmax.agent import Agent
 
 log = logging.getLogger("archmax.hosting")
 
-Disposition = Literal["turn", "resume", "reply", "queued"]
-
-
-class Accepted(BaseModel):
-    """What :meth:`Host.accept` answers once the firing is durably inboxed (a webhook's ``202`` body).
-
-    Attributes:
-        session_id: The resolved session id.
-        delivery_id: The firing's delivery id (given, or a fresh uuid).
-        disposition: What the firing means now: ``turn``/``resume``/``reply`` as ``resolve_session``
-            says, or ``queued`` when the session is mid-turn (decided when the item is applied).
-        duplicate: The delivery id was inboxed before; nothing new was written.
-        warnings: ``resolve_session``'s warnings (e.g. a session path that did not resolve).
-    """
-
-    model_config = ConfigDict(defer_build=True)  # schema built on first use, not at import (issue 10)
-
-    session_id: str
-    delivery_id: str
-    disposition: Disposition
-    duplicate: bool
-    warnings: list[str] = Field(default_factory=list)
-
-
-class Redrive(BaseModel):
-    """One session drained by the sweep.
-
-    Attributes:
-        session_id: The session.
-        results: Per applied item: the Outcome's kind, ``duplicate``, or the refusal's class name.
-        recovered: A send took the session over after its lease expired (§3.12).
-    """
-
-    model_config = ConfigDict(defer_build=True)  # schema built on first use, not at import (issue 10)
-
-    session_id: str
-    results: list[str] = Field(default_factory=list)
-    recovered: bool = False
-
-
-class SweepReport(BaseModel):
-    """What :meth:`Host.sweep` did.
-
-    Attributes:
-        now: The instant swept at.
-        due: ``(session_id, kind)`` of every due park woken with ``timer`` (see ``archmax.hosting.sweep``).
-        due_skipped: Why due parks and stale turns were not swept (a store without ``list``), else ``None``.
-        redriven: Every session with waiting inbox items, drained.
-        stale: ``(session_id, kind)`` of every other ``running`` session whose lease had expired (or
-            was missing), handed to ``recover`` (``archmax.hosting.sweep.recover_stale``): the
-            continued turn's Outcome kind, ``skipped`` (another process got there first) or ``error``.
-    """
-
-    model_config = ConfigDict(defer_build=True)  # schema built on first use, not at import (issue 10)
-
-    now: str
-    due: list[tuple[str, str]] = Field(default_factory=list)
-    due_skipped: str | None = None
-    redriven: list[Redrive] = Field(default_factory=list)
-    stale: list[tuple[str, str]] = Field(default_factory=list)
-
-    @property
-    def recovered(self) -> list[str]:
-        """Ids of sessions this sweep took over after their lease expired: by a re-drive, then by ``recover``."""
-        redriven = [r.session_id for r in self.redriven if r.recovered]
-        return redriven + [sid for sid, kind in self.stale if kind not in (SKIPPED, SWEEP_ERROR)]
-
-
 DrainResult = Outcome | ArchmaxError
+
 
 def _may_be_stale(result: Outcome | ArchmaxError) -> bool:
     """A refusal or a lost claim that a remembered (possibly old) view of the session may explain.
@@ -139,8 +70,6 @@ _GUARDED_ATTEMPTS = 3
 """Guarded accepts tried before the last one reads the session and puts unguarded."""
 
 
-
-
 class Host:
     """Puts firings in the inbox and drains them into an agent's sessions.
 
@@ -151,6 +80,7 @@ class Host:
             default: drain that session now, in this call.
         clock: For ``arrived_at`` and the drain lease (default: the agent's clock).
         lease_ttl_s: Seconds a drain lease lives without renewal (default 900, the engine's lease).
+        on_due: Told ``(session_id, resume_at)`` before the sweep wakes a due park (telemetry's timer lateness).
 
     Example:
         >>> host = Host(agent, MemoryInbox())  # doctest: +SKIP
@@ -166,13 +96,14 @@ class Host:
         waker: Callable[[str], None] | None = None,
         clock: Clock | None = None,
         lease_ttl_s: float = 900,
+        on_due: Callable[[str, str], None] | None = None,
     ) -> None:
         self.agent = agent
         self.inbox = inbox
         self.clock = clock or agent.runtime.clock
         self.lease_ttl_s = float(lease_ttl_s)
         self._waker = waker or self._drain_now
-        self.on_due: Callable[[str, str], None] | None = None
+        self.on_due = on_due
         """Told ``(session_id, resume_at)`` before the sweep wakes a due park (telemetry's timer lateness)."""
 
     def _now(self) -> str:
@@ -226,14 +157,15 @@ class Host:
         reads = None
         delivery_id: str | None = None
         for attempt in range(_GUARDED_ATTEMPTS):
-            if guarded is not None:
+            reads = None  # a guarded put carries the reads of its own attempt, never an earlier one's
+            if guarded is not None and attempt < _GUARDED_ATTEMPTS - 1:  # the last try reads and puts unguarded
                 try:  # classified on what this warm store last saw, checked by the put itself (issue 10)
                     with guarded() as reads:
                         sid, disposition, warnings = self._resolve(firing, explicit, session_path, kind)
                     self._check(firing, sid, disposition, kind)
                 except ArchmaxError:
                     guarded = reads = None  # a refusal is never made on a remembered view: read it
-            if guarded is None:
+            if reads is None:
                 sid, disposition, warnings = self._resolve(firing, explicit, session_path, kind)
                 self._check(firing, sid, disposition, kind)
             if delivery_id is None:
@@ -255,8 +187,6 @@ class Host:
             except GuardFailed as moved:  # the session moved on since this store saw it: classify again
                 for moved_id, found in moved.found.items():
                     self.agent.store.prime(moved_id, found)
-                if attempt == _GUARDED_ATTEMPTS - 2:
-                    guarded = None  # last try: an ordinary read, an unguarded put
         self._wake(sid)
         return Accepted(
             session_id=sid,
@@ -312,7 +242,7 @@ class Host:
     def drain(self, session_id: str) -> list[DrainResult]:
         """Apply the session's pending items in arrival order while holding its drain lease.
 
-        Each item goes through ``agent.workflow.send`` (kind ``deliver``: ``deliver``) with its
+        Each item goes through the agent's door as a ``Send`` (kind ``deliver``: a ``Deliver``) with its
         delivery id. ``DuplicateDeliveryError`` → marked done (applied before). An error
         :func:`archmax.errors.is_retryable` calls "not now" — ``SessionNotResumableError`` (mid-turn
         elsewhere), ``StoreError`` or ``ModelError`` (an outage mid-turn), or a park race lost to
@@ -334,7 +264,7 @@ class Host:
             InvalidSessionIdError. Anything that is not an ArchmaxError (a crash) propagates and
             leaves the item pending and the drain lease to expire.
         """
-        validate_session_id(session_id)
+        session_id = parse_session_id(session_id)
         owner = f"drain-{uuid.uuid4().hex}"
         if self._rides():
             return self._drain_riding(session_id, owner)
@@ -399,8 +329,7 @@ class Host:
                     ttl_s=self.lease_ttl_s,
                     release_seen=view.seen if last else None,
                 )
-                with riding(riders):
-                    result = self._apply(item, riders)
+                result = self._apply(item, riders)
                 held = held or riders.claimed
                 results.append(result)
                 if isinstance(result, ArchmaxError) and is_retryable(result):
@@ -423,38 +352,27 @@ class Host:
     def _apply(self, item: InboxItem, riders: Riders | None = None) -> DrainResult:
         warm = getattr(self.agent.store, "guarded_reads", None) if riders is not None else None
         if warm is None:
-            return self._settle(item, self._run(item), riders)
+            return self._settle(item, self._run(item, riders), riders)
         # The operation acts on the version this warm store last saw (no read): its claim is conditional
         # on that version, so a stale view can only lose the claim. Whatever it refused, it refuses
         # again on a fresh read before the refusal counts (issue 10).
         with warm(only=item.session_id, once=True) as reads:
-            result = self._run(item)
+            result = self._run(item, riders)
         remembered = item.session_id in reads.versions  # the view came from memory, not the table
         if remembered and _may_be_stale(result) and not riders.claimed:  # type: ignore[union-attr]
-            result = self._run(item)
+            result = self._run(item, riders)
         return self._settle(item, result, riders)
 
-    def _run(self, item: InboxItem) -> Outcome | ArchmaxError:
-        """Apply one item through the agent's operations: the Outcome, or the ArchmaxError it raised."""
-        wf, f, sid = self.agent.workflow, item.firing, item.session_id
+    def _run(self, item: InboxItem, riders: Riders | None) -> Outcome | ArchmaxError:
+        """Apply one item through the agent's door: the Outcome, or the ArchmaxError it raised."""
+        f, sid = item.firing, SessionId(item.session_id)  # parsed when the drain began
+        firing: Send | Deliver
+        if item.kind == "deliver":
+            firing = Deliver(sid, f.trigger, f.variables or None, f.message, f.files or None, item.delivery_id)
+        else:
+            firing = Send(sid, f.message, f.trigger, f.variables or None, f.files or None, item.delivery_id)
         try:
-            if item.kind == "deliver":
-                return wf.deliver(
-                    sid,
-                    trigger=f.trigger,
-                    variables=f.variables or None,
-                    message=f.message,
-                    files=f.files or None,
-                    delivery_id=item.delivery_id,
-                )
-            return wf.send(
-                sid,
-                f.message,
-                trigger=f.trigger,
-                variables=f.variables or None,
-                files=f.files or None,
-                delivery_id=item.delivery_id,
-            )
+            return self.agent.apply(firing, riders=riders)  # type: ignore[return-value]  # these always answer
         except ArchmaxError as exc:
             return exc
 
@@ -578,6 +496,5 @@ class Host:
                 on_error=lambda sid, exc: log.warning("recovering the dead turn of %r failed: %s", sid, exc),
             )
         return report
-
 
 __all__ = ["Accepted", "DrainResult", "Host", "Redrive", "SweepReport"]

@@ -1,8 +1,9 @@
 """What a hosted function says about its work: JSON log lines, EMF metrics and X-Ray subsegments.
 
 Rule source: issue 11 item 5 ("seen failures"); CONVENTIONS.md (Powertools logger, metrics and
-tracer in the functions). ``functions/<name>/app.py`` builds one :class:`Telemetry`, attaches it to
-the collaborators (:meth:`Telemetry.attach`) and wraps its handler (:meth:`Telemetry.handler`);
+tracer in the functions). ``functions/<name>/app.py`` builds one :class:`Telemetry`, hands it to the composition root
+(``from_environment(telemetry=...)``: the engine's door, the store and the model are wrapped as
+they are assembled, never patched afterwards) and wraps its handler (:meth:`Telemetry.handler`);
 ``archmax invoke`` runs those same modules.
 
 Log lines (Powertools Logger, JSON on stdout). Every line of an invocation carries ``workflow``,
@@ -61,12 +62,18 @@ from contextlib import contextmanager
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from archmax import errors
 from archmax.errors import ArchmaxError, CallerError, DuplicateDeliveryError, ModelError
 
 if TYPE_CHECKING:
-    from archmax.hosting.wiring import Collaborators
+    from archmax.engine.claims import Applied
+    from archmax.engine.door import Door
+    from archmax.engine.runtime import Runtime
     from archmax.inbound.ses import SesMail
+    from archmax.session.firing import EngineFiring
     from archmax.session.results import Outcome
+    from archmax.stores.base import SessionStore
+    from archmax.stores.riders import Riders
 
 RUNTIME_LOGGER = "archmax"
 
@@ -78,8 +85,6 @@ def error_class(exc: BaseException | str) -> str:
 
 def family(name: str, exc: BaseException | None = None) -> str:
     """``Refusals``, ``Duplicates``, ``ModelErrors`` or ``Failures``: the metric an error counts in."""
-    from archmax import errors
-
     cls = type(exc) if exc is not None else getattr(errors, name, None)
     if isinstance(cls, type) and issubclass(cls, DuplicateDeliveryError):
         return "Duplicates"
@@ -136,24 +141,26 @@ class Telemetry:
 
     # ------------------------------------------------------------------ wiring
 
-    def attach(self, c: Collaborators) -> Collaborators:
-        """Observe everything ``c`` does: operations, commits, default-model calls, refused mail, due parks.
+    def observe(self, workflow: str, clock: Any) -> None:
+        """Name the workflow every line and metric carries, and the clock timer lateness is read from."""
+        self.workflow = workflow
+        self.clock = clock
 
-        Returns:
-            ``c`` itself.
-        """
-        agent = c.agent
-        self.workflow = agent.spec.slug
-        self.clock = agent.runtime.clock
-        rt = agent.runtime
-        rt.store = _TracedStore(rt.store, self)
-        resolve = rt.model_for
-        rt.model_for = lambda override: _TracedModel(resolve(override), self)
-        agent.workflow = ObservedOperations(agent.workflow, self)
-        c.on_refused = self.refused_mail
-        if hasattr(c.host, "on_due"):
-            c.host.on_due = self._due.__setitem__
-        return c
+    def door(self, door: Door) -> Door:
+        """The engine's door as this function calls it: every firing traced and reported (:func:`observed`)."""
+        return observed(door, self)
+
+    def store(self, store: SessionStore) -> SessionStore:
+        """``store`` with its commits traced (:class:`TracedStore`)."""
+        return TracedStore(store, self)  # type: ignore[return-value]
+
+    def model(self, model: Any) -> Any:
+        """``model`` with its calls traced (``model call`` subsegments)."""
+        return _TracedModel(model, self)
+
+    def due(self, session_id: str, resume_at: str) -> None:
+        """The sweep is about to wake ``session_id``'s park, due at ``resume_at`` (for ``TimerLateness``)."""
+        self._due[session_id] = resume_at
 
     def handler(self, handle: Callable[[Mapping[str, Any], Any], Any]) -> Callable[[Mapping[str, Any], Any], Any]:
         """``handle`` wrapped: Lambda context and correlation keys, one line per outcome, metrics flushed.
@@ -192,7 +199,7 @@ class Telemetry:
 
     def _begin(self, event: Mapping[str, Any], context: Any) -> None:
         self._reported.clear()
-        self._due.clear()  # the host holds its __setitem__
+        self._due.clear()
         self.logger.append_keys(workflow=self.workflow, function=self.function)
         keys = event_keys(event, getattr(context, "aws_request_id", None))
         correlation = keys.pop("correlation_id", None)
@@ -413,64 +420,47 @@ def route_runtime_logs(logger: Any) -> None:
     runtime.propagate = False
 
 
-class ObservedOperations:
-    """``agent.workflow`` seen by :class:`Telemetry`: each operation in a ``turn`` subsegment, then reported.
+def observed(door: Door, telemetry: Telemetry) -> Door:
+    """``door`` (the engine's :func:`~archmax.engine.door.apply`) with every firing in a ``turn`` subsegment, then reported.
 
-    Only the operations that can run a turn are wrapped; the rest (``resolve_session``) pass through.
+    The log keys (``session_id``, ``trigger``) are set before the firing runs; a refusal is reported
+    once (:meth:`Telemetry.report_error`), an outcome gets its line and metrics, a ``timer`` delivery
+    its lateness.
     """
 
-    def __init__(self, inner: Any, telemetry: Telemetry) -> None:
-        self._inner = inner
-        self._telemetry = telemetry
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
-
-    def _run(self, operation: str, session_id: str | None, trigger: str | None, call: Callable[[], Any]) -> Any:
-        t = self._telemetry
+    @functools.wraps(door)
+    def observe(rt: Runtime, firing: EngineFiring, *, riders: Riders | None = None) -> Applied:
+        t = telemetry
+        operation = firing.kind
+        session_id = firing.session_id
+        trigger = getattr(firing, "trigger", None)
         if session_id:
             t.logger.append_keys(session_id=session_id)
         if trigger:
             t.logger.append_keys(trigger=trigger)
         with t.subsegment("turn", session_id, operation=operation, trigger=trigger):
             try:
-                outcome = call()
+                applied = door(rt, firing, riders=riders)
             except ArchmaxError as exc:
                 t.report_error(exc, operation=operation)
                 raise
-        if outcome is not None:
-            t.outcome(operation, outcome)
+        if applied.outcome is not None:
+            t.outcome(operation, applied.outcome)
             if trigger == "timer" and session_id:
                 t.timer_delivered(session_id)
-        return outcome
+        return applied
 
-    def send(self, session_id: Any, message: Any = None, **kwargs: Any) -> Any:
-        """``WorkflowOperations.send``, observed."""
-        return self._run(
-            "send", session_id, kwargs.get("trigger"), lambda: self._inner.send(session_id, message, **kwargs)
-        )
-
-    def deliver(self, session_id: Any, **kwargs: Any) -> Any:
-        """``WorkflowOperations.deliver``, observed (a ``timer`` delivery also measures lateness)."""
-        return self._run("deliver", session_id, kwargs.get("trigger"), lambda: self._inner.deliver(session_id, **kwargs))
-
-    def reply(self, session_id: Any, message: Any) -> Any:
-        """``WorkflowOperations.reply``, observed."""
-        return self._run("reply", session_id, None, lambda: self._inner.reply(session_id, message))
-
-    def decide(self, session_id: Any, **kwargs: Any) -> Any:
-        """``WorkflowOperations.decide``, observed."""
-        return self._run("decide", session_id, None, lambda: self._inner.decide(session_id, **kwargs))
-
-    def recover(self, session_id: Any) -> Any:
-        """``WorkflowOperations.recover``, observed."""
-        return self._run("recover", session_id, None, lambda: self._inner.recover(session_id))
+    return observe
 
 
-class _TracedStore:
-    """A store whose ``commit`` runs in a ``store commit`` subsegment; everything else passes through."""
+class TracedStore:
+    """A session store whose ``commit`` runs in a ``store commit`` subsegment (built around the store at assembly).
 
-    def __init__(self, inner: Any, telemetry: Telemetry) -> None:
+    The protocol's methods are the wrapped store's; members beyond it (an ``AwsStore``'s warm reads
+    and capability flags) are looked up on the wrapped store until the port declares them.
+    """
+
+    def __init__(self, inner: SessionStore, telemetry: Telemetry) -> None:
         self._inner = inner
         self._telemetry = telemetry
 
@@ -478,6 +468,7 @@ class _TracedStore:
         return getattr(self._inner, name)
 
     def commit(self, session_id: str, *args: Any, **kwargs: Any) -> Any:
+        """``SessionStore.commit`` in a ``store commit`` subsegment annotated with the session id."""
         with self._telemetry.subsegment("store commit", session_id):
             return self._inner.commit(session_id, *args, **kwargs)
 
@@ -497,4 +488,4 @@ class _TracedModel:
             return self._inner.complete(request)
 
 
-__all__ = ["ObservedOperations", "Telemetry", "error_class", "event_keys", "family", "route_runtime_logs"]
+__all__ = ["Telemetry", "TracedStore", "error_class", "event_keys", "family", "observed", "route_runtime_logs"]

@@ -45,7 +45,9 @@ from typing import TYPE_CHECKING, Any
 
 from archmax.agent import Agent, create_agent
 from archmax.clock import Clock
+from archmax.engine.door import apply
 from archmax.errors import StoreError
+from archmax.hosting.host import Host
 from archmax.inbound.caps import AttachmentCaps
 from archmax.models import model_from_config
 from archmax.models.base import Model
@@ -55,8 +57,13 @@ from archmax.spec import load_workflow
 from archmax.workflow_tools import load_checked_tools
 
 if TYPE_CHECKING:  # the SES parser and the dispatcher (email) load only in the functions that use them
+    from archmax.hosting.telemetry import Telemetry
     from archmax.inbound.ses import SesMail
     from archmax.outbound.dispatch import Dispatcher
+
+
+def _refused_silently(mail: SesMail) -> None:
+    """A refused mail with no telemetry to tell: nothing to record beyond the handler's answer."""
 
 
 def _no_mail(bucket: str | None, key: str) -> bytes:
@@ -147,6 +154,7 @@ def from_environment(
     clock: Clock | None = None,
     waker: Callable[[str], None] | None = None,
     clients: Mapping[str, Any] | None = None,
+    telemetry: Telemetry | None = None,
 ) -> Collaborators:
     """Assemble the collaborators the settings (see module docstring) describe.
 
@@ -156,6 +164,9 @@ def from_environment(
         clock: An injected clock (tests).
         waker: Overrides the waker (tests drain inline with ``None`` + ``ARCHMAX_DRAIN=inline``).
         clients: Prebuilt boto3 clients by service name (``dynamodb``, ``s3``, ``lambda``).
+        telemetry: A function's :class:`~archmax.hosting.telemetry.Telemetry`: the engine's door, the
+            store and the model are built wrapped by it (never patched afterwards), and refused mail and
+            due parks are reported to it.
 
     Returns:
         :class:`Collaborators`.
@@ -166,30 +177,15 @@ def from_environment(
             a tool no module provides.
         ModelConfigurationError: ``ARCHMAX_MODEL`` (or a tunable) is not a usable model configuration.
     """
-    from archmax.hosting.host import Host
-
     workflow = env.get("WORKFLOW_DIR")
     if not workflow:
         raise StoreError("WORKFLOW_DIR is not set: it names the workflow folder this function serves")
     client = _client_factory(clients)
-    bucket, inbox_table = env.get("SESSIONS_BUCKET"), env.get("INBOX_TABLE")
+    bucket = env.get("SESSIONS_BUCKET")
     store = _store(env, client)
-    if inbox_table:
-        from archmax.hosting.inbox_dynamo import DynamoInbox
-
-        # With a bucket, firings too large for one DynamoDB item (a mail with a 1 MB attachment)
-        # keep their body under `<SESSIONS_PREFIX>/.inbox/` and the item points at it.
-        inbox: Any = DynamoInbox(
-            inbox_table,
-            client=client("dynamodb"),
-            s3_client=client("s3") if bucket else None,
-            bucket=bucket or None,
-            prefix=env.get("SESSIONS_PREFIX", "sessions"),
-        )
-    else:
-        from archmax.hosting.inbox_fs import FilesystemInbox
-
-        inbox = FilesystemInbox(Path(env.get("ARCHMAX_ROOT") or "sessions"))
+    if telemetry is not None:
+        store = telemetry.store(store)
+    inbox = _inbox(env, client)
     spec = load_workflow(Path(workflow))
     if model is None and (env.get("ARCHMAX_MODEL") or "").strip():
         # scripted: replays per session, since a session's turns span invocations; a bad value fails here
@@ -203,15 +199,14 @@ def from_environment(
         if in_process
         else False
     )
+    if telemetry is not None and model is not None:
+        model = telemetry.model(model)
     agent = create_agent(spec, store, model, tools=load_checked_tools(spec), clock=clock, outbound=outbound)
-    function_name = env.get("AWS_LAMBDA_FUNCTION_NAME")
-    if waker is None and env.get("ARCHMAX_DRAIN", "async" if function_name else "inline") == "async":
-        if not function_name:
-            raise StoreError(
-                "ARCHMAX_DRAIN=async self-invokes the function: AWS_LAMBDA_FUNCTION_NAME is not set"
-            )
-        waker = lambda_waker(client("lambda"), function_name)
-    host = Host(agent, inbox, waker=waker, clock=clock)
+    if telemetry is not None:
+        agent = Agent(agent.runtime, telemetry.door(apply))
+        telemetry.observe(spec.slug, agent.runtime.clock)
+    waker = waker if waker is not None else _waker(env, client)
+    host = Host(agent, inbox, waker=waker, clock=clock, on_due=telemetry.due if telemetry is not None else None)
     from archmax.inbound.reply_token import configured_secret
 
     return Collaborators(
@@ -222,7 +217,42 @@ def from_environment(
         thread_mail=reply_threader(store, env, s3_client=client("s3") if aws else None, s3_prefix=prefix),
         caps=AttachmentCaps.from_env(env),
         reply_secret=lambda: configured_secret(env),
+        on_refused=telemetry.refused_mail if telemetry is not None else _refused_silently,
     )
+
+
+def _inbox(env: Mapping[str, str], client: Callable[[str], Any]) -> Any:
+    """The DynamoDB inbox with ``INBOX_TABLE``, else the filesystem inbox beside the store."""
+    inbox_table, bucket = env.get("INBOX_TABLE"), env.get("SESSIONS_BUCKET")
+    if inbox_table:
+        from archmax.hosting.inbox_dynamo import DynamoInbox
+
+        # With a bucket, firings too large for one DynamoDB item (a mail with a 1 MB attachment)
+        # keep their body under `<SESSIONS_PREFIX>/.inbox/` and the item points at it.
+        return DynamoInbox(
+            inbox_table,
+            client=client("dynamodb"),
+            s3_client=client("s3") if bucket else None,
+            bucket=bucket or None,
+            prefix=env.get("SESSIONS_PREFIX", "sessions"),
+        )
+    from archmax.hosting.inbox_fs import FilesystemInbox
+
+    return FilesystemInbox(Path(env.get("ARCHMAX_ROOT") or "sessions"))
+
+
+def _waker(env: Mapping[str, str], client: Callable[[str], Any]) -> Callable[[str], None] | None:
+    """``ARCHMAX_DRAIN=async`` (the default inside Lambda): a self-invoke; else ``None`` (drain inline).
+
+    Raises:
+        StoreError: async draining outside Lambda (no ``AWS_LAMBDA_FUNCTION_NAME``).
+    """
+    function_name = env.get("AWS_LAMBDA_FUNCTION_NAME")
+    if env.get("ARCHMAX_DRAIN", "async" if function_name else "inline") != "async":
+        return None
+    if not function_name:
+        raise StoreError("ARCHMAX_DRAIN=async self-invokes the function: AWS_LAMBDA_FUNCTION_NAME is not set")
+    return lambda_waker(client("lambda"), function_name)
 
 
 def outbound_from_environment(

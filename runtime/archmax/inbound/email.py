@@ -17,13 +17,13 @@ import email.policy
 import hashlib
 import mimetypes
 import re
-from collections.abc import Collection, Iterator, Mapping
-from email.message import EmailMessage, Message
+from collections.abc import Collection, Mapping
+from email.message import Message
 from email.parser import BytesParser
 from typing import Any
 
 from archmax.inbound.caps import AttachmentCaps
-from archmax.inbound.email_ids import message_ids_in, thread_root
+from archmax.inbound.email_ids import message_ids_in, normalise_message_id, thread_root
 from archmax.inbound.email_text import html_to_text, strip_quoted, unflow
 from archmax.session.firing import FileIn, Firing
 
@@ -51,8 +51,10 @@ def parse_email(
     Conversation id: the thread root, i.e. the first usable id in ``References``, else in
     ``In-Reply-To``, else the message's own ``Message-ID`` (see
     :func:`archmax.inbound.email_ids.thread_root`; ids the host already knows win, and a
-    newest-first References list is read reversed). Ids are normalised: brackets and folding
-    whitespace stripped, the domain lowercased, the local part kept. With two ``Message-ID``
+    newest-first References list is read reversed). Ids reach the variables as written (brackets and
+    folding whitespace stripped, case kept: a reply quotes them so, issue 20 item 7); the
+    conversation id and the delivery id are their keys (the domain lowercased, the local part
+    kept, :func:`~archmax.inbound.email_ids.normalise_message_id`). With two ``Message-ID``
     headers, the **last** usable one wins: relays and forwarders prepend headers, so the one nearest
     the body is the one the sender's client wrote, and replies quote that one. A message with no
     usable id at all gets ``mail-<first 32 hex of sha256(raw)>``: fresh, but the same for a
@@ -72,14 +74,20 @@ def parse_email(
     Returns:
         A :class:`Firing` with
 
-        * ``variables``: ``conversation_id`` (str), ``message_id`` (str | None), ``from`` (the
-          sender's address; None when the mail names none or several, str | None), ``to`` (list[str] of addresses), ``subject`` (decoded str,
-          ``""`` if absent), ``body`` (the whole text/plain, or text extracted from the HTML when
-          there is no plain part; ``\n`` line ends), ``reply_body`` (body without quoted history),
-          ``in_reply_to`` (first usable id or None), ``references`` (list[str], header order),
-          ``body_charset`` (the codec the body was read with, see :func:`decode_text`; None without a body);
+        * ``variables``: ``conversation_id`` (str), ``message_id`` (str | None, as written), ``from``
+          (the sender's address; None when the mail names none or several, str | None), ``to``
+          (list[str] of the To header's RFC 5322 addresses; one with an encoded-word or otherwise
+          unusable is left out and warned), ``subject`` (decoded str, ``""`` if absent), ``body``
+          (every inline text/plain or text/html part in order, HTML reduced to text, one
+          alternative per multipart/alternative with plain text preferred, a blank line between
+          parts; ``\n`` line ends), ``reply_body`` (body without quoted history), ``in_reply_to``
+          (first usable id as written, or None), ``references`` (list[str] as written, header
+          order), ``body_charset`` (the codec the first text part was read with, see
+          :func:`decode_text`; None without a body);
         * ``files``: ``attachment_1``, ``attachment_2``, ... -> :class:`FileIn` with a safe basename
-          (the runtime re-validates names, BEHAVIOUR.md §9.5) and the decoded bytes;
+          (the runtime re-validates names, BEHAVIOUR.md §9.5) and the decoded bytes: every part
+          with ``Content-Disposition: attachment`` or a file name, whatever its type or
+          disposition, and inline text parts that are neither plain nor HTML;
         * ``attachments_refused`` (only when caps refused some): ``{"count", "reason"}``;
         * ``message``: ``reply_body``, else ``body``, else a line naming the attachments, else the
           subject (a mail that is only a subject still says something), else None;
@@ -101,7 +109,9 @@ def parse_email(
     digest = hashlib.sha256(raw).hexdigest()
     msg = BytesParser(policy=email.policy.default).parsebytes(_headers_first(raw, warnings))
 
-    own_ids = [i for value in _raw_values(msg, "Message-ID") for i in message_ids_in(value)]
+    # Ids as written go to the variables (a reply quotes them so, issue 20 item 7); their
+    # normalised forms are only keys: the conversation id and the delivery id.
+    own_ids = [i for value in _raw_values(msg, "Message-ID") for i in message_ids_in(value, as_written=True)]
     message_id = own_ids[-1] if own_ids else None
     if len(own_ids) > 1:
         warnings.append(
@@ -114,7 +124,8 @@ def parse_email(
         if _raw_values(msg, name) and not ids:
             warnings.append(f"{name} is present but holds no usable message id; it was ignored")
 
-    root = thread_root(message_id, in_reply_to, references, known_message_ids)
+    own_key = normalise_message_id(message_id) if message_id else None
+    root = thread_root(own_key, _keys(in_reply_to), _keys(references), _known_keys(known_message_ids))
     warnings.extend(root.warnings)
     conversation_id = root.conversation_id
     if conversation_id is None:
@@ -123,10 +134,10 @@ def parse_email(
             f"no usable Message-ID, In-Reply-To or References: started a fresh conversation {conversation_id}"
         )
 
-    body_part = _body_part(msg)
-    body, charset = _body_text(body_part, warnings) if body_part is not None else ("", None)
+    texts, file_parts = _split_parts(msg)
+    body, charset = _body(texts, warnings)
     reply_body = strip_quoted(body)
-    files, refused = _attachments(msg, body_part, warnings, caps or AttachmentCaps())
+    files, refused = _attachments(file_parts, warnings, caps or AttachmentCaps())
 
     variables: dict[str, Any] = {
         "conversation_id": conversation_id,
@@ -156,7 +167,7 @@ def parse_email(
         variables=variables,
         files=files,
         message=message,
-        delivery_id=message_id or digest,
+        delivery_id=own_key or digest,
         warnings=warnings,
     )
 
@@ -193,13 +204,30 @@ def _raw_values(msg: Message, name: str) -> list[str]:
 
 
 def _ids_of(msg: Message, name: str, warnings: list[str]) -> list[str]:
-    """Usable ids across every ``name`` header, in order, without duplicates; skipped tokens warned."""
+    """Usable ids across every ``name`` header as written, in order, without duplicates; skipped tokens warned."""
     ids: list[str] = []
     for value in _raw_values(msg, name):
         skipped: list[str] = []
-        ids.extend(i for i in message_ids_in(value, skipped) if i not in ids)
+        seen = set(_keys(ids))
+        ids.extend(i for i in message_ids_in(value, skipped, as_written=True) if normalise_message_id(i) not in seen)
         warnings.extend(f"{name}: skipped the malformed id {token!r}" for token in skipped)
     return ids
+
+
+def _known_keys(
+    known: Mapping[str, str] | Collection[str] | None,
+) -> Mapping[str, str] | Collection[str] | None:
+    """The host's known ids keyed like the candidates they are matched with (a host may file ids as written)."""
+    if not known:
+        return known
+    if isinstance(known, Mapping):
+        return {key: value for raw, value in known.items() if isinstance(raw, str) and (key := normalise_message_id(raw))}
+    return {key for raw in known if isinstance(raw, str) and (key := normalise_message_id(raw))}
+
+
+def _keys(ids: list[str]) -> list[str]:
+    """The normalised forms of usable ids written as they came (each one normalises)."""
+    return [k for k in map(normalise_message_id, ids) if k is not None]
 
 
 def _subject(msg: Message, warnings: list[str]) -> str:
@@ -247,8 +275,29 @@ def _addresses(msg: Message, name: str, warnings: list[str]) -> list[str]:
         if not trusted:
             parsed = _addresses_by_hand(value)
             warnings.append(f"the {name} header is malformed; addresses were read from its raw text")
-        found.extend(a for a in parsed if a not in found)
+        for address in parsed:
+            if not usable_address(address):
+                warnings.append(f"the {name} header's {address!r} is not a usable address; it was left out")
+            elif address not in found:
+                found.append(address)
     return found
+
+
+_ATOM = r"[^\s\x00-\x1f\x7f()<>\[\]:;@\\,.\"]+"
+_ADDR_SPEC = re.compile(
+    rf'^(?:{_ATOM}(?:\.{_ATOM})*|"(?:[^"\\\r\n]|\\.)*")@(?:{_ATOM}(?:\.{_ATOM})*|\[[^\[\]\\\s]*\])$'
+)
+_ENCODED_WORD = re.compile(r"=\?[^?\s]+\?[bBqQ]\?[^?\s]*\?=")
+
+
+def usable_address(address: str) -> bool:
+    """Whether ``address`` is an RFC 5322 addr-spec a reply can be sent from or to.
+
+    Refused: anything but ``local@domain`` with a dot-atom or quoted local part and a dot-atom or
+    literal domain, and any RFC 2047 encoded-word (RFC 2047 §5: never inside an addr-spec; a
+    malformed ``To`` read by hand yields ``=?utf-8?q?Support?=@example.com``, issue 20 item 11).
+    """
+    return bool(_ADDR_SPEC.match(address)) and not _ENCODED_WORD.search(address)
 
 
 def _addresses_by_hand(value: str) -> list[str]:
@@ -283,16 +332,62 @@ def _addresses_by_hand(value: str) -> list[str]:
 # --- body ----------------------------------------------------------------------------------------
 
 
-def _body_part(msg: EmailMessage) -> Message | None:
-    """The text/plain body part, else the text/html one, else None."""
-    for preference in (("plain",), ("html",)):
-        try:
-            part = msg.get_body(preferencelist=preference)
-        except Exception:  # noqa: BLE001 — a broken MIME tree has no usable body
-            part = None
-        if part is not None:
-            return part
-    return None
+BODY_SUBTYPES = ("plain", "html")
+"""Text parts that are read into the body; any other inline text part (a calendar, a CSV) is a file."""
+
+
+def _split_parts(msg: Message) -> tuple[list[Message], list[Message]]:
+    """The mail's parts in order: the inline text parts that make the body, and the parts that are files.
+
+    Issue 20 items 9 and 10: every inline ``text/plain`` or ``text/html`` part reaches the body, in
+    order (iOS Mail's text / photo / text, a digest's messages), one alternative of each
+    ``multipart/alternative`` (plain text preferred); a part with a file name, or with
+    ``Content-Disposition: attachment``, is a file whatever its type (``text/plain; name=notes.txt``,
+    ``message/rfc822; name=original.eml``).
+    """
+    texts: list[Message] = []
+    files: list[Message] = []
+
+    def walk(part: Message, *, files_only: bool = False) -> None:
+        named = part.get_content_disposition() == "attachment" or _filename(part)
+        if named and part.get_content_maintype() != "multipart":  # a multipart is a container, never a file
+            files.append(part)
+            return
+        if part.is_multipart():
+            children = [c for c in part.get_payload() if isinstance(c, Message)] if isinstance(part.get_payload(), list) else []
+            chosen = _alternative(children) if part.get_content_type() == "multipart/alternative" else None
+            for child in children:
+                walk(child, files_only=files_only or (chosen is not None and child is not chosen))
+            return
+        maintype, subtype = part.get_content_maintype(), part.get_content_subtype()
+        if maintype == "text" and subtype in BODY_SUBTYPES:
+            if not files_only:
+                texts.append(part)
+        elif maintype == "text" and not files_only:
+            files.append(part)
+        # an unnamed inline non-text part (an image the HTML shows by cid) is neither body nor file
+
+    walk(msg)
+    return texts, files
+
+
+def _alternative(children: list[Message]) -> Message | None:
+    """The alternative read as the body: plain text, else a multipart holding one, else HTML, else the first."""
+    for wanted in ("text/plain", "multipart", "text/html"):
+        for child in children:
+            kind = child.get_content_maintype() if wanted == "multipart" else child.get_content_type()
+            if kind == wanted and child.get_content_disposition() != "attachment":
+                return child
+    return children[0] if children else None
+
+
+def _body(texts: list[Message], warnings: list[str]) -> tuple[str, str | None]:
+    r"""The body: every text part's text in order, a blank line between two; and the first part's codec."""
+    read = [_body_text(part, warnings) for part in texts]
+    if not read:
+        return "", None
+    pieces = [text.rstrip("\n") + "\n\n" for text, _ in read[:-1]] + [read[-1][0]]
+    return "".join(pieces), read[0][1]
 
 
 def _body_text(part: Message, warnings: list[str]) -> tuple[str, str | None]:
@@ -320,19 +415,32 @@ def _strict(data: bytes, codec: str) -> str | None:
         return None
 
 
+ASCII_LABELS = frozenset({"ascii"})
+"""Codecs that say nothing about 8-bit bytes: a body labelled so that holds them is read as unlabelled."""
+
+
 def decode_text(data: bytes, label: str | None, warnings: list[str]) -> tuple[str, str]:
     """Decode a text part whose declared charset may lie.
 
-    Order: the label (strictly); UTF-8 when the label cannot decode the bytes, or when they are valid
-    UTF-8 that the label reads differently (valid multi-byte UTF-8 is almost never another charset
-    by accident, while a client labelling UTF-8 as ``big5`` or ``iso-8859-1`` happens); then
-    charset-normalizer's best guess; last, UTF-8 with replacement characters. Each fallback is
-    recorded in ``warnings``.
+    Order (issue 20 item 8):
+
+    1. the declared charset, strictly; but valid UTF-8 that the label reads differently is UTF-8
+       (valid multi-byte UTF-8 is almost never another charset by accident, while a client
+       labelling UTF-8 as ``big5`` or ``iso-8859-1`` happens);
+    2. bytes the declared charset cannot read: UTF-8 when they are valid UTF-8 (a wrong label),
+       else the declared charset with U+FFFD for the bad bytes, as mail clients show it (one bad
+       byte must not turn a Russian mail into CJK by guessing), as long as the bad sequences are
+       no more than the non-ASCII characters it reads (otherwise the body is in another charset);
+    3. no label, ``us-ascii`` (which says nothing of 8-bit bytes), an unknown one, or a body
+       mostly in another charset: charset-normalizer's best guess, last UTF-8 with replacement
+       characters.
+
+    Each fallback is recorded in ``warnings``.
 
     Args:
         data: The part's bytes, transfer encoding already undone.
         label: The declared charset (``None``: ``us-ascii``, RFC 2045).
-        warnings: Appended to when the label was not used.
+        warnings: Appended to when the label was not used as is.
 
     Returns:
         ``(text, codec)``: ``codec`` is Python's name of the codec used (``utf-8``, ``big5``, ``cp1251``).
@@ -350,6 +458,13 @@ def decode_text(data: bytes, label: str | None, warnings: list[str]) -> tuple[st
     if utf8 is not None:
         warnings.append(f"the body is labelled {label!r} but is UTF-8; it was read as UTF-8")
         return utf8, "utf-8"
+    if codec is not None and codec not in ASCII_LABELS:
+        text = data.decode(codec, "replace")
+        bad = text.count("\ufffd")
+        read = sum(1 for ch in text if ord(ch) > 127) - bad
+        if bad <= read:  # a few bad bytes in text the label reads: not a body in another charset
+            warnings.append(f"the body has {bad} byte sequence(s) that are not {label!r}; they read as U+FFFD")
+            return text, codec
     from charset_normalizer import from_bytes
 
     best = from_bytes(data).best()
@@ -363,26 +478,6 @@ def decode_text(data: bytes, label: str | None, warnings: list[str]) -> tuple[st
 # --- attachments ---------------------------------------------------------------------------------
 
 
-def _leaves(part: Message) -> Iterator[Message]:
-    """Leaf parts in order; an attached message (message/rfc822) is one leaf, not walked into."""
-    if part.is_multipart() and not (
-        part.get_content_maintype() == "message" and part.get_content_disposition() == "attachment"
-    ):
-        payload = part.get_payload()
-        for child in payload if isinstance(payload, list) else []:
-            yield from _leaves(child)
-    else:
-        yield part
-
-
-def _is_attachment(part: Message) -> bool:
-    """Content-Disposition attachment, or an inline non-text part that carries a filename."""
-    disposition = part.get_content_disposition()
-    if disposition == "attachment":
-        return True
-    return part.get_content_maintype() not in ("text", "multipart") and bool(_filename(part))
-
-
 def _filename(part: Message) -> str | None:
     try:
         name = part.get_filename()
@@ -392,18 +487,16 @@ def _filename(part: Message) -> str | None:
 
 
 def _attachments(
-    msg: EmailMessage, body_part: Message | None, warnings: list[str], caps: AttachmentCaps
+    parts: list[Message], warnings: list[str], caps: AttachmentCaps
 ) -> tuple[dict[str, FileIn], dict[str, Any] | None]:
-    """Attachments as ``attachment_<n>`` -> FileIn, numbered from 1 in message order, within ``caps``.
+    """The file parts (:func:`_split_parts`) as ``attachment_<n>`` -> FileIn, numbered from 1 in order, within ``caps``.
 
     Returns:
         The files, and ``{"count", "reason"}`` of the attachments the caps refused (else None).
     """
     files: dict[str, FileIn] = {}
     total, over_count, over_bytes = 0, 0, 0
-    for part in _leaves(msg):
-        if part is body_part or not _is_attachment(part):
-            continue
+    for part in parts:
         if len(files) >= caps.max_attachments:
             over_count += 1  # counted, never decoded: a 500-part mail costs no more than the cap
             continue

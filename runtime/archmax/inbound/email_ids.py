@@ -22,12 +22,30 @@ _WHITESPACE = re.compile(r"\s+")
 _FORBIDDEN = re.compile(r'[<>"\x00-\x1f\x7f-\x9f]')
 
 
+def message_id_as_written(token: str) -> str | None:
+    """One Message-ID token as its sender wrote it, without brackets and folding whitespace, or None.
+
+    This is the form outgoing headers quote (issue 20 item 7: ids are quoted as written, never
+    rewritten). :func:`normalise_message_id` is its key form, for session keys and de-duplication.
+
+    Args:
+        token: One id as written, with or without ``<``/``>``, possibly folded across lines.
+
+    Returns:
+        The id with case kept, or None when :func:`normalise_message_id` finds it unusable.
+    """
+    text = _WHITESPACE.sub("", token).removeprefix("<").removesuffix(">")
+    return text if normalise_message_id(text) is not None else None
+
+
 def normalise_message_id(token: str) -> str | None:
     """Normalise one Message-ID token, or return None when it is not usable.
 
     Normalisation strips angle brackets and every whitespace character (a folded id is one id),
     lowercases the domain part (after the last ``@``) and keeps the local part's case, because
-    RFC 5322 makes domains case-insensitive and leaves local parts to their owner.
+    RFC 5322 makes domains case-insensitive and leaves local parts to their owner. The result is a
+    key (session ids, de-duplication, alias lookups); headers we send quote
+    :func:`message_id_as_written` instead.
 
     Args:
         token: One id as written, with or without ``<``/``>``, possibly folded across lines.
@@ -55,7 +73,9 @@ def normalise_message_id(token: str) -> str | None:
     return text
 
 
-def message_ids_in(header_text: str | None, skipped: list[str] | None = None) -> list[str]:
+def message_ids_in(
+    header_text: str | None, skipped: list[str] | None = None, *, as_written: bool = False
+) -> list[str]:
     """Every usable id in one header value (References, In-Reply-To, Message-ID), in order.
 
     Ids are the ``<...>`` groups of the value; text between them (commas, comments, phrases like
@@ -67,9 +87,11 @@ def message_ids_in(header_text: str | None, skipped: list[str] | None = None) ->
         header_text: The raw header value, folded or unfolded; None or empty gives ``[]``.
         skipped: If given, every token that was left out as invalid (including an unclosed
             ``<...``) is appended to it, as written.
+        as_written: Return each id as written (:func:`message_id_as_written`) rather than
+            normalised; duplicates are still judged on the normalised form.
 
     Returns:
-        Normalised ids (see :func:`normalise_message_id`); invalid tokens are left out.
+        Normalised ids (see :func:`normalise_message_id`), or ids as written; invalid tokens are left out.
     """
     if not header_text:
         return []
@@ -82,15 +104,15 @@ def message_ids_in(header_text: str | None, skipped: list[str] | None = None) ->
             skipped.append(leftover[leftover.index("<") :].strip())
     else:
         tokens = [word.strip(",;") for word in text.split() if "@" in word]
-    ids: list[str] = []
+    ids: dict[str, str] = {}
     for token in tokens:
         normalised = normalise_message_id(token)
         if normalised is None:
             if skipped is not None:
                 skipped.append(token)
         elif normalised not in ids:
-            ids.append(normalised)
-    return ids
+            ids[normalised] = (message_id_as_written(token) or normalised) if as_written else normalised
+    return list(ids.values())
 
 
 @dataclass

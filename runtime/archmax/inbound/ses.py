@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from archmax.errors import InvalidEventError
 from archmax.inbound.caps import AttachmentCaps
-from archmax.inbound.email import parse_email
+from archmax.inbound.email import parse_email, usable_address
 from archmax.inbound.mail_auth import Verdicts, verdicts_of
 from archmax.session.firing import Firing
 
@@ -159,9 +159,41 @@ def ses_firing(
         caps: Attachment caps (see :func:`~archmax.inbound.email.parse_email`).
 
     Returns:
-        :func:`archmax.inbound.email.parse_email`'s firing unchanged: its ``delivery_id`` is the
-        mail's normalised RFC 5322 ``Message-ID`` (else the sha256 of ``raw``), so one mail that
-        reaches SES twice, under two SES message ids, is one event and its second delivery a no-op.
+        :func:`archmax.inbound.email.parse_email`'s firing, its ``to`` led by the address SES
+        received the mail for (:func:`received_for`). Its ``delivery_id`` is the mail's normalised
+        RFC 5322 ``Message-ID`` (else the sha256 of ``raw``), never the SES message id, so one mail
+        that reaches SES twice, under two SES message ids, is one event and its second delivery a no-op.
     """
-    del mail  # the transport's id is not the event's identity
-    return parse_email(raw, trigger=trigger, caps=caps)
+    return received_for(parse_email(raw, trigger=trigger, caps=caps), mail.recipients)
+
+
+def received_for(firing: Firing, recipients: list[str]) -> Firing:
+    """The firing with the address the mail was received for first in its ``to`` variable.
+
+    Our reply's ``From`` is the address the person wrote to (``to[0]``, unless ``ARCHMAX_MAIL_FROM``
+    says otherwise). A Bcc'd mail (``To: undisclosed-recipients:;``), or one that copies us next
+    to someone else, names no such address first; SES's ``receipt.recipients`` does (issue 20 item
+    5). A ``to`` address among the recipients moves to the front; when the headers name none of
+    them, the first usable recipient is put in front, with a warning.
+
+    Args:
+        firing: :func:`~archmax.inbound.email.parse_email`'s firing.
+        recipients: ``receipt.recipients`` of the SES record (the addresses this rule matched).
+
+    Returns:
+        The same firing when ``to`` already starts with a recipient (or there is none), else a copy.
+    """
+    ours = [r for r in recipients if usable_address(r)]
+    to = [a for a in firing.variables.get("to") or [] if isinstance(a, str)]
+    if not ours or (to and to[0].lower() in {r.lower() for r in ours}):
+        return firing
+    named = [a for a in to if a.lower() in {r.lower() for r in ours}]
+    first = named[0] if named else ours[0]
+    warnings = list(firing.warnings)
+    if not named:
+        warnings.append(
+            f"the headers name none of the addresses SES received the mail for; {first} "
+            "(receipt.recipients) leads the to variable, so the reply is sent from it"
+        )
+    variables = {**firing.variables, "to": [first, *(a for a in to if a != first)]}
+    return firing.model_copy(update={"variables": variables, "warnings": warnings})

@@ -134,9 +134,9 @@ def dispatcher_from_env(
 
     def client(service: str) -> Any:
         if service not in made:
-            from archmax.hosting.wiring import aws_client  # boto3 stays at the platform edge
+            from archmax.stores.aws.clients import LazyClient  # built on first use: boto3 loads only then
 
-            made[service] = aws_client(service)
+            made[service] = LazyClient(service)
         return made[service]
 
     smtp_url = env.get("ARCHMAX_SMTP_URL")

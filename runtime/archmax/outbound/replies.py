@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
+from archmax.inbound.email_ids import normalise_message_id
 from archmax.outbound.aliases import AliasIndex
 from archmax.session.firing import Firing
 
@@ -30,10 +31,11 @@ TokenSession = Callable[[Iterable[str]], str | None]
 
 
 def _candidates(variables: dict) -> list[str]:
+    """The ids to look up, as keys: the variables quote ids as written (issue 20 item 7)."""
     references = [r for r in variables.get("references") or [] if isinstance(r, str)]
     parent = variables.get("in_reply_to")
     ids = references[:1] + references[1:][-(MAX_LOOKUPS - 2) :] + ([parent] if isinstance(parent, str) else [])
-    return list(dict.fromkeys(ids))
+    return list(dict.fromkeys(k for k in map(normalise_message_id, ids) if k is not None))
 
 
 def thread_reply(

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from archmax.session.ids import SessionId
 
 
 class FileIn(BaseModel):
@@ -35,3 +39,80 @@ class Firing(BaseModel):
     delivery_id: str | None = None
     """A stable id of the event (SES message id, Idempotency-Key, EventBridge event id) for de-duplication."""
     warnings: list[str] = Field(default_factory=list)
+
+
+# ---------------------------------------------------------------------------------------- engine firings
+# What ``archmax.engine.apply`` takes: one value per kind of firing, its session id already parsed at
+# the edge (a :class:`~archmax.session.ids.SessionId`), so the engine never checks it again.
+
+
+@dataclass(frozen=True)
+class Send:
+    """The firing rule applied to an explicit id: a new turn, a delivery or a reply (BEHAVIOUR.md §3.2, §3.4)."""
+
+    session_id: SessionId
+    message: str | None = None
+    trigger: str | None = None
+    variables: Mapping[str, Any] | None = None
+    files: Mapping[str, Any] | None = None
+    delivery_id: str | None = None
+    warnings: tuple[str, ...] = ()
+    kind: ClassVar[str] = "send"
+
+
+@dataclass(frozen=True)
+class Turn:
+    """Always a new turn (``agent.invoke``, §3.9); the id comes from §4.2 when ``session_id`` is None."""
+
+    message: str
+    session_id: SessionId | None = None
+    trigger: str | None = None
+    variables: Mapping[str, Any] | None = None
+    files: Mapping[str, Any] | None = None
+    session_path: str | None = None
+    kind: ClassVar[str] = "turn"
+
+
+@dataclass(frozen=True)
+class Deliver:
+    """Resume an ``input`` park (§3.5); ``park_version`` names the park a timer found due."""
+
+    session_id: SessionId
+    trigger: str | None = None
+    variables: Mapping[str, Any] | None = None
+    message: str | None = None
+    files: Mapping[str, Any] | None = None
+    delivery_id: str | None = None
+    park_version: int | None = None
+    kind: ClassVar[str] = "deliver"
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A person's message at a decision park; the session stays parked (§3.6)."""
+
+    session_id: SessionId
+    message: str
+    kind: ClassVar[str] = "reply"
+
+
+@dataclass(frozen=True)
+class Decide:
+    """A person picks one of the parked human state's edges (§3.7)."""
+
+    session_id: SessionId
+    to: str | None = None
+    comment: str | None = None
+    kind: ClassVar[str] = "decide"
+
+
+@dataclass(frozen=True)
+class Recover:
+    """Finish a turn whose process died: take over the expired lease and continue (§3.12)."""
+
+    session_id: SessionId
+    kind: ClassVar[str] = "recover"
+
+
+EngineFiring = Send | Turn | Deliver | Reply | Decide | Recover
+"""Every firing the engine's door takes."""

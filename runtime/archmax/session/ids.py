@@ -1,8 +1,9 @@
 """Session ids: validation, minting and the store folder name.
 
 Rule source: BEHAVIOUR.md §4.1 (validity, minted ids, child ids) and §9.2 (folder names).
-Every entry point and every store method calls :func:`validate_session_id` before an id
-becomes a path or key.
+Every entry point parses an id once with :func:`parse_session_id` into a :class:`SessionId`, the
+type the engine trusts without checking again; stores still call :func:`validate_session_id`
+before an id becomes a path or key.
 """
 
 from __future__ import annotations
@@ -22,6 +23,26 @@ MAX_ID_BYTES = 512
 MAX_DELIVERY_ID_BYTES = 512
 MAX_FOLDER_BYTES = 200
 FOLDER_PREFIX_BYTES = 160
+
+
+class SessionId(str):
+    """A session id that passed §4.1: made only by :func:`parse_session_id` (and minting), trusted inside.
+
+    An ordinary ``str`` everywhere else (equality, hashing, JSON); only its type says it was checked.
+    """
+
+    __slots__ = ()
+
+
+def parse_session_id(session_id: object) -> SessionId:
+    """Check an untrusted id once at the edge and return it as a :class:`SessionId` (§4.1).
+
+    Raises:
+        InvalidSessionIdError: naming ``repr(id)`` and the rule broken.
+    """
+    if type(session_id) is SessionId:
+        return session_id
+    return SessionId(validate_session_id(session_id))
 
 
 def validate_session_id(session_id: object) -> str:
@@ -56,9 +77,9 @@ def validate_session_id(session_id: object) -> str:
     return session_id
 
 
-def mint_session_id() -> str:
+def mint_session_id() -> SessionId:
     """A fresh id: ``session-`` + a lowercase hyphenated uuid4 (§4.1)."""
-    return f"session-{uuid.uuid4()}"
+    return SessionId(f"session-{uuid.uuid4()}")
 
 
 def parent_session_id(session_id: str) -> str | None:

@@ -21,11 +21,13 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from archmax.session.paths import UNRESOLVED, resolve_segments
 from archmax.spec.governance import WILDCARD
-from archmax.spec.model import ToolRule
+
+if TYPE_CHECKING:  # the model imports this module to check its rules
+    from archmax.spec.model import ToolRule
 
 _REFERENCE = re.compile(r"\$\{\{\s*([^}]*?)\s*\}\}")
 

@@ -215,6 +215,26 @@ def test_a_misspelt_trigger_on_deliver_is_refused_naming_the_known_ones_and_noth
     assert (head.version, str(head.status)) == (before, "awaiting_input")
 
 
+def test_a_delivery_trigger_of_the_callers_own_is_delivered_as_given(one_workflow, tmp_path):
+    # BEHAVIOUR §3.5/§11: a delivery's trigger is never matched; only a near-miss of a known id is refused.
+    store = tmp_path / "sessions"
+    env = _env(tmp_path / "unused.json")
+    started = _run(
+        _archmax(store, "run", "support-inbox", "Where is my order?", "--trigger", "email_received", "--variables",
+                 '{"conversation_id": "c-1"}', root=one_workflow, model=INBOX_SCRIPT),
+        env,
+    )  # fmt: skip
+    assert started.returncode == 0, started.stderr
+    done = _run(
+        _archmax(store, "deliver", "c-1", "--trigger", "crm_webhook", "--variables", '{"reply_body": "ORD-1001"}',
+                 root=one_workflow, model=INBOX_SCRIPT),
+        env,
+    )  # fmt: skip
+    assert "nothing was delivered" not in done.stderr
+    record = FilesystemStore(store).load("c-1")
+    assert record.variables["trigger"].value == "crm_webhook"
+
+
 def test_serve_on_a_busy_port_prints_one_error_line_with_a_port_hint_and_exits_2(one_workflow, tmp_path):
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))

@@ -298,9 +298,10 @@ def _message(**headers: str) -> EmailMessage:
     return msg
 
 
-def test_message_id_domain_is_lowercased_and_local_part_kept():
+def test_message_id_is_kept_as_written_and_only_its_key_lowercases_the_domain():
     firing = parse_email(_message().as_bytes())
-    assert firing.variables["message_id"] == "files-1@example.org"
+    assert firing.variables["message_id"] == "files-1@Example.ORG"  # a reply quotes it as written
+    assert firing.variables["conversation_id"] == firing.delivery_id == "files-1@example.org"
 
 
 def test_html_only_message_gets_text_extracted_and_blockquote_treated_as_history():

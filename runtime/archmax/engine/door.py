@@ -1,0 +1,79 @@
+"""The door: the one entry through which every firing reaches a session.
+
+Rule source: BEHAVIOUR.md §3 (operations: each validates the session's state and its arguments
+before it writes anything, then claims the session with a conditional commit that takes the lease),
+DESIGN.md §2 (the engine), issue 23 ("The door").
+
+``apply(rt, firing, riders=...)`` picks the module of the firing's kind — :mod:`~archmax.engine.turn`
+(``Send``, ``Turn``), :mod:`~archmax.engine.deliver`, :mod:`~archmax.engine.reply`,
+:mod:`~archmax.engine.decide`, :mod:`~archmax.engine.recover` — and answers :class:`Applied`
+(the Outcome and the committed record). The firing rule is :mod:`~archmax.engine.firing_rule`; claims
+and the shared tail are :mod:`~archmax.engine.claims`. What follows a commit (sending the outbox) is
+the caller's: the engine runs no consequence of its own. A host observing operations (telemetry)
+wraps this one callable (:class:`Door`) when it assembles the agent.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from archmax.engine import decide, deliver, recover, reply, turn
+from archmax.engine.claims import Applied
+from archmax.engine.runtime import Runtime
+from archmax.session.firing import Decide, Deliver, EngineFiring, Recover, Reply, Send, Turn
+from archmax.stores.riders import Riders, riding
+
+
+class Door(Protocol):
+    """The shape of :func:`apply`, and of anything wrapping it (``Agent(runtime, door)``)."""
+
+    def __call__(self, rt: Runtime, firing: EngineFiring, *, riders: Riders | None = None) -> Applied:
+        """Apply ``firing`` on ``rt`` with ``riders`` riding its commits (see :func:`apply`)."""
+        ...
+
+
+def apply(rt: Runtime, firing: EngineFiring, *, riders: Riders | None = None) -> Applied:
+    """Apply one firing to its session.
+
+    Args:
+        rt: The assembled runtime of the session's workflow.
+        firing: ``Send``, ``Turn``, ``Deliver``, ``Reply``, ``Decide`` or ``Recover``
+            (:mod:`archmax.session.firing`); its session id was parsed at the edge.
+        riders: Inbox writes that ride this firing's commits of its session (an inbox drain's lease
+            and the item's done mark, :mod:`archmax.stores.riders`); ``None``: none.
+
+    Returns:
+        :class:`Applied`: ``outcome`` (``None`` only for a ``Recover`` that found no dead turn) and
+        ``record``, the record the operation's last commit left (``None`` when nothing was committed).
+
+    Raises:
+        Every typed refusal of the firing's kind (BEHAVIOUR.md §3.4–§3.9, §3.12); nothing is written.
+    """
+    if riders is None:
+        return _route(rt, firing, None)
+    with riding(riders):  # stores that read riders from the context (before commit takes them explicitly)
+        return _route(rt, firing, riders)
+
+
+def _route(rt: Runtime, firing: EngineFiring, riders: Riders | None) -> Applied:
+    if isinstance(firing, Send):
+        return turn.send(rt, firing, riders)
+    if isinstance(firing, Deliver):
+        return deliver.deliver(rt, firing, riders)
+    if isinstance(firing, Reply):
+        return reply.reply(rt, firing, riders)
+    if isinstance(firing, Decide):
+        return decide.decide(rt, firing, riders)
+    if isinstance(firing, Recover):
+        return recover.recover(rt, firing, riders)
+    if isinstance(firing, Turn):
+        return turn.invoke(rt, firing, riders)
+    raise TypeError(f"not a firing: {type(firing).__name__}")
+
+
+def run_child(rt: Runtime, firing: EngineFiring) -> Applied:
+    """The :class:`~archmax.engine.runtime.FiringRunner` of sub-workflow children: :func:`apply`, nothing riding."""
+    return apply(rt, firing)
+
+
+__all__ = ["Applied", "Door", "apply", "run_child"]

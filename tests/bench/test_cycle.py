@@ -1,0 +1,61 @@
+"""The end-to-end cycle harness (bench/cycle.py) on moto: what each path invokes and counts, not how fast.
+
+Only structural counts are asserted (invocations per function, the self-invoke, one lifecycle event
+per park): the runtime's own call counts are what the bench measures and are expected to change.
+"""
+
+from __future__ import annotations
+
+import pytest
+from _aws import MotoServer
+from _meter import Meter
+from cycle import MODEL, T0, WORKFLOW, Paths, Stack, _grow
+
+from archmax import FakeClock, create_agent
+
+
+@pytest.fixture(scope="module")
+def server():
+    srv = MotoServer()
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture
+def stack(server):
+    clock = FakeClock(T0)
+    stack = Stack(server, Meter(server.new_client("dynamodb")), clock)
+    stack.grower = create_agent(WORKFLOW, stack.env.store(), MODEL, clock=clock, outbound=False)
+    return stack
+
+
+def _one_cycle(stack: Stack, path: str, warm: bool) -> tuple:
+    sid = f"{path}-s"
+    _grow(stack.grower, sid, 10)
+    stack.stream.records()  # the growth's records belong to no cycle
+    paths = Paths(stack, warm=warm)
+    stack.meter.reset()
+    getattr(paths, path)(sid)
+    return stack.meter.reset()
+
+
+def test_a_webhook_cycle_counts_the_self_invoke_and_drains_in_another_send_container(stack):
+    calls, bill = _one_cycle(stack, "webhook", warm=False)
+    assert calls["lambda.Invoke"] == 1
+    assert bill.invocations == {"send": 2, "outbound": 1}  # accept, drain, and the stream's batch
+    assert bill.eventbridge_entries == 1  # the park's lifecycle event, sent by the outbound function
+    assert bill.wru > 0 and bill.rru > 0
+
+
+def test_a_deliver_cycle_runs_the_handler_and_the_outbound_function_and_no_self_invoke(stack):
+    calls, bill = _one_cycle(stack, "deliver", warm=True)
+    assert "lambda.Invoke" not in calls
+    assert bill.invocations == {"deliver": 1, "outbound": 1}
+    assert bill.eventbridge_entries == 1
+
+
+def test_a_timer_cycle_charges_the_whole_sweep_to_the_park_it_wakes(stack):
+    calls, bill = _one_cycle(stack, "timer", warm=True)
+    assert bill.invocations == {"timer": 1, "outbound": 1}
+    assert calls["dynamodb.Query"] >= 1  # the due-parks index
+    assert bill.eventbridge_entries == 1

@@ -103,6 +103,7 @@ class WorkflowOperations:
         files: Mapping[str, Any] | None = None,
         delivery_id: str | None = None,
         park_version: int | None = None,
+        park_id: str | None = None,
     ) -> Outcome:
         """Resume a session parked by ``archmax_wait`` (§3.5). Any trigger id works; it is never matched.
 
@@ -116,25 +117,35 @@ class WorkflowOperations:
             MissingDeliveryTriggerError: blank or missing trigger.
             InvalidVariableNameError: a bad variable name (source ``delivered to session '<id>'``).
             DuplicateDeliveryError: ``delivery_id`` was applied before; nothing changed.
+
+        ``park_id``, when given, names the park this delivery answers (§5.11, ``Outcome.park_id``):
+        one that is no longer the session's current park raises ``SessionNotAwaitingInputError``
+        naming both parks, and nothing changes.
         """
-        firing = Deliver(parse_session_id(session_id), trigger, variables, message, files, delivery_id, park_version)
+        firing = Deliver(
+            parse_session_id(session_id), trigger, variables, message, files, delivery_id, park_version, park_id
+        )
         return self._agent.apply(firing)  # type: ignore[return-value]
 
-    def reply(self, session_id: str, message: str) -> Outcome:
+    def reply(self, session_id: str, message: str, *, park_id: str | None = None) -> Outcome:
         """Answer a person's message at a decision park; the session stays parked (§3.6).
 
         Raises:
-            SessionNotParkedError, EmptyMessageError.
+            SessionNotParkedError, EmptyMessageError; SessionNotAwaitingInputError when ``park_id``
+            names a park that is no longer current (§5.11), nothing changed.
         """
-        return self._agent.apply(Reply(parse_session_id(session_id), message))  # type: ignore[return-value]
+        return self._agent.apply(Reply(parse_session_id(session_id), message, park_id))  # type: ignore[return-value]
 
-    def decide(self, session_id: str, *, to: str | None = None, comment: str | None = None) -> Outcome:
+    def decide(
+        self, session_id: str, *, to: str | None = None, comment: str | None = None, park_id: str | None = None
+    ) -> Outcome:
         """Pick one of the parked human state's transitions (§3.7).
 
         Raises:
-            SessionNotParkedError, InvalidDecisionTargetError.
+            SessionNotParkedError, InvalidDecisionTargetError; SessionNotAwaitingInputError when
+            ``park_id`` names a park that is no longer current (§5.11), nothing changed.
         """
-        return self._agent.apply(Decide(parse_session_id(session_id), to, comment))  # type: ignore[return-value]
+        return self._agent.apply(Decide(parse_session_id(session_id), to, comment, park_id))  # type: ignore[return-value]
 
     def recover(self, session_id: str) -> Outcome | None:
         """Finish a turn whose process died (expired lease): take it over and continue it (§3.12).

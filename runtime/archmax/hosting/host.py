@@ -368,7 +368,9 @@ class Host:
         f, sid = item.firing, SessionId(item.session_id)  # parsed when the drain began
         firing: Send | Deliver
         if item.kind == "deliver":
-            firing = Deliver(sid, f.trigger, f.variables or None, f.message, f.files or None, item.delivery_id)
+            firing = Deliver(
+                sid, f.trigger, f.variables or None, f.message, f.files or None, item.delivery_id, park_id=f.park_id
+            )
         else:
             firing = Send(sid, f.message, f.trigger, f.variables or None, f.files or None, item.delivery_id)
         try:
@@ -399,6 +401,7 @@ class Host:
         message: str | None = None,
         delivery_id: str | None = None,
         files: Mapping[str, Any] | None = None,
+        park_id: str | None = None,
     ) -> Outcome:
         """Deliver into a session parked awaiting input, never through the inbox (deliver handler, timers).
 
@@ -415,11 +418,14 @@ class Host:
             message=message,
             files=files,
             delivery_id=delivery_id,
+            park_id=park_id,
         )
         self._wake_if_pending(session_id)
         return outcome
 
-    def decide_now(self, session_id: str, *, to: str | None, comment: str | None = None) -> Outcome:
+    def decide_now(
+        self, session_id: str, *, to: str | None, comment: str | None = None, park_id: str | None = None
+    ) -> Outcome:
         """A person's decision at a human park, never through the inbox (the decisions route).
 
         Like :meth:`deliver_now`, it wakes the session afterwards when items wait in its inbox, so
@@ -428,7 +434,7 @@ class Host:
         Raises:
             SessionNotParkedError (also every loser of a race), InvalidDecisionTargetError — unchanged.
         """
-        outcome = self.agent.workflow.decide(session_id, to=to, comment=comment)
+        outcome = self.agent.workflow.decide(session_id, to=to, comment=comment, park_id=park_id)
         self._wake_if_pending(session_id)
         return outcome
 

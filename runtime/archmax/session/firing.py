@@ -39,6 +39,8 @@ class Firing(BaseModel):
     delivery_id: str | None = None
     """A stable id of the event (SES message id, Idempotency-Key, EventBridge event id) for de-duplication."""
     warnings: list[str] = Field(default_factory=list)
+    park_id: str | None = None
+    """The park a delivery answers (BEHAVIOUR.md §5.11); ``None``: whatever park is current."""
 
 
 # ---------------------------------------------------------------------------------------- engine firings
@@ -84,6 +86,8 @@ class Deliver:
     files: Mapping[str, Any] | None = None
     delivery_id: str | None = None
     park_version: int | None = None
+    park_id: str | None = None
+    """The park this delivery answers (§5.11); one no longer current is refused, nothing changed."""
     kind: ClassVar[str] = "deliver"
 
 
@@ -93,6 +97,8 @@ class Reply:
 
     session_id: SessionId
     message: str
+    park_id: str | None = None
+    """The park this reply answers (§5.11); one no longer current is refused, nothing changed."""
     kind: ClassVar[str] = "reply"
 
 
@@ -103,6 +109,8 @@ class Decide:
     session_id: SessionId
     to: str | None = None
     comment: str | None = None
+    park_id: str | None = None
+    """The park this decision answers (§5.11); one no longer current is refused, nothing changed."""
     kind: ClassVar[str] = "decide"
 
 

@@ -408,3 +408,14 @@ def park_id(session_id: str, park: PendingDecision | PendingInput) -> str:
         return f"{session_id}@v{park.parked_version}"
     since = park.created_at if isinstance(park, PendingDecision) else park.parked_at
     return f"{session_id}@{since}"
+
+
+def stamp_park(record: Checkpoint) -> None:
+    """Give a park made since the last commit its identity: the version being committed (§5.11).
+
+    Called by the commit that writes ``record`` at ``record.version``; a park that already has its
+    version (a reply, a handoff call, a later commit of the same park) keeps it.
+    """
+    park = record.pending_decision or record.pending_input
+    if park is not None and park.parked_version is None:
+        park.parked_version = record.version

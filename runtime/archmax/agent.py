@@ -41,7 +41,7 @@ from archmax.errors import (
 from archmax.inbound.quarantine import held_in_summary
 from archmax.models.base import Model
 from archmax.session.files import check_seed_path, encode_seed_value
-from archmax.session.firing import Decide, Deliver, EngineFiring, Recover, Reply, Send, Turn
+from archmax.session.firing import Decide, Deliver, EngineFiring, Expire, Recover, Reply, Send, Turn
 from archmax.session.ids import parent_session_id, parse_session_id
 from archmax.session.paths import parse_session_path
 from archmax.session.records import Checkpoint, Message
@@ -146,6 +146,18 @@ class WorkflowOperations:
             ``park_id`` names a park that is no longer current (§5.11), nothing changed.
         """
         return self._agent.apply(Decide(parse_session_id(session_id), to, comment, park_id))  # type: ignore[return-value]
+
+    def expire(self, session_id: str, *, park_version: int | None = None, now: str | None = None) -> Outcome:
+        """Fire ``timeout`` into a decision park whose deadline passed (BEHAVIOUR.md §5.11; the sweep's job).
+
+        The state's ``on_timeout`` transition is taken; without one the turn fails (§5.7) with
+        ``wait timed out after <duration>``.
+
+        Raises:
+            SessionNotParkedError: not parked on ``decision``.
+            SessionNotAwaitingInputError: no longer at ``park_version``, or the deadline has not passed.
+        """
+        return self._agent.apply(Expire(parse_session_id(session_id), park_version, now))  # type: ignore[return-value]
 
     def recover(self, session_id: str) -> Outcome | None:
         """Finish a turn whose process died (expired lease): take it over and continue it (§3.12).

@@ -122,5 +122,16 @@ class Recover:
     kind: ClassVar[str] = "recover"
 
 
-EngineFiring = Send | Turn | Deliver | Reply | Decide | Recover
+@dataclass(frozen=True)
+class Expire:
+    """A decision park's deadline passed: the sweep fires ``timeout`` into the park it found due (§5.11)."""
+
+    session_id: SessionId
+    park_version: int | None = None
+    now: str | None = None
+    """The sweep's instant (``None``: the runtime's clock); the deadline must have passed by then."""
+    kind: ClassVar[str] = "expire"
+
+
+EngineFiring = Send | Turn | Deliver | Reply | Decide | Recover | Expire
 """Every firing the engine's door takes."""

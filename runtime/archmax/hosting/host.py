@@ -41,7 +41,7 @@ from archmax.errors import (
 )
 from archmax.hosting.inbox_base import GuardFailed, Inbox, InboxItem, ItemKind
 from archmax.hosting.reports import Accepted, Disposition, Redrive, SweepReport
-from archmax.hosting.sweep import recover_stale
+from archmax.hosting.sweep import oldest_park, recover_stale
 from archmax.hosting.sweep import sweep as sweep_due
 from archmax.session.firing import Deliver, Firing, Send
 from archmax.session.ids import SessionId, parse_session_id, validate_delivery_id
@@ -501,6 +501,9 @@ class Host:
                 exclude=driven,
                 on_error=lambda sid, exc: log.warning("recovering the dead turn of %r failed: %s", sid, exc),
             )
+            found = oldest_park(self.agent, instant)  # a wait nobody answers is seen (§5.11)
+            if found is not None:
+                report.oldest_park, report.oldest_park_age_s = found
         return report
 
 __all__ = ["Accepted", "DrainResult", "Host", "Redrive", "SweepReport"]

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING
 
-from archmax.clock import format_instant
+from archmax.clock import format_instant, parse_instant
 from archmax.errors import (
     ArchmaxError,
     SessionNotAwaitingInputError,
@@ -22,6 +22,7 @@ from archmax.errors import (
     SessionNotResumableError,
     SessionStoreCapabilityError,
 )
+from archmax.session.records import SessionStatus
 
 if TYPE_CHECKING:
     from archmax.agent import Agent
@@ -38,6 +39,8 @@ SKIPPED = "skipped"
 
 ERROR = "error"
 """The kind reported for a delivery that raised an error other than :data:`SKIPPED`'s."""
+
+_PARKED = (SessionStatus.AWAITING_INPUT, SessionStatus.AWAITING_DECISION)
 
 RECOVERED = "recovered"
 """What ``archmax sweep`` prints for a dead turn :func:`recover_stale` continued (whatever its outcome)."""
@@ -210,6 +213,42 @@ def _drive(
                 on_outcome(session_id, outcome)
             results.append((session_id, SKIPPED if outcome is None else outcome.kind))
     return results
+
+
+def oldest_park(agent: Agent, now: str | None = None) -> tuple[str, float] | None:
+    """The workflow's oldest open park and its age in seconds, so a wait nobody answers is seen (§5.11).
+
+    Reads every session head of the workflow and the checkpoint of each parked one (a park's
+    instant lives in its record): one listing per sweep, on top of the due listing.
+
+    Args:
+        agent: An assembled agent; its store needs the ``list`` capability.
+        now: The instant to measure at; ``None`` reads the agent's clock.
+
+    Returns:
+        ``(session_id, age_s)`` of the park made longest ago (ties: the lowest id), or ``None`` when
+        no session of the workflow is parked.
+
+    Raises:
+        SessionStoreCapabilityError: the store cannot list sessions.
+    """
+    instant = _listing_instant(agent, now)
+    oldest: tuple[str, str] | None = None
+    for session_id in sorted(agent.store.list()):
+        head = agent.store.head(session_id)
+        if head is None or head.workflow != agent.spec.slug or head.status not in _PARKED:
+            continue
+        rec = agent.store.load(session_id)
+        park = (rec.pending_input or rec.pending_decision) if rec is not None else None
+        if park is None:
+            continue
+        since = park.created_at if rec.pending_decision is not None else park.parked_at  # type: ignore[union-attr]
+        if oldest is None or since < oldest[1]:
+            oldest = (session_id, since)
+    if oldest is None:
+        return None
+    age = (parse_instant(instant) - parse_instant(oldest[1])).total_seconds()
+    return oldest[0], max(age, 0.0)
 
 
 def sweep_failed(results: list[tuple[str, str]]) -> bool:

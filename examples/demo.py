@@ -110,13 +110,13 @@ def support_inbox(store: Path) -> str:
     expect(first.returncode == 0, "the first email should park the session (exit 0)")
     expect("awaits input in state 'clarify'" in first.stderr, "the session should wait in 'clarify'")
     session_id = first.stderr.split("waiting: session '", 1)[1].split("'", 1)[0]
-    print(f"-> parked: session '{session_id}' (the email thread's root Message-ID) waits for the order number.")
+    print(f"-> parked: session '{session_id}' (mail: + the email thread's root Message-ID) waits for the order number.")
 
     step("2. Our question went out by mail: the .eml the outbox wrote (SMTP with ARCHMAX_SMTP_URL, SES on AWS)")
     question = sent_mail(first.stderr)
     show_mail(question, "our question, threaded on Dana's mail")
     text = question.read_text(encoding="utf-8")
-    expect(f"In-Reply-To: <{session_id}>" in text, "our question should answer Dana's Message-ID")
+    expect(f"In-Reply-To: <{session_id.removeprefix('mail:')}>" in text, "our question should answer Dana's Message-ID")
     expect("Subject: Re: " in text and "To: dana.rivers@example.org" in text, "our question should go back to Dana")
 
     step("3. `archmax sessions` shows the parked conversation")

@@ -48,7 +48,7 @@ from archmax.session.records import Checkpoint, Message
 from archmax.session.results import Outcome, Resolution, SessionSummary, summary_of
 from archmax.session.variables import check_host_variables
 from archmax.spec import Workflow, load_workflow
-from archmax.stores.base import SessionStore
+from archmax.stores.base import Capability, SessionStore
 from archmax.stores.riders import Riders
 
 
@@ -404,7 +404,7 @@ def _outbound(outbound: Any, store: SessionStore, clock: Clock) -> Any:
     """The in-process dispatcher ``create_agent(outbound=...)`` asks for (None: from the environment)."""
     if outbound is False:
         return None
-    if outbound is None and getattr(store, "sends_from_stream", False):
+    if outbound is None and Capability.OUTBOX_STREAM in store.capabilities:
         return None  # the table's stream sends (the outbound function): nothing on the operation's path
     if outbound is None:
         from archmax.outbound.config import dispatcher_from_env

@@ -247,14 +247,14 @@ def test_an_ses_receipt_naming_an_object_outside_inbound_in_the_sessions_bucket_
     d.put_object("inbound/" + "k5lm0f3ua9q1ed7c8rn2h4oe6s2v9example01", MAIL)
     out = answered_4xx_and_wrote_nothing(d, "send", _ses_with_s3_action(key, d.env.bucket))
     assert out["error"] == "InvalidEventError" and "inbound/" in out["message"]
-    assert d.agent.sessions.get("stolen@example.org") is None  # the victim's file became nobody's mail
+    assert d.agent.sessions.get("mail:stolen@example.org") is None  # the victim's file became nobody's mail
 
 
 def test_an_ses_receipt_whose_s3_action_names_the_mail_it_wrote_under_inbound_is_read(deploy: Any) -> None:
     d = deploy()
     d.put_object("inbound/custom-key", MAIL)
     answer = d.call("send", _ses_with_s3_action("inbound/custom-key", d.env.bucket))
-    assert answer["ok"] is True and answer["records"][0]["session_id"] == "m1@example.org"
+    assert answer["ok"] is True and answer["records"][0]["session_id"] == "mail:m1@example.org"
 
 
 @pytest.mark.parametrize("verdict", ["spamVerdict", "virusVerdict"])

@@ -19,7 +19,7 @@ def test_demo_tells_the_email_and_timer_stories_and_exits_0():
     assert done.returncode == 0, done.stdout + done.stderr
     out = done.stdout
     assert "SCRIPTED" in out and "ARCHMAX_MODEL=bedrock:" in out
-    conversation = "3f1c2a9e-5b7d-4e21-9c3a-0d8e6f4b2a11@example.org"
+    conversation = "mail:3f1c2a9e-5b7d-4e21-9c3a-0d8e6f4b2a11@example.org"  # a mail-opened session (issue 21 item 3)
     assert f"waiting: session '{conversation}' awaits input in state 'clarify'" in out
     assert f"-> session '{conversation}' (email_reply: resume)" in out
     assert f"{conversation}  completed  finished  state=answer" in out

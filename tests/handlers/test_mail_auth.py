@@ -23,6 +23,8 @@ from .conftest import ANSWER, PARK, event
 
 SECRET = b"reply-token-secret-for-tests-0001"
 THREAD = "t1@shop.example"
+SID = "mail:t1@shop.example"
+"""The session a mail thread rooted at THREAD opens: mail-minted ids have a namespace of their own (issue 21 item 3)."""
 PASS = {"spf": "PASS", "dkim": "PASS", "dmarc": "PASS"}
 FAIL = {"spf": "FAIL", "dkim": "FAIL", "dmarc": "FAIL"}
 
@@ -61,31 +63,31 @@ def send(d: Any, ses_id: str, raw: bytes, verdicts: dict[str, str], recipients: 
 
 @pytest.fixture
 def parked(aws: Any) -> Any:
-    """Dana's first mail opened session THREAD, which parked asking for the order (her address noted)."""
+    """Dana's first mail opened session SID, which parked asking for the order (her address noted)."""
     d = aws(PARK + ANSWER)
     d.collaborators.reply_secret = lambda: SECRET
-    first = send(d, "ses-0001", mail("Dana <dana@customer.example>", msg_id=THREAD, reply_to_thread=False), FAIL)
-    assert first["session_id"] == THREAD and first["disposition"] == "turn"  # a new conversation: anyone may open one
-    assert d.collaborators.agent.sessions.get(THREAD).status == "awaiting_input"
+    first = send(d, "ses-0001", mail("Dana <dana@customer.example>", msg_id=THREAD, reply_to_thread=False), PASS)
+    assert first["session_id"] == SID and first["disposition"] == "turn"  # a new conversation: any authenticated sender
+    assert d.collaborators.agent.sessions.get(SID).status == "awaiting_input"
     return d
 
 
 def user_messages(d: Any) -> list[str]:
-    return [m.content for m in d.collaborators.agent.sessions.messages(THREAD) if m.role == "user"]
+    return [m.content for m in d.collaborators.agent.sessions.messages(SID) if m.role == "user"]
 
 
 def test_the_spoofed_reply_is_quarantined_not_delivered(parked: Any) -> None:
     d = parked
-    before = d.collaborators.agent.store.load(THREAD)
+    before = d.collaborators.agent.store.load(SID)
     spoof = mail("Mallory <mallory@evil.example>", msg_id="m1@evil.example", body="Cancel it and refund me.")
     record = send(d, "ses-spoof", spoof, FAIL)
-    assert record["session_id"] == THREAD and "SPF FAIL, DKIM FAIL, DMARC FAIL" in record["quarantined"]
-    after = d.collaborators.agent.store.load(THREAD)
+    assert record["session_id"] == SID and "SPF FAIL, DKIM FAIL, DMARC FAIL" in record["quarantined"]
+    after = d.collaborators.agent.store.load(SID)
     assert after.version == before.version and after.status == "awaiting_input"
     assert after.variables["from"].value == "dana@customer.example"  # her address did not overwrite it
-    summary = d.collaborators.agent.sessions.get(THREAD)
+    summary = d.collaborators.agent.sessions.get(SID)
     assert summary.quarantined == ["ses-spoof"]
-    (held,) = listing(d.collaborators.agent.store, THREAD)
+    (held,) = listing(d.collaborators.agent.store, SID)
     assert held.sender == "mallory@evil.example" and held.released_at is None and "DMARC FAIL" in held.reason
     assert "Cancel it and refund me." not in user_messages(d)
 
@@ -93,15 +95,15 @@ def test_the_spoofed_reply_is_quarantined_not_delivered(parked: Any) -> None:
 def test_an_authenticated_stranger_is_quarantined_for_not_being_a_participant(parked: Any) -> None:
     record = send(parked, "ses-stranger", mail("eve@other.example", msg_id="e1@other.example"), PASS)
     assert "not a participant" in record["quarantined"]
-    assert parked.collaborators.agent.sessions.get(THREAD).status == "awaiting_input"
+    assert parked.collaborators.agent.sessions.get(SID).status == "awaiting_input"
 
 
 def test_a_participants_authenticated_reply_is_delivered(parked: Any) -> None:
     reply = mail("Dana <DANA@customer.example>", msg_id="r1@customer.example", body="It's ORD-1001.")
     record = send(parked, "ses-reply", reply, {"dmarc": "PASS"})
     assert "quarantined" not in record and record["disposition"] == "resume"
-    assert parked.collaborators.agent.sessions.get(THREAD).status == "completed"
-    assert parked.collaborators.agent.sessions.get(THREAD).quarantined is None
+    assert parked.collaborators.agent.sessions.get(SID).status == "completed"
+    assert parked.collaborators.agent.sessions.get(SID).quarantined is None
 
 
 def test_a_participant_whose_mail_fails_authentication_is_quarantined(parked: Any) -> None:
@@ -111,16 +113,16 @@ def test_a_participant_whose_mail_fails_authentication_is_quarantined(parked: An
 
 
 def test_a_valid_signed_reply_token_lets_a_new_address_reply(parked: Any) -> None:
-    address = reply_address("support@example.com", THREAD, SECRET)
+    address = reply_address("support@example.com", SID, SECRET)
     forwarded = mail("Carol <carol@partner.example>", msg_id="c1@partner.example", body="ORD-1001 for Dana.",
                      reply_to_thread=False, to=address)  # fmt: skip
     record = send(parked, "ses-token", forwarded, {"dmarc": "PASS"}, recipients=[address])
-    assert "quarantined" not in record and record["session_id"] == THREAD and record["disposition"] == "resume"
-    assert parked.collaborators.agent.sessions.get(THREAD).status == "completed"
+    assert "quarantined" not in record and record["session_id"] == SID and record["disposition"] == "resume"
+    assert parked.collaborators.agent.sessions.get(SID).status == "completed"
 
 
 def test_a_forged_token_is_no_token(parked: Any) -> None:
-    address = reply_address("support@example.com", THREAD, b"not-the-deployment-secret-000000")
+    address = reply_address("support@example.com", SID, b"not-the-deployment-secret-000000")
     forged = mail("carol@partner.example", msg_id="c2@partner.example", to=address)
     record = send(parked, "ses-forged-token", forged, {"dmarc": "PASS"}, recipients=[address])
     assert "no valid reply token" in record["quarantined"]
@@ -129,20 +131,20 @@ def test_a_forged_token_is_no_token(parked: Any) -> None:
 def test_a_released_quarantined_mail_is_applied_once(parked: Any) -> None:
     d = parked
     send(d, "ses-held", mail("eve@other.example", msg_id="e2@other.example", body="It's ORD-1001."), PASS)
-    assert d.collaborators.agent.sessions.get(THREAD).quarantined == ["ses-held"]
+    assert d.collaborators.agent.sessions.get(SID).quarantined == ["ses-held"]
 
     def parse(raw: bytes, trigger: str | None) -> Any:
         return parse_email(raw, trigger=trigger)
 
-    first = release(d.collaborators.host, THREAD, "ses-held", parse=parse)
+    first = release(d.collaborators.host, SID, "ses-held", parse=parse)
     assert first["duplicate"] is False and first["disposition"] == "resume"
-    summary = d.collaborators.agent.sessions.get(THREAD)
+    summary = d.collaborators.agent.sessions.get(SID)
     assert summary.status == "completed" and summary.quarantined is None
     snapshot = d.snapshot()
-    again = release(d.collaborators.host, THREAD, "ses-held", parse=parse)
+    again = release(d.collaborators.host, SID, "ses-held", parse=parse)
     assert again["duplicate"] is True and d.snapshot() == snapshot
     assert user_messages(d).count("It's ORD-1001.") == 1
-    (held,) = listing(d.collaborators.agent.store, THREAD)
+    (held,) = listing(d.collaborators.agent.store, SID)
     assert held.released_at is not None
     # the released sender became a participant: their next authenticated mail is delivered
     later = send(d, "ses-later", mail("eve@other.example", msg_id="e3@other.example", body="Thanks!"), PASS)
@@ -154,7 +156,7 @@ def test_releasing_an_unknown_or_unsafe_id_is_a_typed_refusal(parked: Any) -> No
 
     for bad in ("nope", "../checkpoints/x", "a/b", "x.released"):
         with pytest.raises(UnknownQuarantineError):
-            release(parked.collaborators.host, THREAD, bad, parse=lambda raw, t: parse_email(raw, trigger=t))
+            release(parked.collaborators.host, SID, bad, parse=lambda raw, t: parse_email(raw, trigger=t))
 
 
 def test_a_first_mail_with_only_a_subject_opens_a_turn_on_its_subject(aws: Any) -> None:
@@ -163,7 +165,7 @@ def test_a_first_mail_with_only_a_subject_opens_a_turn_on_its_subject(aws: Any) 
                subject="Where is my parcel?")  # fmt: skip
     record = send(d, "ses-subject", raw, PASS)
     assert record["disposition"] == "turn" and "error" not in record
-    assert user_messages_of(d, "s1@customer.example") == ["Where is my parcel?"]
+    assert user_messages_of(d, "mail:s1@customer.example") == ["Where is my parcel?"]
 
 
 def user_messages_of(d: Any, sid: str) -> list[str]:
@@ -181,9 +183,9 @@ def test_a_500_attachment_mail_is_capped_with_a_reason_and_bounded_aws_calls(aws
     (record,) = answer["records"]
     assert record["disposition"] == "turn"
     assert "480 over the cap of 20 attachments per mail" in record["attachments_refused"]
-    placed = store.list_files("big@customer.example", "scratchpad/attachments")
+    placed = store.list_files("mail:big@customer.example", "scratchpad/attachments")
     assert len(placed) == 20
-    refused = store.load("big@customer.example").variables["attachments_refused"].value
+    refused = store.load("mail:big@customer.example").variables["attachments_refused"].value
     assert refused["count"] == 480
     print(f"AWS calls for the 500-attachment mail: {log.count()}")
     assert log.count() < 120  # was 1,035 with every part placed
@@ -204,14 +206,14 @@ def test_the_http_routes_list_and_release_held_mail_once(parked: Any) -> None:
 
     d = parked
     send(d, "ses-held", mail("eve@other.example", msg_id="e4@other.example", body="It's ORD-1001."), PASS)
-    sid = quote(THREAD, safe="")
+    sid = quote(SID, safe="")
     listed = d.call("deliver", http("GET", f"/sessions/{sid}/quarantine", "/sessions/{id}/quarantine"))
     mails = json.loads(listed["body"])["mails"]
     assert listed["statusCode"] == 200 and [m["delivery_id"] for m in mails] == ["ses-held"]
     route = "/sessions/{id}/quarantine/{delivery}/release"
     released = d.call("deliver", http("POST", f"/sessions/{sid}/quarantine/ses-held/release", route))
     assert released["statusCode"] == 200 and json.loads(released["body"])["duplicate"] is False
-    assert d.collaborators.agent.sessions.get(THREAD).status == "completed"
+    assert d.collaborators.agent.sessions.get(SID).status == "completed"
     again = d.call("deliver", http("POST", f"/sessions/{sid}/quarantine/ses-held/release", route))
     assert json.loads(again["body"])["duplicate"] is True
     unknown = d.call("deliver", http("POST", f"/sessions/{sid}/quarantine/nope/release", route))
@@ -226,16 +228,16 @@ class _Died(Exception):
 
 
 def summary_calls(d: Any) -> tuple[Any, list[str]]:
-    """``(sessions.get(THREAD), the AWS calls it made)``."""
+    """``(sessions.get(SID), the AWS calls it made)``."""
     store = d.collaborators.agent.store
     with importlib.import_module("stores.aws.moto_env").CallLog(store._ddb, store._s3) as log:
-        summary = d.collaborators.agent.sessions.get(THREAD)
+        summary = d.collaborators.agent.sessions.get(SID)
     return summary, log.calls
 
 
 def hint(d: Any) -> set[str]:
     store = d.collaborators.agent.store
-    item = store._ddb.get_item(TableName=store.table_name, Key={"pk": {"S": THREAD}}, ConsistentRead=True)["Item"]
+    item = store._ddb.get_item(TableName=store.table_name, Key={"pk": {"S": SID}}, ConsistentRead=True)["Item"]
     return set(item.get("quarantine_hint", {}).get("SS", []))
 
 
@@ -273,7 +275,7 @@ def test_held_mail_is_in_the_summary_through_commits_and_leaves_it_on_release(pa
     assert send(d, "ses-reply", reply, {"dmarc": "PASS"})["disposition"] == "resume"
     summary, _ = summary_calls(d)
     assert summary.status == "completed" and summary.quarantined == ["ses-held"] and hint(d) == {"ses-held"}
-    release(d.collaborators.host, THREAD, "ses-held", parse=parse)
+    release(d.collaborators.host, SID, "ses-held", parse=parse)
     summary, calls = summary_calls(d)
     assert summary.quarantined is None and calls == ["dynamodb.GetItem"]
     assert hint(d) == set()
@@ -303,12 +305,12 @@ def test_a_release_that_stopped_after_its_stamp_is_tidied_by_repeating_it(parked
     undo = die_on(d, "before-parameter-build.dynamodb.UpdateItem", lambda p: "#hint" in p.get("UpdateExpression", ""))
     try:
         with pytest.raises(_Died):
-            release(d.collaborators.host, THREAD, "ses-held", parse=parse)
+            release(d.collaborators.host, SID, "ses-held", parse=parse)
     finally:
         undo()
     assert hint(d) == {"ses-held"}  # stamped released, still hinted: the listing filters it out
     summary, calls = summary_calls(d)
     assert summary.status == "completed" and summary.quarantined is None and len(calls) == 2
-    assert release(d.collaborators.host, THREAD, "ses-held", parse=parse)["duplicate"] is True
+    assert release(d.collaborators.host, SID, "ses-held", parse=parse)["duplicate"] is True
     assert hint(d) == set() and summary_calls(d)[1] == ["dynamodb.GetItem"]
     assert user_messages(d).count("It's ORD-1001.") == 1

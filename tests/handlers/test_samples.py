@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import PARK
+from .conftest import PARK, SUPPORT_INBOX
 
 # Request bodies re-targeted at POST /triggers/email_received, everything else kept as sent.
 # name -> (status, error class or None for accepted)
@@ -132,11 +132,22 @@ def test_an_http_sample_body_sent_as_a_trigger_webhook_is_accepted_or_refused_by
         assert d.snapshot() == before
 
 
+def opening_on_any_mail(tmp_path: Path) -> Path:
+    """The support inbox with ``unauthenticated_first_mail: open``: a sample receipt's verdicts are another mail's."""
+    (tmp_path / "wf").mkdir()
+    for name in ("workflow.yaml", "model.yaml"):
+        text = (SUPPORT_INBOX / name).read_text(encoding="utf-8")
+        anchor = "        description: A new email opens a conversation.\n"
+        text = text.replace(anchor, anchor + "        unauthenticated_first_mail: open\n")
+        (tmp_path / "wf" / name).write_text(text, encoding="utf-8")
+    return tmp_path / "wf"
+
+
 @pytest.mark.parametrize("name", SES)
 def test_an_ses_sample_reads_its_mail_where_the_receipt_says_and_inboxes_it_under_its_message_id(
-    aws: Any, shared_samples: Path, name: str
+    aws: Any, shared_samples: Path, name: str, tmp_path: Path
 ) -> None:
-    d = aws(PARK)
+    d = aws(PARK, workflow=opening_on_any_mail(tmp_path))
     evt = sample(shared_samples, name)
     ses = evt["Records"][0]["ses"]
     action = ses["receipt"].get("action", {})

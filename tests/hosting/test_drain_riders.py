@@ -2,28 +2,52 @@
 
 Rule source: issue 10 ("drain = lease, pending items and arrivals counter in one Query; mark-done +
 release in one transaction"), DESIGN.md §3 "Inbox" (an item is done only once applied; the lease goes
-only when nothing new arrived), ``archmax.stores.riders``.
+only when nothing new arrived), ``archmax.stores.riders``. Each test also runs with the store behind
+a wrapper with exactly the store protocol's members (issue 23): riders are a ``commit`` argument.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
+from archmax import create_agent
 from archmax.errors import CommitConflictError
+from archmax.hosting.host import Host
 from archmax.hosting.inbox import DynamoInbox, InboxItem
 from archmax.hosting.inbox_base import DRAIN_KEY
+from archmax.models.scripted import ScriptedModel
 from archmax.session.firing import Firing
 from archmax.session.records import SessionStatus
-from archmax.stores.riders import Riders, riding
+from archmax.stores.base import SessionStore
+from archmax.stores.riders import Riders
 from stores.aws.moto_env import CallLog
 from stores.aws.records import record
+from stores.protocol_only import protocol_only
 
-from .conftest import INBOX_TABLE
+from .conftest import INBOX_TABLE, SUPPORT_INBOX
 from .test_host import FIRST_TURN, SID, email, user_texts
 
 T0 = "2025-01-01T00:00:00.000Z"
+
+
+@pytest.fixture(params=["bare", "protocol-only"])
+def wrap(request: pytest.FixtureRequest) -> Callable[[SessionStore], SessionStore]:
+    """The store as built, or behind the protocol-only wrapper (the test id names which)."""
+    return protocol_only if request.param == "protocol-only" else (lambda store: store)
+
+
+@pytest.fixture
+def make_aws_host(aws: Any, clock: Any, wrap: Callable[[SessionStore], SessionStore]) -> Callable[..., Host]:
+    """``make_aws_host(entries, **host_kwargs)``: a Host on the (wrapped) AwsStore + DynamoInbox."""
+    store, inbox = wrap(aws.store()), DynamoInbox(INBOX_TABLE, client=aws.dynamodb, clock=clock)
+
+    def build(entries: list[dict[str, Any]], **kwargs: Any) -> Host:
+        return Host(create_agent(SUPPORT_INBOX, store, ScriptedModel(entries), clock=clock), inbox, **kwargs)
+
+    return build
 
 
 def _drain_item(aws: Any, sid: str) -> dict[str, Any]:
@@ -70,27 +94,26 @@ def test_a_drain_finds_the_lease_held_by_another_drainer_and_leaves_the_item_pen
 # ---------------------------------------------------------------- the store's transaction
 
 
-def test_a_claim_whose_drain_lease_rider_fails_is_a_conflict_and_writes_nothing(aws, clock):
-    store, inbox = aws.store(), DynamoInbox(INBOX_TABLE, client=aws.dynamodb, clock=clock)
+def test_a_claim_whose_drain_lease_rider_fails_is_a_conflict_and_writes_nothing(aws, clock, wrap):
+    store, inbox = wrap(aws.store()), DynamoInbox(INBOX_TABLE, client=aws.dynamodb, clock=clock)
     _put(inbox, "s-1", "d-1")
     assert inbox.try_acquire("s-1", "other", T0, 900)
     riders = inbox.riders("s-1", "d-1", owner="me", now=T0, ttl_s=900, release_seen=1)
-    with riding(riders), pytest.raises(CommitConflictError):
-        store.commit("s-1", record("s-1", 1, lease_owner="engine"), 0)
+    with pytest.raises(CommitConflictError):
+        store.commit("s-1", record("s-1", 1, lease_owner="engine"), 0, riders=riders)
     assert store.load("s-1") is None
     assert not riders.claimed
     assert _drain_item(aws, "s-1")["lease_owner"]["S"] == "other"
 
 
-def test_the_turns_last_commit_marks_the_item_done_and_lets_the_lease_go_in_one_transaction(aws, clock):
-    store, inbox = aws.store(), DynamoInbox(INBOX_TABLE, client=aws.dynamodb, clock=clock)
+def test_the_turns_last_commit_marks_the_item_done_and_lets_the_lease_go_in_one_transaction(aws, clock, wrap):
+    store, inbox = wrap(aws.store()), DynamoInbox(INBOX_TABLE, client=aws.dynamodb, clock=clock)
     _put(inbox, "s-1", "d-1")
     riders = inbox.riders("s-1", "d-1", owner="me", now=T0, ttl_s=900, release_seen=1)
-    with riding(riders):
-        store.commit("s-1", record("s-1", 1, lease_owner="engine"), 0)  # the claim takes the drain lease
-        assert riders.claimed and _drain_item(aws, "s-1")["lease_owner"]["S"] == "me"
-        with CallLog(aws.dynamodb) as log:
-            store.commit("s-1", _ended("s-1", 2, "d-1"), 1, lease_owner="engine")
+    store.commit("s-1", record("s-1", 1, lease_owner="engine"), 0, riders=riders)  # the claim takes the drain lease
+    assert riders.claimed and _drain_item(aws, "s-1")["lease_owner"]["S"] == "me"
+    with CallLog(aws.dynamodb) as log:
+        store.commit("s-1", _ended("s-1", 2, "d-1"), 1, lease_owner="engine", riders=riders)
     assert log.calls == ["dynamodb.TransactWriteItems"]
     assert riders.done
     assert inbox.get("s-1", "d-1").status == "done"
@@ -98,14 +121,13 @@ def test_the_turns_last_commit_marks_the_item_done_and_lets_the_lease_go_in_one_
     assert store.head("s-1").version == 2
 
 
-def test_an_item_that_arrived_during_the_turn_keeps_the_lease_and_the_commit_still_lands(aws, clock):
-    store, inbox = aws.store(), DynamoInbox(INBOX_TABLE, client=aws.dynamodb, clock=clock)
+def test_an_item_that_arrived_during_the_turn_keeps_the_lease_and_the_commit_still_lands(aws, clock, wrap):
+    store, inbox = wrap(aws.store()), DynamoInbox(INBOX_TABLE, client=aws.dynamodb, clock=clock)
     _put(inbox, "s-1", "d-1")
     riders = inbox.riders("s-1", "d-1", owner="me", now=T0, ttl_s=900, release_seen=1)
-    with riding(riders):
-        store.commit("s-1", record("s-1", 1, lease_owner="engine"), 0)
-        _put(inbox, "s-1", "d-2")  # the counter moves on: the release's condition fails
-        store.commit("s-1", _ended("s-1", 2, "d-1"), 1, lease_owner="engine")
+    store.commit("s-1", record("s-1", 1, lease_owner="engine"), 0, riders=riders)
+    _put(inbox, "s-1", "d-2")  # the counter moves on: the release's condition fails
+    store.commit("s-1", _ended("s-1", 2, "d-1"), 1, lease_owner="engine", riders=riders)
     assert store.head("s-1").version == 2
     assert not riders.done  # neither the mark nor the release: the drain writes them itself
     assert inbox.get("s-1", "d-1").status == "pending"
@@ -159,12 +181,12 @@ class LoseFirstTransactionAnswer:
         raise ReadTimeoutError(endpoint_url=request.url)
 
 
-def test_a_claim_whose_answer_was_lost_knows_it_took_the_drain_lease(aws, clock):
-    store, inbox = aws.store(), DynamoInbox(INBOX_TABLE, client=aws.dynamodb, clock=clock)
+def test_a_claim_whose_answer_was_lost_knows_it_took_the_drain_lease(aws, clock, wrap):
+    store, inbox = wrap(aws.store()), DynamoInbox(INBOX_TABLE, client=aws.dynamodb, clock=clock)
     _put(inbox, "s-1", "d-1")
     riders = inbox.riders("s-1", "d-1", owner="me", now=T0, ttl_s=900, release_seen=1)
-    with riding(riders), LoseFirstTransactionAnswer(aws.dynamodb) as lost:
-        store.commit("s-1", record("s-1", 1, lease_owner="engine"), 0)
+    with LoseFirstTransactionAnswer(aws.dynamodb) as lost:
+        store.commit("s-1", record("s-1", 1, lease_owner="engine"), 0, riders=riders)
     assert lost.fired == 1
     assert riders.claimed  # the retry's conflict was our own landed write: its riders landed with it
     assert store.head("s-1").version == 1

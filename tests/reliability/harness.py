@@ -410,6 +410,11 @@ def moto_env() -> Any:
     return importlib.import_module("stores.aws.moto_env")
 
 
+def protocol_only(store: Any) -> Any:
+    """``store`` behind ``tests/stores/protocol_only.py``: exactly the store protocol's members."""
+    return importlib.import_module("stores.protocol_only").protocol_only(store)
+
+
 def inbox_table_definition() -> dict[str, Any]:
     props = moto_env().template_resource("InboxTable")
     return {
@@ -454,6 +459,8 @@ class World:
     aws: Any = None
     """An ``AwsEnv``: given (a worker process joining the parent's moto), else a fresh one is made."""
     hooks: AwsFaultHooks | None = None
+    protocol_only: bool = False
+    """The agent's store is the raw store behind ``stores.protocol_only`` (issue 23)."""
 
     def __post_init__(self) -> None:
         self.faults = Faults(self.counters)
@@ -484,7 +491,8 @@ class World:
                 s3_client=self.aws.s3,
                 bucket=self.aws.bucket,
             )
-        self.store = FaultyStore(self.raw_store, self.faults)
+        seen = protocol_only(self.raw_store) if self.protocol_only else self.raw_store
+        self.store = FaultyStore(seen, self.faults)
         self.inbox = FaultyInbox(self.raw_inbox, self.faults)
         self.agent = create_agent(
             self.workflow,

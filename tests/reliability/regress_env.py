@@ -43,7 +43,9 @@ REVIEW_WORKFLOW = {
     }
 }
 """start → review (a human state) → approved: a workflow with a decision park."""
-STORE_KINDS = ["memory", "filesystem", "aws"]
+STORE_KINDS = ["memory", "filesystem", "aws", "memory-protocol-only", "filesystem-protocol-only", "aws-protocol-only"]
+"""Every store kind, and each behind a wrapper with exactly the store protocol's members (issue 23)."""
+PROTOCOL_ONLY = "-protocol-only"
 __all__ = ["aws_env_fixture", "aws_fixture", "env_fixture", "regress_moto_server_fixture"]
 
 
@@ -76,10 +78,29 @@ def aws_fixture(regress_moto_server: Any) -> Any:
 
 
 class Env:
-    """One store kind with its inbox, a fake clock, and agents/hosts built over them on demand."""
+    """One store kind with its inbox, a fake clock, and agents/hosts built over them on demand.
 
-    def __init__(self, kind: str, store: Any, inbox: Any, clock: FakeClock, aws: Any = None) -> None:
-        self.kind, self.store, self.inbox, self.clock, self.aws = kind, store, inbox, clock, aws
+    ``kind`` is the store kind (``memory``, ``filesystem``, ``aws``); with ``protocol_only`` every
+    store this env hands out sits behind ``stores.protocol_only`` (the test id says ``-protocol-only``).
+    """
+
+    def __init__(
+        self,
+        kind: str,
+        store: Any,
+        inbox: Any,
+        clock: FakeClock,
+        aws: Any = None,
+        *,
+        protocol_only: bool = False,
+        root: Path | None = None,
+    ) -> None:
+        self.kind, self.inbox, self.clock, self.aws = kind, inbox, clock, aws
+        self.protocol_only, self.root = protocol_only, root
+        self.store = self._seen(store)
+
+    def _seen(self, store: Any) -> Any:
+        return importlib.import_module("stores.protocol_only").protocol_only(store) if self.protocol_only else store
 
     def agent(self, model: Any, workflow: Any = SUPPORT_INBOX, **kwargs: Any) -> Any:
         """An agent on this store; a list of entries becomes a :class:`ScriptedModel`."""
@@ -94,33 +115,36 @@ class Env:
     def other_store(self) -> Any:
         """A second store instance on the same data (another process's view; AWS: no shared caches)."""
         if self.kind == "aws":
-            return self.aws.store()
+            return self._seen(self.aws.store())
         if self.kind == "filesystem":
-            return FilesystemStore(self.store.root)
+            return self._seen(FilesystemStore(self.root))
         return self.store
 
 
 def make_env(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> Env:
     clock = FakeClock("2025-01-01T00:00:00.000Z")
-    if kind == "memory":
-        return Env(kind, MemoryStore(), MemoryInbox(), clock)
-    if kind == "filesystem":
+    base = kind.removesuffix(PROTOCOL_ONLY)
+    wrapped = base != kind
+    if base == "memory":
+        return Env(base, MemoryStore(), MemoryInbox(), clock, protocol_only=wrapped)
+    if base == "filesystem":
         root = tmp_path / "sessions"
-        return Env(kind, FilesystemStore(root), FilesystemInbox(root), clock)
+        return Env(base, FilesystemStore(root), FilesystemInbox(root), clock, protocol_only=wrapped, root=root)
     env = request.getfixturevalue("aws")
-    return Env(kind, env.store(), DynamoInbox(INBOX_TABLE, client=env.dynamodb, clock=clock), clock, env)
+    inbox = DynamoInbox(INBOX_TABLE, client=env.dynamodb, clock=clock)
+    return Env(base, env.store(), inbox, clock, env, protocol_only=wrapped)
 
 
 @pytest.fixture(params=STORE_KINDS, name="env")
 def env_fixture(request: pytest.FixtureRequest, tmp_path: Path) -> Env:
-    """Every store kind (memory, filesystem, AWS on moto) with its matching inbox; the test id names it."""
+    """Every store kind (memory, filesystem, AWS on moto) with its matching inbox, bare and protocol-only."""
     return make_env(request.param, request, tmp_path)
 
 
-@pytest.fixture(name="aws_env")
+@pytest.fixture(name="aws_env", params=["aws", "aws" + PROTOCOL_ONLY])
 def aws_env_fixture(request: pytest.FixtureRequest, tmp_path: Path) -> Env:
-    """The AWS kind alone (AwsStore + DynamoInbox on moto), for faults only AWS has."""
-    return make_env("aws", request, tmp_path)
+    """The AWS kind alone (AwsStore + DynamoInbox on moto), bare and protocol-only, for faults only AWS has."""
+    return make_env(request.param, request, tmp_path)
 
 
 # ---------------------------------------------------------------------- faults

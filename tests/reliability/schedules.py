@@ -118,12 +118,15 @@ class Schedule(RuleBasedStateMachine):
     """One schedule on one store kind (subclasses set ``kind``): rules drive a :class:`Driver`."""
 
     kind = "memory"
+    protocol_only = False
+    """Run the store behind a wrapper with exactly the store protocol's members (issue 23)."""
 
     def __init__(self) -> None:
         super().__init__()
         self.tmp = Path(tempfile.mkdtemp(prefix="archmax-reliability-")) if self.kind == "filesystem" else None
-        table = counters.for_store(self.kind)
-        self.driver = Driver(World(self.kind, table, tmp=self.tmp), Ledger(), table)
+        table = counters.for_store(self.kind + ("-protocol-only" if self.protocol_only else ""))
+        world = World(self.kind, table, tmp=self.tmp, protocol_only=self.protocol_only)
+        self.driver = Driver(world, Ledger(), table)
         self._failed = False
 
     # ------------------------------------------------------------------ rules

@@ -1,5 +1,8 @@
 """Random schedules with faults at every commit point, on the memory, filesystem and AWS (moto) stores.
 
+Each store also runs a short profile behind a wrapper with exactly the store protocol's members
+(``tests/stores/protocol_only.py``, issue 23).
+
 Issue 9 "What to build": a model-based suite (hypothesis stateful testing, shrinking); the rules and
 faults are in schedules.py and harness.py, the invariants in invariants.py. The example count
 comes from the profile (conftest.py): ``ci`` by default, ``soak`` under ``make soak``.
@@ -13,14 +16,24 @@ from hypothesis import settings
 from .conftest import PROFILE, SCHEDULES, STEPS
 from .schedules import OPEN_SCENARIOS, Schedule
 
+PROTOCOL_ONLY_SHARE = 4
+"""The protocol-only runs are a short profile: a quarter of the store's schedules, one shard (issue 23)."""
 
-def _cases(kind: str) -> dict[str, type]:
-    """One TestCase per shard of the store's schedules (the profile says how many)."""
+
+def _cases(kind: str, *, protocol_only: bool = False) -> dict[str, type]:
+    """One TestCase per shard of the store's schedules (the profile says how many).
+
+    With ``protocol_only`` the store sits behind a wrapper with exactly the store protocol's members,
+    for a quarter of the schedules in one shard: it must meet every invariant the bare store meets.
+    """
     shards, schedules = SCHEDULES[kind]
-    machine = type(f"{kind.capitalize()}Schedule", (Schedule,), {"kind": kind})
+    if protocol_only:
+        shards, schedules = 1, max(1, shards * schedules // PROTOCOL_ONLY_SHARE)
+    name = kind.capitalize() + ("ProtocolOnly" if protocol_only else "")
+    machine = type(f"{name}Schedule", (Schedule,), {"kind": kind, "protocol_only": protocol_only})
     out = {}
     for shard in range(shards):
-        case = type(f"Test{kind.capitalize()}Schedules{shard if shards > 1 else ''}", (machine.TestCase,), {})
+        case = type(f"Test{name}Schedules{shard if shards > 1 else ''}", (machine.TestCase,), {})
         case.settings = settings(
             settings.get_profile(PROFILE), max_examples=schedules, stateful_step_count=STEPS[kind]
         )
@@ -30,6 +43,7 @@ def _cases(kind: str) -> dict[str, type]:
 
 for _kind in ("memory", "filesystem", "aws"):
     globals().update(_cases(_kind))
+    globals().update(_cases(_kind, protocol_only=True))
 
 
 def test_no_operation_mix_is_left_out() -> None:

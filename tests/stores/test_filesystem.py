@@ -16,7 +16,7 @@ import pytest
 
 from archmax.errors import CommitConflictError, InvalidFilePathError, InvalidSessionIdError
 from archmax.session.ids import folder_name, portable_folder_name
-from archmax.stores.base import SessionStore
+from archmax.stores.base import Capability, SessionStore
 from archmax.stores.codec import chunk_bytes, chunk_counts, chunk_from_bytes, decode_chunks, encode_chunk
 from archmax.stores.filesystem import FilesystemStore
 
@@ -41,11 +41,8 @@ def _tree(root: Path) -> list[str]:
 
 def test_filesystem_store_satisfies_the_protocol_with_every_capability(store):
     assert isinstance(store, SessionStore)
-    assert (store.capabilities.list, store.capabilities.delete, store.capabilities.upload_files) == (
-        True,
-        True,
-        True,
-    )
+    assert store.capabilities == {Capability.LIST, Capability.DELETE, Capability.UPLOAD_FILES, Capability.APPEND_TEXT}
+    assert store.location.root == store.root
 
 
 def test_layout_on_disk_is_the_one_of_section_9_2(store, root):

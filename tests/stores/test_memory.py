@@ -5,16 +5,24 @@ from __future__ import annotations
 import pytest
 
 from archmax.errors import SessionStoreCapabilityError
-from archmax.stores.base import SessionStore, StoreCapabilities
+from archmax.stores.base import Capability, SessionStore, StoreCapabilities
 from archmax.stores.memory import MemoryStore
 
 from .conformance.conftest import make_record
 
 
-def test_memory_store_satisfies_the_protocol_with_every_capability():
+def test_memory_store_satisfies_the_protocol_with_every_local_capability():
     store = MemoryStore()
     assert isinstance(store, SessionStore)
-    assert store.capabilities == StoreCapabilities(list=True, delete=True, upload_files=True)
+    assert store.capabilities == {Capability.LIST, Capability.DELETE, Capability.UPLOAD_FILES, Capability.APPEND_TEXT}
+    assert "commits write the session alone" in store.capabilities.reason(Capability.COMMIT_RIDERS)
+
+
+def test_a_reduced_memory_store_declares_what_it_lacks_and_why():
+    store = MemoryStore(capabilities=StoreCapabilities(list=False))
+    assert Capability.LIST not in store.capabilities and not store.capabilities.list
+    assert Capability.DELETE in store.capabilities and Capability.APPEND_TEXT in store.capabilities
+    assert store.capabilities.reason(Capability.LIST) == "switched off when this store was built"
 
 
 def test_store_without_list_refuses_list_and_due():

@@ -57,7 +57,7 @@ def run(cli: Any) -> int:
     from archmax.inbound.email import parse_email
 
     agent = cli.agent(cli.session_workflow(sid))
-    root = getattr(cli.store, "root", None)
+    root = cli.store.location.root
     host = Host(agent, FilesystemInbox(root) if root is not None else MemoryInbox())
     answer = release(host, sid, a.delivery_id, parse=lambda raw, trigger: parse_email(raw, trigger=trigger))
     unfinished = not answer["duplicate"] and cli.turn_stopped(sid)

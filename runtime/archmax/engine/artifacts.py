@@ -27,6 +27,7 @@ from typing import Any
 
 from archmax.errors import UnknownArtifactError
 from archmax.session.records import Checkpoint, Message
+from archmax.stores.base import Capability
 
 ARTIFACTS = ("trail", "variables", "metadata", "trajectory", "graph")
 """The artifact names ``sessions.artifact`` accepts."""
@@ -139,8 +140,8 @@ class ArtifactWriter:
 
     @property
     def enabled(self) -> bool:
-        """Whether this store keeps artifacts as files (AWS materializes them off the operation's path)."""
-        return bool(getattr(self.store, "writes_artifacts", True))
+        """Whether this store keeps artifacts as files (not with ``Capability.ARTIFACTS_ON_READ``: AWS)."""
+        return Capability.ARTIFACTS_ON_READ not in self.store.capabilities
 
     def write(self, record: Checkpoint, started_from: int) -> None:
         """Bring the session's artifacts up to ``record`` at the end of an operation; never raises.
@@ -163,14 +164,14 @@ class ArtifactWriter:
             FILES[name]: text for name, text in texts.items() if before is None or before.digests.get(name) != digests[name]
         }
         new_lines = record.messages[before.lines :] if before is not None else []
-        append = getattr(self.store, "append_text", None)
+        append = Capability.APPEND_TEXT in self.store.capabilities  # else a rewrite is cheaper than an append
         try:
-            if before is None or append is None:
+            if before is None or not append:
                 changed[FILES["trajectory"]] = trajectory_lines(record.messages)
             if changed:
                 self.store.seed(sid, changed)
-            if before is not None and append is not None and new_lines:
-                append(sid, FILES["trajectory"], trajectory_lines(new_lines))
+            if before is not None and append and new_lines:
+                self.store.append_text(sid, FILES["trajectory"], trajectory_lines(new_lines))
         except Exception as exc:  # observability never fails the operation
             self._warn(record, "artifacts", f"could not write artifacts: {exc}")
             return

@@ -46,9 +46,7 @@ def open_work(
     riders: Riders | None = None,
 ) -> Work:
     """The :class:`Work` of one operation on ``record`` (at ``version``), carrying ``riders`` (issue 10)."""
-    work = Work(rt.store, rt.clock, rt.lease_ttl_s, record, version, warnings=list(warnings))
-    work.riders = riders  # type: ignore[attr-defined]  # the store's commit takes them (stores.riders)
-    return work
+    return Work(rt.store, rt.clock, rt.lease_ttl_s, record, version, warnings=list(warnings), riders=riders)
 
 
 def claim(work: Work) -> None:

@@ -21,7 +21,7 @@ from archmax.engine import decide, deliver, expire, recover, reply, turn
 from archmax.engine.claims import Applied
 from archmax.engine.runtime import Runtime
 from archmax.session.firing import Decide, Deliver, EngineFiring, Expire, Recover, Reply, Send, Turn
-from archmax.stores.riders import Riders, riding
+from archmax.stores.riders import Riders
 
 
 class Door(Protocol):
@@ -49,10 +49,7 @@ def apply(rt: Runtime, firing: EngineFiring, *, riders: Riders | None = None) ->
     Raises:
         Every typed refusal of the firing's kind (BEHAVIOUR.md §3.4–§3.9, §3.12); nothing is written.
     """
-    if riders is None:
-        return _route(rt, firing, None)
-    with riding(riders):  # stores that read riders from the context (before commit takes them explicitly)
-        return _route(rt, firing, riders)
+    return _route(rt, firing, riders)
 
 
 def _route(rt: Runtime, firing: EngineFiring, riders: Riders | None) -> Applied:

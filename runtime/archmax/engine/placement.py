@@ -25,7 +25,7 @@ from archmax.session.files import (
     is_text,
 )
 from archmax.session.firing import FileIn
-from archmax.stores.base import SessionStore
+from archmax.stores.base import Capability, SessionStore
 
 # Re-entrant: a placement that runs inside another's store write on the same thread (a host hook, the
 # reliability suite's interleavings) waits for nothing it holds itself; create-only writes keep the
@@ -77,7 +77,7 @@ def prepare_files(store: SessionStore, session_id: str, files: Mapping[str, Any]
         if isinstance(file.content, str):
             file.content.encode("utf-8")  # UnicodeEncodeError now, not after the session is claimed
         text = is_text(file.content)
-        if not text and not store.capabilities.upload_files:
+        if not text and Capability.UPLOAD_FILES not in store.capabilities:
             raise SessionStoreCapabilityError("upload_files", attachment_path(name), session_id=session_id)
         prepared.append(PreparedFile(variable, name, file.content, text))
     return prepared
@@ -163,15 +163,14 @@ def place_firing_files(
 def discard_files(store: SessionStore, session_id: str, paths: list[str] | tuple[str, ...]) -> None:
     """Best-effort removal of files a firing created before its claim failed (they are create-only and ours).
 
-    Uses the store's ``remove_files`` where it has one (every bundled store does); a store without it,
-    or a removal that fails, leaves them: an orphan is never named by a variable, and a retry of the
-    same firing (same delivery id) reuses it (:func:`place_firing_files` ``reuse``).
+    Uses the store's ``remove_files`` (§9.1 protocol); a removal that fails leaves them: an orphan is
+    never named by a variable, and a retry of the same firing (same delivery id) reuses it
+    (:func:`place_firing_files` ``reuse``).
     """
-    remove = getattr(store, "remove_files", None)
-    if not paths or remove is None:
+    if not paths:
         return
     try:
-        remove(session_id, list(paths))
+        store.remove_files(session_id, list(paths))
     except Exception:  # noqa: BLE001 - best-effort: the caller re-raises the error that made it discard
         pass
 

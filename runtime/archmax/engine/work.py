@@ -20,6 +20,7 @@ from archmax.clock import Clock, epoch_ms, format_instant
 from archmax.outbound.outbox import record_outbox
 from archmax.session.records import Checkpoint, Lease, Usage, stamp_park
 from archmax.stores.base import SessionStore
+from archmax.stores.riders import Riders
 
 
 @dataclass
@@ -35,6 +36,8 @@ class Work:
         start_version: The version the operation loaded (what its artifacts continue from, §9.5).
         usage: What this operation spent.
         warnings: Warnings for ``Outcome.warnings``.
+        riders: The inbox writes that may ride this operation's commits (``store.commit(...,
+            riders=...)``, :mod:`archmax.stores.riders`); ``None``: nothing rides.
     """
 
     store: SessionStore
@@ -49,6 +52,7 @@ class Work:
     usage: Usage | None = None
     warnings: list[str] = field(default_factory=list)
     recovered: bool = False
+    riders: Riders | None = None
 
     def __post_init__(self) -> None:
         self.start_messages = len(self.record.messages)
@@ -106,9 +110,11 @@ class Work:
         )
         if not lease:
             record_outbox(rec, self.start_messages)  # the turn's outbound messages ride its last commit
-        self.store.commit(
-            rec.session_id, rec, self.version, lease_owner=None if claim or not self.holds_lease else self.owner
-        )
+        owner = None if claim or not self.holds_lease else self.owner
+        if self.riders is None:  # no `riders=` at all: a store written to the older protocol still works
+            self.store.commit(rec.session_id, rec, self.version, lease_owner=owner)
+        else:
+            self.store.commit(rec.session_id, rec, self.version, lease_owner=owner, riders=self.riders)
         self.version = rec.version
         self.holds_lease = lease
         self._unstamped = len(rec.messages)

@@ -30,18 +30,10 @@ from archmax.handlers.common import (
     transcript_location,
     unrecognised,
 )
+from archmax.inbound.admission import MailDoor, admit, applied, hold
 from archmax.inbound.apigw import message_firing, raw_body, trigger_firing
-from archmax.inbound.mail_auth import (
-    DEFAULT_POLICY,
-    authentication_failure,
-    record_participant,
-    speaker_refusal,
-    token_session,
-)
-from archmax.inbound.quarantine import QuarantinedMail, hold
 from archmax.inbound.ses import SesMail, is_ses_event, ses_firing, ses_mails
 from archmax.inbound.webhook import verify as verify_webhook
-from archmax.session.firing import Firing
 
 log = logging.getLogger("archmax.handlers.send")
 
@@ -60,60 +52,35 @@ def _accepted(accepted: Any) -> dict[str, Any]:
 
 
 def _mail(c: Collaborators, mail: SesMail) -> dict[str, Any]:
-    """One SES record: refused, quarantined, or accepted (its sender then noted as a participant).
+    """One SES record: refused, quarantined, or accepted (:mod:`archmax.inbound.admission` decides).
 
-    Spam/virus FAIL is recorded and not read; a mail that may not speak into its session is kept in
-    that session's quarantine (issue 13 item 1).
+    Spam/virus FAIL is recorded and not read. The sender becomes a participant only once the
+    session's inbox took the mail (a duplicate of another sender's mail records nobody).
     """
     if mail.refused is not None:
         c.on_refused(mail)
         return {"message_id": mail.message_id, "refused": mail.refused}
     raw = c.fetch_mail(mail.bucket, mail.key)
-    firing = c.thread_mail(ses_firing(mail, raw, caps=c.caps), mail.recipients)  # a reply to what we sent
-    session_id, reason = _admission(c, mail, raw, firing)
-    if reason is not None:
-        held = QuarantinedMail.of(  # SES's id: a safe file name for the held mail
-            firing, session_id=session_id, delivery_id=mail.message_id, reason=reason,
-            at=format_instant(c.host.clock.now()),
-        )  # fmt: skip
-        hold(c.agent.store, held, raw)
-        return {"message_id": mail.message_id, "session_id": session_id, "quarantined": reason}
-    accepted = c.host.accept(firing, session_id=session_id)
-    record_participant(c.agent.store, accepted.session_id, firing.variables.get("from"))
+    door = MailDoor(
+        store=c.agent.store, workflow=c.agent.workflow, spec=c.agent.spec, thread=c.thread_mail,
+        reply_secret=c.reply_secret(), inbox=c.host.inbox,
+    )  # fmt: skip
+    admission = admit(door, ses_firing(mail, raw, caps=c.caps), raw, recipients=mail.recipients, verdicts=mail.verdicts)
+    sid = admission.session_id
+    if admission.decision == "refuse":  # answered nothing: no session, nothing kept, no mail back
+        log.warning("mail %s refused for session %r: %s", mail.message_id, sid, admission.reason)
+        return {"message_id": mail.message_id, "session_id": sid, "refused": admission.reason}
+    if admission.decision == "quarantine":  # SES's id: a safe file name for the held mail
+        hold(c.agent.store, admission, raw, delivery_id=mail.message_id, at=format_instant(c.host.clock.now()))
+        return {"message_id": mail.message_id, "session_id": sid, "quarantined": admission.reason}
+    accepted = c.host.accept(admission.firing, session_id=sid)
+    applied(c.agent.store, admission, duplicate=accepted.duplicate)
     answer = {"message_id": mail.message_id, **_accepted(accepted)}
-    refused = firing.variables.get("attachments_refused")
+    refused = admission.firing.variables.get("attachments_refused")
     if refused:  # recorded: in the answer, the log, and the session's attachments_refused variable
         log.warning("mail %s: %s", mail.message_id, refused["reason"])
         answer["attachments_refused"] = refused["reason"]
     return answer
-
-
-def _admission(c: Collaborators, mail: SesMail, raw: bytes, firing: Firing) -> tuple[str | None, str | None]:
-    """``(explicit session id or None, quarantine reason or None)`` for one mail (archmax.inbound.mail_auth).
-
-    A valid reply token names the session outright. A session with no checkpoint yet admits anyone;
-    an existing one needs the trigger's authentication policy met and a participant or its token.
-    """
-    sender = firing.variables.get("from")
-    recipients = [*mail.recipients, *(firing.variables.get("to") or [])]
-    token_sid = token_session(recipients, c.reply_secret())
-    try:
-        sid = c.agent.workflow.resolve_session(
-            trigger=firing.trigger, variables=firing.variables, session_id=token_sid
-        ).session_id
-    except SessionNotResumableError as exc:  # mid-turn: it exists
-        sid = str(exc.session_id)
-    store = c.agent.store
-    if store.head(sid) is None:
-        return token_sid, None
-    if firing.delivery_id and c.host.inbox.get(sid, firing.delivery_id) is not None:
-        return sid, None  # SES re-invoked a receipt this session already accepted: the inbox de-duplicates it
-    decl = c.agent.spec.trigger_decl(firing.trigger or "")
-    policy = (decl.mail_auth if decl is not None else None) or DEFAULT_POLICY
-    failure = authentication_failure(policy, mail.verdicts, sender, raw)
-    if failure is not None:
-        return sid, failure
-    return sid, speaker_refusal(store, sid, sender, token_session_id=token_sid)
 
 
 def _signed_webhook(c: Collaborators, event: Any, trigger: str) -> Any:
@@ -176,9 +143,7 @@ def build(c: Collaborators) -> Handler:
         @router.post("/triggers/<trigger>")
         def post_trigger(trigger: str) -> Any:
             decl = c.agent.spec.trigger_decl(trigger)
-            firing = trigger_firing(
-                router.current_event, trigger=trigger, message_path=decl.message if decl else None
-            )
+            firing = trigger_firing(router.current_event, trigger=trigger, message_path=decl.message if decl else None)
             c.caps.check(firing)
             return accepted(c.host.accept(firing))
 
@@ -198,4 +163,3 @@ def build(c: Collaborators) -> Handler:
         return direct(refuse(unrecognised(event, "API Gateway, SES or {'drain': id} events")))
 
     return handle
-

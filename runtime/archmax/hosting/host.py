@@ -39,7 +39,7 @@ from archmax.errors import (
     WorkflowDisabledError,
     is_retryable,
 )
-from archmax.hosting.inbox_base import GuardFailed, Inbox, InboxItem, ItemKind
+from archmax.hosting.inbox_base import GuardFailed, Inbox, InboxCapability, InboxItem, ItemKind
 from archmax.hosting.reports import Accepted, Disposition, Redrive, SweepReport
 from archmax.hosting.sweep import oldest_park, recover_stale
 from archmax.hosting.sweep import sweep as sweep_due
@@ -47,6 +47,7 @@ from archmax.session.firing import Deliver, Firing, Send
 from archmax.session.ids import SessionId, parse_session_id, validate_delivery_id
 from archmax.session.results import Outcome
 from archmax.session.variables import check_host_variables
+from archmax.stores.base import Capability
 from archmax.stores.riders import Riders
 
 if TYPE_CHECKING:
@@ -153,7 +154,7 @@ class Host:
         """
         explicit = session_id if session_id is not None else firing.session_id
         # DynamoInbox + AwsStore: the put checks the session reads, so they need no call of their own
-        guarded = getattr(self.agent.store, "guarded_reads", None) if getattr(self.inbox, "takes_guards", False) else None
+        guarded = self.agent.store.guarded_reads if self._guards_ride_put() else None
         reads = None
         delivery_id: str | None = None
         for attempt in range(_GUARDED_ATTEMPTS):
@@ -294,9 +295,19 @@ class Host:
             # a firing arrived after the counter was read (or the lease was lost): go round again
         return results
 
+    def _guards_ride_put(self) -> bool:
+        """The store's guarded reads can be checked by the inbox's put (AwsStore + DynamoInbox, issue 10)."""
+        return (
+            Capability.GUARDED_READS in self.agent.store.capabilities
+            and InboxCapability.GUARDED_PUT in self.inbox.capabilities
+        )
+
     def _rides(self) -> bool:
         """The inbox's lease and marks can ride the store's commits (DynamoInbox + AwsStore, issue 10)."""
-        return bool(getattr(self.agent.store, "rides_commits", False)) and hasattr(self.inbox, "riders")
+        return (
+            Capability.COMMIT_RIDERS in self.agent.store.capabilities
+            and InboxCapability.COMMIT_RIDERS in self.inbox.capabilities
+        )
 
     def _drain_riding(self, session_id: str, owner: str) -> list[DrainResult]:
         """:meth:`drain` where the drain lease and the done marks ride the operation's commits (issue 10).
@@ -343,14 +354,10 @@ class Host:
 
     def _arrivals_and_pending(self, session_id: str) -> tuple[int, list[InboxItem]]:
         """The arrivals counter, then the pending items: one read where the inbox has it (DynamoInbox)."""
-        both = getattr(self.inbox, "arrivals_and_pending", None)
-        if both is not None:
-            return both(session_id)
-        seen = self.inbox.arrivals(session_id)
-        return seen, self.inbox.pending(session_id)
+        return self.inbox.arrivals_and_pending(session_id)
 
     def _apply(self, item: InboxItem, riders: Riders | None = None) -> DrainResult:
-        warm = getattr(self.agent.store, "guarded_reads", None) if riders is not None else None
+        warm = self.agent.store.guarded_reads if riders is not None and self._guards_ride_put() else None
         if warm is None:
             return self._settle(item, self._run(item, riders), riders)
         # The operation acts on the version this warm store last saw (no read): its claim is conditional

@@ -10,14 +10,19 @@ Rule source: DESIGN.md §3 "Inbox", issue 4 item 2. Import from here::
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 from archmax.hosting.inbox_base import (
     DRAIN_KEY,
+    DrainView,
     Inbox,
+    InboxCapability,
     InboxItem,
     InboxState,
     ItemKind,
     ItemStatus,
+    LocalInbox,
+    refuse_guards,
 )
 from archmax.hosting.inbox_dynamo import DynamoInbox
 from archmax.hosting.inbox_fs import FilesystemInbox
@@ -28,6 +33,7 @@ __all__ = [
     "DynamoInbox",
     "FilesystemInbox",
     "Inbox",
+    "InboxCapability",
     "InboxItem",
     "ItemKind",
     "ItemStatus",
@@ -36,7 +42,7 @@ __all__ = [
 ]
 
 
-class MemoryInbox:
+class MemoryInbox(LocalInbox):
     """An :class:`Inbox` in process memory, safe for threads (tests, embedded hosts).
 
     Example:
@@ -56,8 +62,9 @@ class MemoryInbox:
             state = self._states[session_id] = InboxState(session_id=session_id)
         return state
 
-    def put(self, item: InboxItem) -> bool:
-        """See :meth:`Inbox.put`. Raises InvalidSessionIdError, InvalidDeliveryIdError."""
+    def put(self, item: InboxItem, *, guards: list[dict[str, Any]] | None = None) -> bool:
+        """See :meth:`Inbox.put` (no ``GUARDED_PUT``). Raises InvalidSessionIdError, InvalidDeliveryIdError."""
+        refuse_guards(guards)
         validate_delivery_id(item.delivery_id, session_id=item.session_id)
         with self._lock:
             return self._state(item.session_id).put(item)
@@ -96,3 +103,8 @@ class MemoryInbox:
         """See :meth:`Inbox.release`."""
         with self._lock:
             return self._state(session_id).release(owner, seen_arrivals)
+
+    def drain_view(self, session_id: str) -> DrainView:
+        """See :meth:`Inbox.drain_view`: one look under the lock."""
+        with self._lock:
+            return self._state(session_id).drain_view()

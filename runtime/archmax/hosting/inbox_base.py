@@ -7,19 +7,24 @@ drain in order and let go only when nothing new arrived (one conditional write).
 
 Implementations: :class:`~archmax.hosting.inbox.MemoryInbox`,
 :class:`~archmax.hosting.inbox_fs.FilesystemInbox`, :class:`~archmax.hosting.inbox_dynamo.DynamoInbox`.
-Memory and filesystem share :class:`InboxState`, the pure logic of one session's inbox.
+Memory and filesystem share :class:`InboxState`, the pure logic of one session's inbox, and
+:class:`LocalInbox`, their declared absence of the DynamoDB fast paths (:class:`InboxCapability`).
 """
 
 from __future__ import annotations
 
 import base64
 from datetime import timedelta
-from typing import Any, Literal, NamedTuple, Protocol, runtime_checkable
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator
 
 from archmax.clock import format_instant, parse_instant
 from archmax.session.firing import Firing
+
+if TYPE_CHECKING:
+    from archmax.stores.riders import Riders
 
 ItemStatus = Literal["pending", "done", "failed"]
 ItemKind = Literal["send", "deliver"]
@@ -126,16 +131,43 @@ class DrainView(NamedTuple):
         return self.owner is not None and self.owner != owner and (self.expires_at is None or self.expires_at > now)
 
 
+class InboxCapability(StrEnum):
+    """What an inbox declares it does beyond the core (tested as ``InboxCapability.X in inbox.capabilities``)."""
+
+    GUARDED_PUT = "guarded_put"
+    """``put(item, guards=checks)`` writes only if every ``ConditionCheck`` in ``checks`` holds (one
+    transaction), else raises :class:`GuardFailed`: the store's guarded reads (``Capability.GUARDED_READS``)
+    are checked by the put itself (issue 10). Without it ``guards`` must be empty."""
+    COMMIT_RIDERS = "commit_riders"
+    """``riders()`` builds the drain lease, done mark and release as writes that ride a store commit
+    (``Capability.COMMIT_RIDERS``, :mod:`archmax.stores.riders`). Without it ``riders()`` raises
+    ``NotImplementedError`` and the host drains with its own writes."""
+
+
 @runtime_checkable
 class Inbox(Protocol):
-    """Where firings wait for their session (DESIGN.md §3 "Inbox")."""
+    """Where firings wait for their session (DESIGN.md §3 "Inbox").
 
-    def put(self, item: InboxItem) -> bool:
+    Attributes:
+        capabilities: The declared :class:`InboxCapability` set.
+    """
+
+    capabilities: frozenset[InboxCapability]
+
+    def put(self, item: InboxItem, *, guards: list[dict[str, Any]] | None = None) -> bool:
         """Create the item on (session_id, delivery_id), assign its ``seq`` and bump the arrivals counter.
+
+        Args:
+            item: The item.
+            guards: ``ConditionCheck`` entries that must hold for the put to land (needs ``GUARDED_PUT``).
 
         Returns:
             ``False`` when that key exists already (a duplicate: nothing changes).
+
+        Raises:
+            GuardFailed: a guard failed; nothing was written.
         """
+        ...
 
     def pending(self, session_id: str) -> list[InboxItem]:
         """The session's pending items in arrival order (``arrived_at``, then ``seq``)."""
@@ -161,6 +193,55 @@ class Inbox(Protocol):
         Only if ``owner`` holds it AND the counter still equals ``seen_arrivals``; ``False`` means an
         item arrived (or the lease was lost) meanwhile, and the caller must drain again.
         """
+        ...
+
+    def arrivals_and_pending(self, session_id: str) -> tuple[int, list[InboxItem]]:
+        """The arrivals counter, then the pending items (one query on DynamoDB)."""
+        ...
+
+    def drain_view(self, session_id: str) -> DrainView:
+        """The counter, the drain lease and the pending items, read in that order."""
+        ...
+
+    def riders(
+        self, session_id: str, delivery_id: str, *, owner: str, now: str, ttl_s: float, release_seen: int | None
+    ) -> Riders:
+        """The writes that ride the applying operation's commits (needs ``COMMIT_RIDERS``)."""
+        ...
+
+
+class LocalInbox:
+    """The optional members of :class:`Inbox` for an inbox without the DynamoDB fast paths (memory, files)."""
+
+    capabilities: frozenset[InboxCapability] = frozenset()
+
+    def arrivals(self, session_id: str) -> int:  # pragma: no cover - every inbox defines it
+        """Defined by each inbox itself."""
+        raise NotImplementedError
+
+    def pending(self, session_id: str) -> list[InboxItem]:  # pragma: no cover - every inbox defines it
+        """Defined by each inbox itself."""
+        raise NotImplementedError
+
+    def arrivals_and_pending(self, session_id: str) -> tuple[int, list[InboxItem]]:
+        """:meth:`arrivals`, then :meth:`pending` (two reads: the counter first, so nothing is missed)."""
+        return self.arrivals(session_id), self.pending(session_id)
+
+    def riders(
+        self, session_id: str, delivery_id: str, *, owner: str, now: str, ttl_s: float, release_seen: int | None
+    ) -> Riders:
+        """Not available (no ``COMMIT_RIDERS``): the host drains with its own writes.
+
+        Raises:
+            NotImplementedError: always.
+        """
+        raise NotImplementedError("this inbox has no commit riders (InboxCapability.COMMIT_RIDERS)")
+
+
+def refuse_guards(guards: list[dict[str, Any]] | None) -> None:
+    """Raise ``ValueError`` for guards given to an inbox without ``GUARDED_PUT`` (a caller bug)."""
+    if guards:
+        raise ValueError("this inbox cannot check guards (InboxCapability.GUARDED_PUT)")
 
 
 class InboxState(BaseModel):
@@ -218,6 +299,10 @@ class InboxState(BaseModel):
         self.owner = None
         self.expires_at = None
         return True
+
+    def drain_view(self) -> DrainView:
+        """The counter, the drain lease and the pending items (see :meth:`Inbox.drain_view`)."""
+        return DrainView(self.arrivals, self.owner, self.expires_at, self.pending())
 
 
 def lease_expiry(now: str, ttl_s: float) -> str:

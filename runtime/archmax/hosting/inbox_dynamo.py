@@ -36,19 +36,31 @@ from datetime import timedelta
 from typing import Any
 
 from archmax.clock import Clock, SystemClock
-from archmax.errors import InvalidEventError, StoreError
-from archmax.hosting.inbox_base import DRAIN_KEY, DrainView, GuardFailed, InboxItem, ItemStatus, lease_expiry
+from archmax.errors import StoreError
+from archmax.hosting.inbox_base import (
+    DRAIN_KEY,
+    DrainView,
+    GuardFailed,
+    InboxCapability,
+    InboxItem,
+    ItemStatus,
+    lease_expiry,
+)
 from archmax.hosting.inbox_bodies import BodyStore
+from archmax.hosting.inbox_dynamo_items import (
+    INLINE_MAX_BYTES,
+    MAX_ITEM_BYTES,
+    PENDING_INDEX,
+    PENDING_SHARD,
+    item_bytes,
+    item_key,
+    item_sk,
+    put_writes,
+    refuse_oversize,
+)
 from archmax.session.ids import validate_delivery_id, validate_session_id
 from archmax.stores.riders import Riders
 
-PENDING_INDEX = "pending-items"
-PENDING_SHARD = "p"
-MAX_ITEM_BYTES = 400 * 1024
-"""DynamoDB's item size limit (attribute names and values, UTF-8): an inline firing must fit in one item."""
-INLINE_MAX_BYTES = 256 * 1024
-"""With a bucket, an item larger than this keeps its firing in S3 (well under :data:`MAX_ITEM_BYTES`,
-so an inline item never meets the limit and stays cheap to read: a query reads 1 MB per page)."""
 _NAMES = {"#o": "lease_owner", "#e": "lease_expires_at", "#a": "arrivals"}
 
 
@@ -93,8 +105,8 @@ class DynamoInbox:
         StoreError: any AWS failure other than a condition (every method).
     """
 
-    takes_guards = True
-    """:meth:`put` can carry the condition checks of ``AwsStore.guarded_reads`` (issue 10)."""
+    capabilities = frozenset({InboxCapability.GUARDED_PUT, InboxCapability.COMMIT_RIDERS})
+    """:meth:`put` carries the condition checks of guarded reads; :meth:`riders` ride ``AwsStore`` commits (issue 10)."""
 
     def __init__(
         self,
@@ -158,7 +170,7 @@ class DynamoInbox:
     def _drain_item(self, session_id: str) -> dict[str, Any]:
         answer = self._call(
             "get_item",
-            Key=_key(session_id, DRAIN_KEY),
+            Key=item_key(session_id, DRAIN_KEY),
             ConsistentRead=True,
             ProjectionExpression="#a",
             ExpressionAttributeNames={"#a": "arrivals"},
@@ -188,7 +200,7 @@ class DynamoInbox:
         """
         validate_session_id(item.session_id)
         validate_delivery_id(item.delivery_id, session_id=item.session_id)
-        size = _item_bytes(item)
+        size = item_bytes(item)
         body: dict[str, Any] = {}
         if self._bodies is not None and size > self.inline_max_bytes:
             firing = item.model_dump(mode="json", include={"firing"})["firing"]
@@ -196,7 +208,7 @@ class DynamoInbox:
             key, digest = self._bodies.put(item.session_id, item.delivery_id, data)
             body = {"body_key": {"S": key}, "body_sha256": {"S": digest}}
         elif size > MAX_ITEM_BYTES:
-            _refuse_oversize(item, size)
+            refuse_oversize(item, size)
         # First try with the counter this instance last saw (0 for a session it never saw): one
         # transaction when right; a counter that moved fails the condition and is read (issue 10).
         with self._seen_lock:
@@ -206,32 +218,7 @@ class DynamoInbox:
                 seen = int(self._drain_item(item.session_id).get("arrivals", {"N": "0"})["N"])
             else:
                 seen, guess = guess, None
-            stored = item.model_copy(update={"seq": seen + 1, "status": "pending", "error": None})
-            bump: dict[str, Any] = {
-                "TableName": self.table_name,
-                "Key": _key(item.session_id, DRAIN_KEY),
-                "UpdateExpression": "SET #a = :next",
-                "ExpressionAttributeNames": {"#a": "arrivals"},
-                "ExpressionAttributeValues": {":next": {"N": str(seen + 1)}},
-                "ConditionExpression": "attribute_not_exists(#a)",
-                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",  # a moved counter comes back: no read
-            }
-            if seen:
-                bump["ConditionExpression"] = "#a = :seen"
-                bump["ExpressionAttributeValues"][":seen"] = {"N": str(seen)}
-            create = {
-                "TableName": self.table_name,
-                "Item": {
-                    **_key(item.session_id, _item_sk(item.delivery_id)),
-                    "item": {"S": stored.model_dump_json(exclude={"firing"} if body else None)},
-                    **body,
-                    "status": {"S": "pending"},
-                    "seq": {"N": str(stored.seq)},
-                    "arrived_at": {"S": stored.arrived_at},
-                    "pending_shard": {"S": PENDING_SHARD},
-                },
-                "ConditionExpression": "attribute_not_exists(sk)",
-            }
+            create, bump = put_writes(self.table_name, item, seen, body)
             try:
                 self._transact([{"Put": create}, {"Update": bump}, *(guards or [])])
             except _Conflict:
@@ -286,7 +273,7 @@ class DynamoInbox:
     def get(self, session_id: str, delivery_id: str) -> InboxItem | None:
         """See :meth:`Inbox.get`."""
         validate_session_id(session_id)
-        answer = self._call("get_item", Key=_key(session_id, _item_sk(delivery_id)), ConsistentRead=True)
+        answer = self._call("get_item", Key=item_key(session_id, item_sk(delivery_id)), ConsistentRead=True)
         raw = answer.get("Item")
         return self._item_of(raw) if raw and "item" in raw else None
 
@@ -348,7 +335,7 @@ class DynamoInbox:
                 values[":t"] = {"N": str(int(expires.timestamp()))}
         return {
             "TableName": self.table_name,
-            "Key": _key(session_id, _item_sk(delivery_id)),
+            "Key": item_key(session_id, item_sk(delivery_id)),
             "UpdateExpression": f"SET {', '.join(sets)} REMOVE {', '.join(removes)}",
             "ConditionExpression": "attribute_exists(sk)",
             "ExpressionAttributeNames": names,
@@ -385,7 +372,7 @@ class DynamoInbox:
         """The conditional update that takes (or extends) the drain lease when free, ours or expired."""
         return {
             "TableName": self.table_name,
-            "Key": _key(session_id, DRAIN_KEY),
+            "Key": item_key(session_id, DRAIN_KEY),
             "UpdateExpression": "SET #o = :o, #e = :exp",
             "ConditionExpression": "attribute_not_exists(#o) OR #o = :o OR #e <= :now",
             "ExpressionAttributeNames": {"#o": "lease_owner", "#e": "lease_expires_at"},
@@ -483,42 +470,9 @@ class DynamoInbox:
             values[":seen"] = {"N": str(seen_arrivals)}
         return {
             "TableName": self.table_name,
-            "Key": _key(session_id, DRAIN_KEY),
+            "Key": item_key(session_id, DRAIN_KEY),
             "UpdateExpression": "REMOVE #o, #e",
             "ConditionExpression": f"#o = :o AND {counter}",
             "ExpressionAttributeNames": _NAMES,
             "ExpressionAttributeValues": values,
         }
-
-
-def _item_bytes(item: InboxItem) -> int:
-    """The size DynamoDB would count for ``item`` stored inline (with room for the counters)."""
-    body = item.model_copy(update={"seq": 10**12}).model_dump_json()
-    size = sum(
-        len(text.encode("utf-8"))
-        for text in (item.session_id, _item_sk(item.delivery_id), body, item.arrived_at, PENDING_SHARD)
-    )
-    return size + 128  # attribute names, status, seq
-
-
-def _refuse_oversize(item: InboxItem, size: int) -> None:
-    """Refuse a firing whose stored item would exceed :data:`MAX_ITEM_BYTES` (an inbox without a bucket).
-
-    Raises:
-        InvalidEventError: always (413).
-    """
-    raise InvalidEventError(
-        f"the firing takes {size} bytes as an inbox item, over the {MAX_ITEM_BYTES} one item holds: "
-        "send a smaller message, fewer variables or smaller files",
-        status=413,
-        session_id=item.session_id,
-    )
-
-
-def _item_sk(delivery_id: str) -> str:
-    """An item's sort key: prefixed, so no delivery id (an email's may start with '~') meets :data:`DRAIN_KEY`."""
-    return "d#" + delivery_id
-
-
-def _key(session_id: str, sk: str) -> dict[str, Any]:
-    return {"pk": {"S": session_id}, "sk": {"S": sk}}

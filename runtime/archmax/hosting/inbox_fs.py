@@ -22,15 +22,16 @@ import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from filelock import FileLock, Timeout
 
 from archmax.errors import SessionIdMismatchError, StoreError
-from archmax.hosting.inbox_base import InboxItem, InboxState, ItemStatus
+from archmax.hosting.inbox_base import DrainView, InboxItem, InboxState, ItemStatus, LocalInbox, refuse_guards
 from archmax.session.ids import folder_name, portable_folder_name, validate_delivery_id
 
 
-class FilesystemInbox:
+class FilesystemInbox(LocalInbox):
     """An :class:`~archmax.hosting.inbox_base.Inbox` in files under ``<root>/.inbox/``.
 
     Args:
@@ -83,9 +84,7 @@ class FilesystemInbox:
                     else:
                         marker.unlink(missing_ok=True)
         except Timeout as exc:
-            raise StoreError(
-                f"inbox of session '{session_id}' stayed locked for {self._lock_timeout_s}s"
-            ) from exc
+            raise StoreError(f"inbox of session '{session_id}' stayed locked for {self._lock_timeout_s}s") from exc
 
     def _atomic_write(self, path: Path, data: bytes) -> None:
         tmp = self.base / ".tmp" / uuid.uuid4().hex
@@ -94,8 +93,9 @@ class FilesystemInbox:
 
     # ------------------------------------------------------------------ protocol
 
-    def put(self, item: InboxItem) -> bool:
-        """See :meth:`Inbox.put`. Raises InvalidSessionIdError, InvalidDeliveryIdError, StoreError."""
+    def put(self, item: InboxItem, *, guards: list[dict[str, Any]] | None = None) -> bool:
+        """See :meth:`Inbox.put` (no ``GUARDED_PUT``). Raises InvalidSessionIdError, InvalidDeliveryIdError, StoreError."""
+        refuse_guards(guards)
         validate_delivery_id(item.delivery_id, session_id=item.session_id)
         with self._session(item.session_id, write=True) as state:
             return state.put(item)
@@ -138,6 +138,11 @@ class FilesystemInbox:
         """See :meth:`Inbox.release`."""
         with self._session(session_id, write=True) as state:
             return state.release(owner, seen_arrivals)
+
+    def drain_view(self, session_id: str) -> DrainView:
+        """See :meth:`Inbox.drain_view`: one read of the session's inbox file."""
+        with self._session(session_id, write=False) as state:
+            return state.drain_view()
 
 
 @contextlib.contextmanager

@@ -22,6 +22,7 @@ from email.message import Message
 from email.parser import BytesParser
 from typing import Any
 
+from archmax.inbound.addresses import usable_address
 from archmax.inbound.caps import AttachmentCaps
 from archmax.inbound.email_ids import message_ids_in, normalise_message_id, thread_root
 from archmax.inbound.email_text import html_to_text, strip_quoted, unflow
@@ -281,23 +282,6 @@ def _addresses(msg: Message, name: str, warnings: list[str]) -> list[str]:
             elif address not in found:
                 found.append(address)
     return found
-
-
-_ATOM = r"[^\s\x00-\x1f\x7f()<>\[\]:;@\\,.\"]+"
-_ADDR_SPEC = re.compile(
-    rf'^(?:{_ATOM}(?:\.{_ATOM})*|"(?:[^"\\\r\n]|\\.)*")@(?:{_ATOM}(?:\.{_ATOM})*|\[[^\[\]\\\s]*\])$'
-)
-_ENCODED_WORD = re.compile(r"=\?[^?\s]+\?[bBqQ]\?[^?\s]*\?=")
-
-
-def usable_address(address: str) -> bool:
-    """Whether ``address`` is an RFC 5322 addr-spec a reply can be sent from or to.
-
-    Refused: anything but ``local@domain`` with a dot-atom or quoted local part and a dot-atom or
-    literal domain, and any RFC 2047 encoded-word (RFC 2047 §5: never inside an addr-spec; a
-    malformed ``To`` read by hand yields ``=?utf-8?q?Support?=@example.com``, issue 20 item 11).
-    """
-    return bool(_ADDR_SPEC.match(address)) and not _ENCODED_WORD.search(address)
 
 
 def _addresses_by_hand(value: str) -> list[str]:

@@ -11,7 +11,8 @@ Layout, in the session's own files (outside ``scratchpad/``, so the session's to
     quarantine/<delivery id>.eml            the raw mail, exactly as received
     quarantine/<delivery id>.released.json  written once the mail was handed to the inbox
 
-On a store with a hint of possibly-held mail (``AwsStore``: the session item's ``quarantine_hint``),
+On a store with a hint of possibly-held mail (``Capability.HELD_MAIL_HINT``; ``AwsStore``: the
+session item's ``quarantine_hint``),
 the id is added to the hint before the record is written and taken out after the release stamp,
 so the hint is a superset of the held mail (a crash in between leaves an id the listing then
 filters out) and a summary whose hint is empty lists nothing (issue 10 "summary: 1 call").
@@ -34,6 +35,7 @@ from pydantic import BaseModel, ConfigDict
 from archmax.clock import format_instant
 from archmax.errors import PathExistsError, UnknownQuarantineError
 from archmax.session.ids import validate_session_id
+from archmax.stores.base import Capability, SessionStore
 
 log = logging.getLogger("archmax.inbound.quarantine")
 
@@ -78,10 +80,9 @@ def _check_id(session_id: str, delivery_id: Any) -> str:
     return delivery_id
 
 
-def _hint(store: Any, session_id: str, delivery_id: str, *, held: bool) -> None:
-    note = getattr(store, "note_held_mail", None)  # only stores that keep a hint (AwsStore)
-    if note is not None:
-        note(session_id, delivery_id, held=held)
+def _hint(store: SessionStore, session_id: str, delivery_id: str, *, held: bool) -> None:
+    if Capability.HELD_MAIL_HINT in store.capabilities:  # only stores that keep a hint (AwsStore)
+        store.note_held_mail(session_id, delivery_id, held=held)
 
 
 def hold(store: Any, mail: QuarantinedMail, raw: bytes) -> bool:
@@ -123,11 +124,11 @@ def held_ids(store: Any, session_id: str) -> list[str]:
 def held_in_summary(store: Any, session_id: str, version: int) -> list[str]:
     """:func:`held_ids` for a summary of the checkpoint at ``version`` the caller just loaded.
 
-    No listing when the store's hint (``held_mail_hint``, AwsStore) says nothing may be held: the
-    summary then costs the one item read (issue 10). Stores without a hint list the folder.
+    No listing when the store's hint (``Capability.HELD_MAIL_HINT``, AwsStore) says nothing may be
+    held: the summary then costs the one item read (issue 10). Stores without a hint list the folder.
     """
-    hint = getattr(store, "held_mail_hint", None)
-    maybe = hint(session_id, version) if hint is not None else None
+    has_hint = Capability.HELD_MAIL_HINT in store.capabilities
+    maybe = store.held_mail_hint(session_id, version) if has_hint else None
     if maybe is not None and not maybe:
         return []
     return held_ids(store, session_id)

@@ -27,8 +27,9 @@ from aws_lambda_powertools.utilities.data_classes import SESEvent
 from pydantic import BaseModel, ConfigDict, Field
 
 from archmax.errors import InvalidEventError
+from archmax.inbound.addresses import usable_address
 from archmax.inbound.caps import AttachmentCaps
-from archmax.inbound.email import parse_email, usable_address
+from archmax.inbound.email import parse_email
 from archmax.inbound.mail_auth import Verdicts, verdicts_of
 from archmax.session.firing import Firing
 

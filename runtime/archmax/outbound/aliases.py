@@ -181,23 +181,21 @@ def aliases_for(store: Any, *, s3_client: Any = None, prefix: str | None = None)
     """The alias index kept beside ``store``'s sessions.
 
     Args:
-        store: A :class:`~archmax.stores.FilesystemStore` (``<root>/.aliases/``), an
-            :class:`~archmax.stores.aws.AwsStore` with ``s3_client`` (``<prefix>/.aliases/`` in its bucket),
-            or any other store (a :class:`~archmax.stores.MemoryStore`, a wrapper): aliases in this
-            process's memory, one index per store object.
-        s3_client: For an ``AwsStore``: the S3 client to use.
-        prefix: For an ``AwsStore``: its key prefix (``SESSIONS_PREFIX``); ``None`` takes the
-            store's own (``store.keys.root``), so the CLI's index is the one the functions keep.
+        store: A store whose ``location`` (:class:`~archmax.stores.base.StoreLocation`) names a
+            folder (``FilesystemStore``: ``<root>/.aliases/``) or a bucket (``AwsStore``, with
+            ``s3_client``: ``<key root>.aliases/`` in it); any other store (a ``MemoryStore``):
+            aliases in this process's memory, one index per store object.
+        s3_client: For a store in a bucket: the S3 client to use.
+        prefix: For a store in a bucket: its key prefix (``SESSIONS_PREFIX``); ``None`` takes the
+            store's own (``location.key_root``), so the CLI's index is the one the functions keep.
     """
-    from archmax.stores.filesystem import FilesystemStore
-
-    if isinstance(store, FilesystemStore):
-        return FileAliases(store.root)
-    bucket = getattr(store, "bucket", None)
-    if isinstance(bucket, str) and s3_client is not None:
+    location = store.location
+    if location.root is not None:
+        return FileAliases(location.root)
+    if location.bucket is not None and s3_client is not None:
         if prefix is None:  # the store's own key root: `.aliases/` sits beside its session folders
-            prefix = str(getattr(getattr(store, "keys", None), "root", "") or "")
-        return S3Aliases(s3_client, bucket, prefix)
+            prefix = location.key_root
+        return S3Aliases(s3_client, location.bucket, prefix)
     try:
         return _MEMORY.setdefault(store, MemoryAliases())
     except TypeError:  # a store object that cannot be a weak key: an index of its own

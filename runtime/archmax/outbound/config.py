@@ -159,7 +159,7 @@ def dispatcher_from_env(
         raise OutboundError(f"ARCHMAX_MAIL_TRANSPORT must be ses, smtp, file or off, not {transport!r}")
     bus = env.get("ARCHMAX_EVENT_BUS")
     publisher: Publisher = EventBridgePublisher(client("events"), bus) if bus else FileEventWriter(store)
-    in_bucket = isinstance(getattr(store, "bucket", None), str)  # an AwsStore: aliases beside it in S3
+    in_bucket = store.location.bucket is not None  # an AwsStore: aliases beside it in S3
     aliases = aliases_for(store, s3_client=client("s3") if in_bucket else None, prefix=s3_prefix)
     return Dispatcher(
         store,

@@ -27,7 +27,7 @@ from email.headerregistry import HeaderRegistry
 from email.message import EmailMessage
 from typing import Any
 
-from archmax.inbound.email import usable_address
+from archmax.inbound.addresses import usable_address
 from archmax.inbound.email_ids import message_id_as_written, normalise_message_id
 from archmax.session.records import OutboxEntry
 

@@ -69,7 +69,7 @@ def event_of(entry: OutboxEntry) -> dict[str, Any]:
 
 def session_path(store: Any, session_id: str, path: str) -> str:
     """How to show a session file: its absolute path on a filesystem store, else ``<session id>/<path>``."""
-    root = getattr(store, "root", None)
+    root = store.location.root
     if root is not None:
         return str(root / portable_folder_name(session_id) / path)  # the folder FilesystemStore uses
     return f"{session_id}/{path}"

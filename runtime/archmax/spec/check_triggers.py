@@ -26,7 +26,17 @@ from archmax.spec.checks import (
 from archmax.spec.model import ReturnSpec, TriggerDecl, WebhookSignature
 from archmax.spec.value_types import VALUE_TYPES
 
-_KNOWN = ("session", "message", "connection", "description", "requires", "returns", "signature", "mail_auth")
+_KNOWN = (
+    "session",
+    "message",
+    "connection",
+    "description",
+    "requires",
+    "returns",
+    "signature",
+    "mail_auth",
+    "unauthenticated_first_mail",
+)
 _SIGNATURE_KEYS = ("secret", "header", "timestamp_header", "delivery_header", "tolerance_s")
 _HEADER = re.compile(r"^[A-Za-z0-9-]{1,64}$")
 _FORBIDDEN = ("entry", "name")  # wiring the runtime reads elsewhere: the declaring state is the entry
@@ -90,6 +100,9 @@ def trigger_decl(value: Any, path: str, out: Collector) -> TriggerDecl | None:
     mail_auth = optional_text(value, "mail_auth", path, out, non_blank=True)
     if mail_auth is not None and mail_auth not in _MAIL_POLICIES:
         out.error(at(path, "mail_auth"), f"must be one of {', '.join(_MAIL_POLICIES)}")
+    first_mail = optional_text(value, "unauthenticated_first_mail", path, out, non_blank=True)
+    if first_mail is not None and first_mail not in _FIRST_MAIL:
+        out.error(at(path, "unauthenticated_first_mail"), f"must be one of {', '.join(_FIRST_MAIL)}")
     if len(out.errors) != before:
         return None
     return TriggerDecl.model_construct(
@@ -101,11 +114,13 @@ def trigger_decl(value: Any, path: str, out: Collector) -> TriggerDecl | None:
         returns=returns,
         signature=webhook,
         mail_auth=mail_auth,
+        unauthenticated_first_mail=first_mail,
         extra=extra,
     )
 
 
 _MAIL_POLICIES = ("dmarc_or_aligned_dkim", "dmarc", "aligned_dkim", "spf", "none")  # archmax.inbound.mail_auth.POLICIES
+_FIRST_MAIL = ("quarantine", "refuse", "open")  # archmax.inbound.admission.FIRST_MAIL_CHOICES
 
 
 def _webhook_signature(value: Any, path: str, out: Collector) -> WebhookSignature | None:

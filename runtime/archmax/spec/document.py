@@ -89,6 +89,11 @@ class Trigger(_Doc):
     mail_auth: Literal["dmarc_or_aligned_dkim", "dmarc", "aligned_dkim", "spf", "none"] | None = Field(
         None, description="Which mail authentication an inbound email under this trigger must pass."
     )
+    unauthenticated_first_mail: Literal["quarantine", "refuse", "open"] | None = Field(
+        None,
+        description="What a mail that would open a session and fails `mail_auth` gets: `quarantine` (default; "
+        "an operator may release it), `refuse` (answered nothing) or `open` (opens the session anyway).",
+    )
 
 
 class Transition(_Doc):

@@ -76,6 +76,9 @@ class TriggerDecl(_Value):
     """Signed third-party webhooks (issue 13 item 2); ``None``: the trigger takes no unsigned-but-signed route."""
     mail_auth: str | None = None
     """Mail authentication policy for mail firing this trigger (issue 13 item 1); ``None``: the default."""
+    unauthenticated_first_mail: str | None = None
+    """What a mail that would open a session and fails ``mail_auth`` gets (issue 21 item 4):
+    ``quarantine`` (``None``: the default), ``refuse`` or ``open``."""
     extra: dict[str, Any] = Field(default_factory=dict)
     """Unknown declaration keys, kept as written (each produced a load warning)."""
 

@@ -20,6 +20,7 @@ Example:
 
 from __future__ import annotations
 
+import builtins
 import json
 import threading
 from typing import Any, Protocol, runtime_checkable
@@ -28,7 +29,7 @@ from archmax.errors import CommitConflictError, PathExistsError, SessionStoreCap
 from archmax.session.ids import folder_name
 from archmax.session.records import Checkpoint
 from archmax.stores import common as _common
-from archmax.stores.base import DuePark, SessionHead, StoreCapabilities
+from archmax.stores.base import Capability, DuePark, ReadGuards, SessionHead
 from archmax.stores.codec import (
     chunk_bytes,
     chunk_counts,
@@ -38,6 +39,8 @@ from archmax.stores.codec import (
     encode_chunk,
     head_of_chunk,
 )
+from archmax.stores.fallbacks import StoreFallbacks, local_capabilities
+from archmax.stores.riders import Riders
 
 __all__ = ["BackendSessionStore", "MemoryBackend", "SessionBackend", "create_backend_session_store"]
 
@@ -63,7 +66,7 @@ class SessionBackend(Protocol):
             True when written; False when ``create_only`` and the key existed (nothing written).
         """
 
-    def list(self, prefix: str) -> list[str]:
+    def list(self, prefix: str) -> builtins.list[str]:
         """Every key starting with ``prefix`` (``""`` lists all)."""
 
     def delete(self, key: str) -> bool:
@@ -90,18 +93,19 @@ def create_backend_session_store(backend: SessionBackend) -> BackendSessionStore
     return BackendSessionStore(backend)
 
 
-class BackendSessionStore:
+class BackendSessionStore(StoreFallbacks):
     """A :class:`~archmax.stores.base.SessionStore` over a :class:`SessionBackend` (see module docstring)."""
 
     def __init__(self, backend: SessionBackend) -> None:
         self.backend = backend
-        self.capabilities = StoreCapabilities(
-            list=True, delete=True, upload_files=callable(getattr(backend, "upload_files", None))
+        raw = callable(getattr(backend, "upload_files", None))  # the backend's own optional member
+        self.capabilities = local_capabilities(
+            [Capability.LIST, Capability.DELETE, *([Capability.UPLOAD_FILES] if raw else [])]
         )
 
     # ------------------------------------------------------------------ checkpoints
 
-    def load(self, session_id: str) -> Checkpoint | None:
+    def load(self, session_id: str, *, reads: ReadGuards | None = None) -> Checkpoint | None:
         """The latest committed checkpoint (a fresh object), or ``None`` (§9.1).
 
         Raises:
@@ -117,7 +121,7 @@ class BackendSessionStore:
         chunks = [latest if v == latest["version"] else self._chunk(folder, v, session_id) for v in versions]
         return _common.same_session(session_id, decode_chunks(chunks))
 
-    def head(self, session_id: str) -> SessionHead | None:
+    def head(self, session_id: str, *, reads: ReadGuards | None = None) -> SessionHead | None:
         """The latest version's head, or ``None``.
 
         Raises:
@@ -127,9 +131,17 @@ class BackendSessionStore:
         return _common.same_session(session_id, head_of_chunk(latest) if latest is not None else None)
 
     def commit(
-        self, session_id: str, record: Checkpoint, expected_version: int, *, lease_owner: str | None = None
+        self,
+        session_id: str,
+        record: Checkpoint,
+        expected_version: int,
+        *,
+        lease_owner: str | None = None,
+        riders: Riders | None = None,
     ) -> None:
         """Create version ``expected_version + 1`` with one create-only write (§9.1, §3.12).
+
+        ``riders`` are ignored (no ``COMMIT_RIDERS``): the inbox drain writes its own marks.
 
         Raises:
             InvalidSessionIdError: for an id failing §4.1.
@@ -151,19 +163,19 @@ class BackendSessionStore:
         if not self.backend.write(key, chunk_bytes(chunk).decode("utf-8"), create_only=True):
             raise CommitConflictError(session_id, expected_version, record.version)
 
-    def list(self) -> list[str]:
+    def list(self) -> builtins.list[str]:
         """Ids of every session with a checkpoint, sorted (the ids stored in the checkpoints)."""
         return sorted(h.session_id for h in self._heads())
 
-    def due(self, now: str, workflow: str | None = None) -> list[tuple[str, str]]:
+    def due(self, now: str, workflow: str | None = None) -> builtins.list[tuple[str, str]]:
         """``(session_id, resume_at)`` of due input parks, by ``resume_at`` then id (§11 ``sweep``)."""
         return _common.due_of(self._heads(), now, workflow)
 
-    def due_parks(self, now: str, workflow: str | None = None) -> list[DuePark]:
+    def due_parks(self, now: str, workflow: str | None = None) -> builtins.list[DuePark]:
         """:meth:`due` with the version each park was found at (what a timer delivery names)."""
         return _common.due_parks_of(self._heads(), now, workflow)
 
-    def stale(self, now: str, workflow: str | None = None) -> list[str]:
+    def stale(self, now: str, workflow: str | None = None) -> builtins.list[str]:
         """Ids of ``running`` sessions whose lease expired or is missing, sorted."""
         return _common.stale_of(self._heads(), now, workflow)
 
@@ -199,7 +211,7 @@ class BackendSessionStore:
             InvalidSessionIdError / InvalidFilePathError / PathExistsError: as :meth:`seed`.
         """
         folder = folder_name(session_id)
-        if not self.capabilities.upload_files:
+        if Capability.UPLOAD_FILES not in self.capabilities:
             raise SessionStoreCapabilityError("upload_files", next(iter(files), None), session_id=session_id)
         self._write(session_id, folder, _common.check_bytes(session_id, files), create_only)
 
@@ -219,18 +231,18 @@ class BackendSessionStore:
             if not written:
                 raise PathExistsError(path, session_id=session_id)
 
-    def list_files(self, session_id: str, prefix: str = "") -> list[str]:
+    def list_files(self, session_id: str, prefix: str = "") -> builtins.list[str]:
         """Paths of the session's files under the folder ``prefix`` (checkpoints excluded), sorted."""
         folder = folder_name(session_id)
         under = _common.check_prefix(prefix, session_id)
         paths = [key[len(folder) + 1 :] for key in self.backend.list(f"{folder}/")]
         return sorted(p for p in paths if p.split("/", 1)[0] != _CHECKPOINTS and _common.is_under(p, under))
 
-    def remove_files(self, session_id: str, paths: list[str]) -> None:
+    def remove_files(self, session_id: str, paths: builtins.list[str]) -> None:
         """Remove session files (not checkpoints); a path that is absent is skipped.
 
-        Not part of the store protocol: the engine uses it, where a store has it, to take back the
-        files a firing placed before its claim failed (BEHAVIOUR.md §9.5; issue 9 item 7).
+        The engine uses it to take back the files a firing placed before its claim failed
+        (BEHAVIOUR.md §9.5; issue 9 item 7).
 
         Raises:
             InvalidSessionIdError / InvalidFilePathError: for a bad id or an unsafe path (nothing removed).
@@ -261,7 +273,7 @@ class BackendSessionStore:
 
     # ------------------------------------------------------------------ internals
 
-    def _versions(self, folder: str) -> list[int]:
+    def _versions(self, folder: str) -> builtins.list[int]:
         prefix = f"{folder}/{_CHECKPOINTS}/"
         names = (key[len(prefix) :] for key in self.backend.list(prefix))
         return sorted(int(n[:-5]) for n in names if n.endswith(".json") and n[:-5].isdigit())
@@ -282,7 +294,7 @@ class BackendSessionStore:
             raise StoreError(f"checkpoint {version} of session '{session_id}' is missing", session_id=session_id)
         return chunk_from_bytes(value.encode("utf-8") if isinstance(value, str) else value)
 
-    def _heads(self) -> list[SessionHead]:
+    def _heads(self) -> builtins.list[SessionHead]:
         folders = sorted({key.split("/", 1)[0] for key in self.backend.list("") if f"/{_CHECKPOINTS}/" in key})
         heads = []
         for folder in folders:
@@ -331,7 +343,7 @@ class MemoryBackend:
             self._items[key] = value
             return True
 
-    def list(self, prefix: str) -> list[str]:
+    def list(self, prefix: str) -> builtins.list[str]:
         """Keys starting with ``prefix``, sorted."""
         with self._lock:
             return sorted(k for k in self._items if k.startswith(prefix))

@@ -1,7 +1,21 @@
-"""The ``SessionStore`` protocol every store implements, and the records it moves.
+"""The store port: the ``SessionStore`` protocol, its declared capabilities, and the records it moves.
 
-Rule source: BEHAVIOUR.md §9.1 (protocol), §9.2 (layout), §9.3 (checkpoints), DESIGN.md §3.
-Stores store: what a firing means, leases and the inbox live in ``engine/`` and ``hosting/``.
+Rule source: BEHAVIOUR.md §9.1 (protocol), §9.2 (layout), §9.3 (checkpoints), DESIGN.md §3;
+issue 23 "The port" (everything a caller needs is here, nothing is found by ``getattr``).
+
+This module is the whole contract between the engine/hosting layers and a store:
+
+* every operation a caller makes is a method of :class:`SessionStore`, with explicit parameters
+  (what rides a commit is ``commit(..., riders=...)``; the store's place is ``location``);
+* every optional behaviour is a declared :class:`Capability` in ``store.capabilities``, tested as
+  ``Capability.X in store.capabilities`` and never sniffed. A store that lacks a capability still
+  has the method: it either refuses (``SessionStoreCapabilityError``: ``list``, ``delete``,
+  ``upload_files``) or has a default that is correct without the fast path
+  (:class:`~archmax.stores.fallbacks.StoreFallbacks`).
+
+So a wrapper that forwards exactly the protocol's members (tracing, metrics, tenancy; the test
+suite's ``tests/stores/protocol_only.py``) takes the same code paths, with the same AWS calls, as
+the store it wraps.
 
 Conflicts: a commit against a stale version, or under a lease owner other than the one
 expected, raises :class:`archmax.errors.CommitConflictError` from every store.
@@ -11,26 +25,145 @@ Paths given to file methods are relative to the session folder, use ``/``, and a
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import builtins
+from collections.abc import Callable, Iterable, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
 
 from archmax.errors import InvalidFilePathError
 from archmax.session.records import PARKED_STATUSES, Checkpoint, Lease, SessionStatus
+from archmax.stores.riders import Riders
+
+
+class Capability(StrEnum):
+    """What a store declares it does beyond the core (load, head, commit, get, seed, specs).
+
+    A caller tests ``Capability.X in store.capabilities``; the conformance suite has one module per
+    capability (``tests/stores/conformance/test_<capability>.py``) and skips a store that lacks it
+    with the reason the store declares (:meth:`Capabilities.reason`).
+    """
+
+    LIST = "list"
+    """``list()``, ``due()``, ``due_parks()`` and ``stale()`` answer (else they raise
+    ``SessionStoreCapabilityError``). Callers: ``sessions.list``, ``sweep``, the CLI."""
+    DELETE = "delete"
+    """``delete()`` works (else ``SessionStoreCapabilityError``). Caller: ``sessions.delete``."""
+    UPLOAD_FILES = "upload_files"
+    """``upload_files()`` stores raw bytes (else ``SessionStoreCapabilityError``). Callers: firing
+    file placement (engine/placement.py), the quarantine's raw mail (inbound/quarantine.py)."""
+    APPEND_TEXT = "append_text"
+    """``append_text()`` appends in place; without it, it rewrites the file (a read and a write).
+    Caller: the artifacts writer (engine/artifacts.py) appends trajectory lines only with it."""
+    COMMIT_RIDERS = "commit_riders"
+    """``commit(..., riders=r)`` writes ``r``'s inbox items (drain lease, done mark, release) in the
+    commit's own transaction and records it on ``r`` (``r.claimed`` / ``r.done``). Without it riders
+    are ignored and the caller writes them itself (hosting/host.py's plain drain). Issue 10."""
+    GUARDED_READS = "guarded_reads"
+    """Inside ``guarded_reads()``, reads may be answered from this instance's memory and every such
+    read is checked by the caller's one write (``reads.condition_checks()`` in the inbox put);
+    ``confirm``/``prime`` feed the outcome back. Without it the block serves nothing from memory
+    (every read is real and ``condition_checks()`` is empty). Caller: ``Host.accept`` / drain."""
+    HELD_MAIL_HINT = "held_mail_hint"
+    """``note_held_mail`` keeps a per-session hint of possibly-held mail and ``held_mail_hint``
+    answers from the last read, so a summary needs no quarantine listing. Without it the note is a
+    no-op and the hint is ``None`` (unknown: list the folder). Caller: inbound/quarantine.py."""
+    ARTIFACTS_ON_READ = "artifacts_on_read"
+    """Artifacts are materialised when read (``sessions.artifact``), so the engine writes none per
+    operation (§9.5; the AWS store). Caller: engine/artifacts.py."""
+    OUTBOX_STREAM = "outbox_stream"
+    """Committed outbox entries are sent by the store's own change stream (the outbound function,
+    DESIGN.md §3), so ``create_agent`` builds no in-process dispatcher unless given one. Caller: agent.py."""
+
+
+class Capabilities(frozenset[Capability]):
+    """A store's declared capabilities: a frozen set of :class:`Capability`, with why each absent one is.
+
+    Compares as a plain set. ``list``/``delete``/``upload_files`` are read-only booleans kept for
+    callers written before the enum (``store.capabilities.list``); new code tests membership.
+    """
+
+    _reasons: Mapping[Capability, str]
+
+    def __new__(
+        cls, members: Iterable[Capability | str] = (), reasons: Mapping[Capability, str] | None = None
+    ) -> Capabilities:
+        """The set of ``members``, with ``reasons``: capability -> why this store lacks it."""
+        made = super().__new__(cls, (Capability(m) for m in members))
+        made._reasons = dict(reasons or {})
+        return made
+
+    def reason(self, capability: Capability) -> str:
+        """Why ``capability`` is absent, as the store declared it (a generic sentence when it gave none)."""
+        return self._reasons.get(capability) or f"the store does not declare the '{capability}' capability"
+
+    @property
+    def list(self) -> bool:
+        """``Capability.LIST in self`` (compatibility)."""
+        return Capability.LIST in self
+
+    @property
+    def delete(self) -> bool:
+        """``Capability.DELETE in self`` (compatibility)."""
+        return Capability.DELETE in self
+
+    @property
+    def upload_files(self) -> bool:
+        """``Capability.UPLOAD_FILES in self`` (compatibility)."""
+        return Capability.UPLOAD_FILES in self
+
+
+CORE_FLAGS = frozenset({Capability.LIST, Capability.DELETE, Capability.UPLOAD_FILES})
+"""The capabilities :class:`StoreCapabilities` switches (what tests reduce on a ``MemoryStore``)."""
+
+
+class StoreCapabilities(Capabilities):
+    """The three switchable capabilities as booleans (compatibility constructor, §9.1).
+
+    ``StoreCapabilities(list=False)`` is ``Capabilities({DELETE, UPLOAD_FILES})``; a store given one
+    adds the capabilities it always has (e.g. ``APPEND_TEXT`` on the memory store).
+    """
+
+    def __new__(cls, list: bool = True, delete: bool = True, upload_files: bool = True) -> StoreCapabilities:  # noqa: A002
+        """The switched-on members of ``LIST``, ``DELETE``, ``UPLOAD_FILES``."""
+        on = {Capability.LIST: list, Capability.DELETE: delete, Capability.UPLOAD_FILES: upload_files}
+        made = super().__new__(cls, [c for c, yes in on.items() if yes])
+        return made  # type: ignore[return-value]
 
 
 @dataclass(frozen=True)
-class StoreCapabilities:
-    """What a store can do beyond load/commit/get/seed (§9.1). A plain value: every store builds one at start-up."""
+class StoreLocation:
+    """Where a store keeps sessions, for the edges that name that place (aliases, file paths).
 
-    list: bool = True
-    """``list()``, ``due()`` and ``stale()`` work."""
-    delete: bool = True
-    """``delete()`` works."""
-    upload_files: bool = True
-    """``upload_files()`` exists: raw bytes can be stored."""
+    Attributes:
+        root: A filesystem store's folder of session folders (``None`` elsewhere). Callers: the
+            alias index beside the sessions (outbound/aliases.py), absolute file paths in mail
+            (outbound/transports.py), the CLI's filesystem inbox (cli_quarantine.py).
+        bucket: The S3 bucket holding session objects (``None`` elsewhere).
+        key_root: The key prefix inside ``bucket`` (``""`` for the bucket root).
+    """
+
+    root: Path | None = None
+    bucket: str | None = None
+    key_root: str = ""
+
+
+class ReadGuards(Protocol):
+    """The reads made inside :meth:`SessionStore.guarded_reads`, each to be checked by the caller's write.
+
+    Attributes:
+        versions: Session id -> the version a read was answered at from memory (0: read as absent).
+    """
+
+    versions: dict[str, int]
+
+    def condition_checks(self) -> builtins.list[dict[str, Any]]:
+        """DynamoDB ``TransactWriteItems`` ``ConditionCheck`` entries: each remembered read still holds."""
+        ...
 
 
 class SessionHead(BaseModel):
@@ -59,21 +192,57 @@ class DuePark(NamedTuple):
 
 @runtime_checkable
 class SessionStore(Protocol):
-    """Where sessions live (§9.1). Every method validates the id (§4.1) before building a path or key."""
+    """Where sessions live (§9.1). Every method validates the id (§4.1) before building a path or key.
 
-    capabilities: StoreCapabilities
+    Attributes:
+        capabilities: The declared :class:`Capability` set (see each member for what it promises).
+        location: Where the sessions are (:class:`StoreLocation`).
+    """
 
-    def load(self, session_id: str) -> Checkpoint | None:
+    capabilities: Capabilities
+    location: StoreLocation
+
+    # ------------------------------------------------------------------ checkpoints
+
+    def load(self, session_id: str, *, reads: ReadGuards | None = None) -> Checkpoint | None:
         """The latest committed checkpoint, or ``None``. A reader never sees a partial record.
 
         Every call returns a new object that the caller owns and may change: the engine builds the
         next version on it directly, so a store must never hand out (or keep) a shared instance.
+
+        ``reads`` is the read hint: guards from this store's :meth:`guarded_reads` that may answer
+        this read from memory and note it for the caller's write (``GUARDED_READS``; ignored
+        without it). Inside a ``guarded_reads()`` block the block's guards apply when none is given.
         """
+        ...
 
-    def head(self, session_id: str) -> SessionHead | None:
-        """The latest committed version's head (status, version, lease, resume_at), or ``None``."""
+    def load_if(
+        self, session_id: str, wanted: Callable[[SessionHead], bool], *, reads: ReadGuards | None = None
+    ) -> tuple[SessionHead | None, Checkpoint | None]:
+        """``(head, record)``: the record only when ``wanted(head)`` (else ``None``).
 
-    def commit(self, session_id: str, record: Checkpoint, expected_version: int, *, lease_owner: str | None = None) -> None:
+        The AWS store answers both from one item read; the default is :meth:`head`, then
+        :meth:`load` when wanted. Caller: the engine's resume of a parked session (a refusal such as
+        a timer into a finished session needs only the head). ``reads``: as :meth:`load`.
+        """
+        ...
+
+    def head(self, session_id: str, *, reads: ReadGuards | None = None) -> SessionHead | None:
+        """The latest committed version's head (status, version, lease, resume_at), or ``None``.
+
+        ``reads``: as :meth:`load`.
+        """
+        ...
+
+    def commit(
+        self,
+        session_id: str,
+        record: Checkpoint,
+        expected_version: int,
+        *,
+        lease_owner: str | None = None,
+        riders: Riders | None = None,
+    ) -> None:
         """Atomically create version ``expected_version + 1`` (``record.version`` must equal it).
 
         Args:
@@ -81,16 +250,25 @@ class SessionStore(Protocol):
             record: The whole new record.
             expected_version: The version the writer read (0 for a new session).
             lease_owner: When given, the stored record's lease owner must be this owner.
+            riders: The inbox writes that may ride this commit (:mod:`archmax.stores.riders`). With
+                :attr:`Capability.COMMIT_RIDERS` the store writes those that apply to ``record``
+                (:meth:`Riders.for_commit`) in the commit's transaction and marks them landed; a
+                required rider failing is a ``CommitConflictError`` with nothing written. A store
+                without the capability ignores them: the caller then does those writes itself.
 
         Raises:
             CommitConflictError: that version exists already, or the stored lease owner differs.
         """
+        ...
 
-    def list(self) -> list[str]:
-        """Ids of all sessions that have a checkpoint, sorted (needs ``list``)."""
+    # ------------------------------------------------------------------ listings (Capability.LIST)
 
-    def due(self, now: str, workflow: str | None = None) -> list[tuple[str, str]]:
-        """The due input parks: sessions parked on ``input`` with ``resume_at <= now`` (needs ``list``).
+    def list(self) -> builtins.list[str]:
+        """Ids of all sessions that have a checkpoint, sorted (needs ``LIST``)."""
+        ...
+
+    def due(self, now: str, workflow: str | None = None) -> builtins.list[tuple[str, str]]:
+        """The due input parks: sessions parked on ``input`` with ``resume_at <= now`` (needs ``LIST``).
 
         What ``sweep`` wakes (§11 ``sweep``; DESIGN.md §3 "Due parks": the AWS store answers from a
         sparse index, never a table scan).
@@ -102,59 +280,117 @@ class SessionStore(Protocol):
         Returns:
             ``(session_id, resume_at)`` pairs ordered by ``resume_at``, then id.
         """
+        ...
 
-    def due_parks(self, now: str, workflow: str | None = None) -> list[DuePark]:
+    def due_parks(self, now: str, workflow: str | None = None) -> builtins.list[DuePark]:
         """The due input parks as :meth:`due` lists them, each with the version it was found at.
 
         The version names the park: a timer delivers ``deliver(..., park_version=version)``, so a
         sweep working from an older listing can never wake a park that was made after it (issue 9).
         """
+        ...
 
-    def stale(self, now: str, workflow: str | None = None) -> list[str]:
-        """Ids of ``running`` sessions whose turn holder is gone, sorted (needs ``list``).
+    def stale(self, now: str, workflow: str | None = None) -> builtins.list[str]:
+        """Ids of ``running`` sessions whose turn holder is gone, sorted (needs ``LIST``).
 
         A session is stale when its lease expired (``lease.expires_at <= now``) or, with no lease
         at all (let go after a crash), when ``updated_at <= now``. The sweep re-drives these
         (DESIGN.md §3 "Inbox": "the sweep re-drives sessions with expired leases").
         """
+        ...
+
+    # ------------------------------------------------------------------ files
 
     def get(self, session_id: str, path: str) -> bytes | None:
         """A session file's bytes, or ``None``."""
+        ...
 
     def seed(self, session_id: str, files: dict[str, str], create_only: bool = False) -> None:
         """Write text files (UTF-8). With ``create_only``, raise ``PathExistsError`` for a path that exists."""
+        ...
 
     def upload_files(self, session_id: str, files: dict[str, bytes], create_only: bool = False) -> None:
-        """Write raw bytes (only with the ``upload_files`` capability)."""
+        """Write raw bytes (needs ``UPLOAD_FILES``, else ``SessionStoreCapabilityError``)."""
+        ...
 
-    def list_files(self, session_id: str, prefix: str = "") -> list[str]:
+    def append_text(self, session_id: str, path: str, text: str) -> None:
+        """Append UTF-8 text to one file, created when absent (in place with ``APPEND_TEXT``)."""
+        ...
+
+    def list_files(self, session_id: str, prefix: str = "") -> builtins.list[str]:
         """Paths under ``prefix``, relative to the session folder, sorted."""
+        ...
+
+    def remove_files(self, session_id: str, paths: builtins.list[str]) -> None:
+        """Remove session files (never checkpoints); an absent path is skipped.
+
+        Caller: engine/placement.py takes back the files a firing placed before its claim failed
+        (BEHAVIOUR.md §9.5; issue 9 item 7).
+        """
+        ...
 
     def delete(self, session_id: str) -> bool:
-        """Remove the folder and checkpoints; return whether anything existed (needs ``delete``)."""
+        """Remove the folder and checkpoints; return whether anything existed (needs ``DELETE``)."""
+        ...
+
+    # ------------------------------------------------------------------ specs
 
     def get_spec(self, spec_hash: str) -> dict[str, Any] | None:
         """A spec snapshot, or ``None``."""
+        ...
 
     def put_spec(self, spec_hash: str, doc: dict[str, Any]) -> bool:
         """Write a snapshot create-only; return False when it already existed."""
+        ...
+
+    # ------------------------------------------------------------------ held mail (Capability.HELD_MAIL_HINT)
+
+    def note_held_mail(self, session_id: str, delivery_id: str, *, held: bool) -> None:
+        """Add ``delivery_id`` to the session's hint of possibly-held mail (``held``), or take it out.
+
+        The quarantine notes an id before writing the held mail and takes it out after the release,
+        so the hint is a superset of what is held. A no-op without ``HELD_MAIL_HINT``.
+        """
+        ...
+
+    def held_mail_hint(self, session_id: str, version: int) -> frozenset[str] | None:
+        """The ids that may be held for ``session_id``, if known from the read of ``version`` just made.
+
+        ``None`` means unknown (list the quarantine folder); an empty set means nothing is held.
+        Always ``None`` without ``HELD_MAIL_HINT``.
+        """
+        ...
+
+    # ------------------------------------------------------------------ guarded reads (Capability.GUARDED_READS)
+
+    def guarded_reads(self, *, only: str | None = None, once: bool = False) -> AbstractContextManager[ReadGuards]:
+        """A block whose session reads may be answered from this instance's memory, each noted for a check.
+
+        Args:
+            only: Serve only reads of this session from memory (others are real).
+            once: Serve only the first read of each session, and only of a session this instance
+                holds a version of (or confirmed absent).
+
+        Yields:
+            The :class:`ReadGuards` whose ``condition_checks()`` the caller's write must carry.
+            Without ``GUARDED_READS`` every read is real and there is nothing to check.
+        """
+        ...
+
+    def confirm(self, reads: ReadGuards) -> None:
+        """The write carrying ``reads``' checks landed: remember the sessions read as absent."""
+        ...
+
+    def prime(self, session_id: str, item: dict[str, Any] | None) -> None:
+        """Remember a session as a failed check found it (its stored item; ``None``: there is none)."""
+        ...
 
 
 def load_if(
     store: SessionStore, session_id: str, wanted: Callable[[SessionHead], bool]
 ) -> tuple[SessionHead | None, Checkpoint | None]:
-    """``(head, record)``: the record only when ``wanted(head)`` (else ``None``).
-
-    Uses the store's own ``load_if`` where it has one (``AwsStore``: one read for both), else
-    :meth:`SessionStore.head` then :meth:`SessionStore.load`.
-    """
-    own = getattr(store, "load_if", None)
-    if own is not None:
-        return own(session_id, wanted)
-    head = store.head(session_id)
-    if head is None or not wanted(head):
-        return head, None
-    return head, store.load(session_id)
+    """``store.load_if(session_id, wanted)`` (kept for callers written before it was a protocol method)."""
+    return store.load_if(session_id, wanted)
 
 
 def head_of(record: Checkpoint) -> SessionHead:

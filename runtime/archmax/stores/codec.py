@@ -84,9 +84,7 @@ def encode_chunk(
     """
     version = record.version
     if version < 1:
-        raise StoreError(
-            f"a committed checkpoint has version >= 1, got {version}", session_id=record.session_id
-        )
+        raise StoreError(f"a committed checkpoint has version >= 1, got {version}", session_id=record.session_id)
     # Dump only what this chunk carries: the fields, and the messages/trail appended since the
     # previous version — dumping the whole transcript would make every commit O(transcript).
     dumped = record.model_dump(mode="json", exclude={"messages", "trail"})

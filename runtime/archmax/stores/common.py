@@ -169,9 +169,7 @@ def encode_texts(session_id: str, files: dict[str, str]) -> dict[str, bytes]:
     for path, text in files.items():
         path = check_file_path(path, session_id)
         if not isinstance(text, str):
-            raise TypeError(
-                f"seed takes text; {path!r} holds {type(text).__name__} (use upload_files for bytes)"
-            )
+            raise TypeError(f"seed takes text; {path!r} holds {type(text).__name__} (use upload_files for bytes)")
         out[path] = text.encode("utf-8")
     return out
 

@@ -26,12 +26,12 @@ newer chunk, so a crash between the two loses nothing.
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import json
 import os
 import shutil
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -39,26 +39,27 @@ from archmax.errors import CommitConflictError, InvalidFilePathError, PathExists
 from archmax.session.ids import folder_name, portable_folder_name
 from archmax.session.records import Checkpoint
 from archmax.stores import common as _common
-from archmax.stores.base import DuePark, SessionHead, StoreCapabilities
+from archmax.stores.base import Capability, DuePark, ReadGuards, SessionHead, StoreLocation
+from archmax.stores.fallbacks import StoreFallbacks, local_capabilities
+from archmax.stores.fs_io import acquired, head_doc, io_errors, scan_latest, write_file
+from archmax.stores.riders import Riders
 
 if TYPE_CHECKING:
-    from filelock import FileLock
+    pass
 
 from archmax.stores.codec import (
     checkpoint_name,
     chunk_bytes,
-    chunk_counts,
     chunk_from_bytes,
     decode_chunks,
     encode_chunk,
-    head_of_chunk,
 )
 
 _HEAD = "head.json"
 _SPECS = "_specs"
 
 
-class FilesystemStore:
+class FilesystemStore(StoreFallbacks):
     """A :class:`~archmax.stores.base.SessionStore` in a local folder, every capability (§9.1).
 
     Args:
@@ -71,16 +72,17 @@ class FilesystemStore:
     """
 
     def __init__(self, root: str | os.PathLike[str] = "sessions", *, lock_timeout_s: float = 30.0) -> None:
-        self.capabilities = StoreCapabilities()
+        self.capabilities = local_capabilities(None, Capability.APPEND_TEXT)
         self.root = Path(root).absolute()
+        self.location = StoreLocation(root=self.root)
         self._lock_timeout_s = lock_timeout_s
-        with _io_errors(None):
+        with io_errors(None):
             for sub in (".locks", ".tmp"):
                 (self.root / sub).mkdir(parents=True, exist_ok=True)
 
     # ------------------------------------------------------------------ checkpoints
 
-    def load(self, session_id: str) -> Checkpoint | None:
+    def load(self, session_id: str, *, reads: ReadGuards | None = None) -> Checkpoint | None:
         """The latest committed checkpoint, or ``None`` (§9.1). Never a partial record.
 
         Raises:
@@ -101,7 +103,7 @@ class FilesystemStore:
             return _common.same_session(session_id, decode_chunks(chunks))
         raise StoreError(f"session '{session_id}' kept changing under a load", session_id=session_id)
 
-    def head(self, session_id: str) -> SessionHead | None:
+    def head(self, session_id: str, *, reads: ReadGuards | None = None) -> SessionHead | None:
         """The latest version's head from ``head.json`` (plus one probe for a newer chunk), or ``None``.
 
         Raises:
@@ -112,7 +114,13 @@ class FilesystemStore:
         return _common.same_session(session_id, SessionHead.model_validate(doc["head"]) if version else None)
 
     def commit(
-        self, session_id: str, record: Checkpoint, expected_version: int, *, lease_owner: str | None = None
+        self,
+        session_id: str,
+        record: Checkpoint,
+        expected_version: int,
+        *,
+        lease_owner: str | None = None,
+        riders: Riders | None = None,
     ) -> None:
         """Create version ``expected_version + 1`` under the session's file lock (§9.1, §3.12).
 
@@ -122,6 +130,7 @@ class FilesystemStore:
                 ``record.version`` must be ``expected_version + 1``.
             expected_version: The version the writer read (0 for a new session).
             lease_owner: When given, the stored latest record must hold a lease with this owner.
+            riders: Ignored (no ``COMMIT_RIDERS``): the inbox drain writes its own marks.
 
         Raises:
             InvalidSessionIdError: for an id failing §4.1.
@@ -131,7 +140,7 @@ class FilesystemStore:
         """
         folder = self._folder(session_id)
         _common.check_record_fits(session_id, record, expected_version)
-        with self._locked(folder, session_id), _io_errors(session_id):
+        with self._locked(folder, session_id), io_errors(session_id):
             version, doc = self._latest(folder, session_id)
             if version:
                 _common.same_session(session_id, SessionHead.model_validate(doc["head"]))
@@ -150,9 +159,9 @@ class FilesystemStore:
                 raise CommitConflictError(session_id, expected_version, record.version) from None
             with contextlib.suppress(OSError):
                 # Only a cache: if this write fails, readers find the new chunk by probing.
-                self._replace(folder / "checkpoints" / _HEAD, json.dumps(_head_doc(chunk)).encode("utf-8"))
+                self._replace(folder / "checkpoints" / _HEAD, json.dumps(head_doc(chunk)).encode("utf-8"))
 
-    def list(self) -> list[str]:
+    def list(self) -> builtins.list[str]:
         """Ids stored in the latest checkpoint of every session folder, sorted (§9.2).
 
         Raises:
@@ -160,7 +169,7 @@ class FilesystemStore:
         """
         return sorted(head.session_id for head in self._heads())
 
-    def due(self, now: str, workflow: str | None = None) -> list[tuple[str, str]]:
+    def due(self, now: str, workflow: str | None = None) -> builtins.list[tuple[str, str]]:
         """``(session_id, resume_at)`` of input parks with ``resume_at <= now``, by ``resume_at`` then id.
 
         Walks every session's ``head.json`` (a local store; the AWS store uses an index instead).
@@ -170,7 +179,7 @@ class FilesystemStore:
         """
         return _common.due_of(self._heads(), now, workflow)
 
-    def due_parks(self, now: str, workflow: str | None = None) -> list[DuePark]:
+    def due_parks(self, now: str, workflow: str | None = None) -> builtins.list[DuePark]:
         """:meth:`due` with the version each park was found at (what a timer delivery names).
 
         Raises:
@@ -178,7 +187,7 @@ class FilesystemStore:
         """
         return _common.due_parks_of(self._heads(), now, workflow)
 
-    def stale(self, now: str, workflow: str | None = None) -> list[str]:
+    def stale(self, now: str, workflow: str | None = None) -> builtins.list[str]:
         """Ids of ``running`` sessions whose lease expired or is missing, sorted (DESIGN.md §3 "Inbox").
 
         Walks every session's ``head.json``, as :meth:`due` does. A ``running`` session with no
@@ -209,9 +218,7 @@ class FilesystemStore:
         except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
             return None
         except OSError as exc:
-            raise StoreError(
-                f"cannot read {path!r} of session '{session_id}': {exc}", session_id=session_id
-            ) from exc
+            raise StoreError(f"cannot read {path!r} of session '{session_id}': {exc}", session_id=session_id) from exc
 
     def seed(self, session_id: str, files: dict[str, str], create_only: bool = False) -> None:
         """Write text files as UTF-8, each atomically; every path is checked before any is written.
@@ -228,17 +235,16 @@ class FilesystemStore:
     def append_text(self, session_id: str, path: str, text: str) -> None:
         """Append UTF-8 text to one file (created when absent): what an append-only artifact needs (§9.5).
 
-        Not part of the store protocol; the engine uses it where a store has it, so a long
-        conversation's trajectory costs its new lines, not a rewrite.
+        In place (``APPEND_TEXT``): a long conversation's trajectory costs its new lines, not a rewrite.
 
         Raises:
             InvalidSessionIdError / InvalidFilePathError / StoreError: as :meth:`seed`.
         """
         folder = self._folder(session_id)
         data = _common.encode_texts(session_id, {path: text})
-        (path, chunk), = data.items()
+        ((path, chunk),) = data.items()
         target = self._file(folder, session_id, path)
-        with self._locked(folder, session_id), _io_errors(session_id):
+        with self._locked(folder, session_id), io_errors(session_id):
             target.parent.mkdir(parents=True, exist_ok=True)
             with open(target, "ab") as fh:
                 fh.write(chunk)
@@ -252,7 +258,7 @@ class FilesystemStore:
         folder = self._folder(session_id)
         self._write(folder, session_id, _common.check_bytes(session_id, files), create_only)
 
-    def list_files(self, session_id: str, prefix: str = "") -> list[str]:
+    def list_files(self, session_id: str, prefix: str = "") -> builtins.list[str]:
         """Paths of the session's files under the folder ``prefix`` (all files for ``""``), sorted.
 
         ``checkpoints/`` is the store's own and never listed.
@@ -264,8 +270,8 @@ class FilesystemStore:
         folder = self._folder(session_id)
         sub = _common.check_prefix(prefix, session_id)
         start = self._inside(folder, session_id, sub) if sub else folder
-        found: list[str] = []
-        with _io_errors(session_id):
+        found: builtins.list[str] = []
+        with io_errors(session_id):
             for dirpath, dirnames, filenames in os.walk(start):
                 rel_dir = Path(dirpath).relative_to(folder).as_posix()
                 if rel_dir == ".":
@@ -274,11 +280,11 @@ class FilesystemStore:
                 found.extend(f"{rel_dir}/{name}" if rel_dir else name for name in filenames)
         return sorted(p for p in found if _common.is_under(p, sub))
 
-    def remove_files(self, session_id: str, paths: list[str]) -> None:
+    def remove_files(self, session_id: str, paths: builtins.list[str]) -> None:
         """Remove session files (not checkpoints); a path that is absent is skipped.
 
-        Not part of the store protocol: the engine uses it, where a store has it, to take back the
-        files a firing placed before its claim failed (BEHAVIOUR.md §9.5; issue 9 item 7).
+        The engine uses it to take back the files a firing placed before its claim failed
+        (BEHAVIOUR.md §9.5; issue 9 item 7).
 
         Raises:
             InvalidSessionIdError / InvalidFilePathError: for a bad id or an unsafe path (nothing removed).
@@ -286,7 +292,7 @@ class FilesystemStore:
         """
         folder = self._folder(session_id)
         targets = [self._file(folder, session_id, path) for path in paths]
-        with self._locked(folder, session_id), _io_errors(session_id):
+        with self._locked(folder, session_id), io_errors(session_id):
             for target in targets:
                 with contextlib.suppress(FileNotFoundError):
                     target.unlink()
@@ -303,7 +309,7 @@ class FilesystemStore:
             StoreError: on I/O failure.
         """
         folder = self._folder(session_id)
-        with self._locked(folder, session_id), _io_errors(session_id):
+        with self._locked(folder, session_id), io_errors(session_id):
             if not folder.is_dir():
                 return False
             existed = any(folder.iterdir())
@@ -339,7 +345,7 @@ class FilesystemStore:
             StoreError: on I/O failure.
         """
         path = self.root / _SPECS / f"{_common.check_spec_hash(spec_hash)}.json"
-        with _io_errors(None):
+        with io_errors(None):
             path.parent.mkdir(parents=True, exist_ok=True)
             try:
                 self._create(path, _common.spec_bytes(doc))
@@ -365,7 +371,7 @@ class FilesystemStore:
         """
         if not legacy.is_dir() or legacy.is_symlink():
             return
-        with self._locked(folder, session_id), _io_errors(session_id):
+        with self._locked(folder, session_id), io_errors(session_id):
             if os.path.lexists(folder) or not legacy.is_dir():
                 return  # another process migrated it meanwhile
             version, doc = self._latest(legacy, session_id)
@@ -376,7 +382,7 @@ class FilesystemStore:
         from filelock import FileLock  # imported on first lock: a Lambda handler on AWS never needs it
 
         lock = FileLock(str(self.root / ".locks" / f"{folder.name}.lock"), timeout=self._lock_timeout_s)
-        return _acquired(lock, session_id)
+        return acquired(lock, session_id)
 
     def _inside(self, folder: Path, session_id: str, rel: str) -> Path:
         """``folder/rel``, refusing a path that resolves (through symlinks) outside the folder."""
@@ -391,7 +397,7 @@ class FilesystemStore:
 
     def _write(self, folder: Path, session_id: str, files: dict[str, bytes], create_only: bool) -> None:
         targets = {path: self._file(folder, session_id, path) for path in files}
-        with self._locked(folder, session_id), _io_errors(session_id):
+        with self._locked(folder, session_id), io_errors(session_id):
             if create_only:
                 for path, target in targets.items():
                     if os.path.lexists(target):
@@ -409,12 +415,12 @@ class FilesystemStore:
     def _latest(self, folder: Path, session_id: str) -> tuple[int, dict[str, Any]]:
         """The latest committed version and its head document (``(0, {})`` when none)."""
         checkpoints = folder / _common.CHECKPOINTS
-        with _io_errors(session_id):
+        with io_errors(session_id):
             try:
                 doc = json.loads((checkpoints / _HEAD).read_bytes())
                 version = int(doc["version"])
             except (FileNotFoundError, NotADirectoryError, ValueError, KeyError):
-                doc, version = None, _scan_latest(checkpoints)
+                doc, version = None, scan_latest(checkpoints)
             # head.json is written after the chunk it describes: probe for chunks it has not caught up with.
             while (folder / checkpoint_name(version + 1)).exists():
                 version, doc = version + 1, None
@@ -422,7 +428,7 @@ class FilesystemStore:
                 return 0, {}
             if doc is None:
                 try:
-                    doc = _head_doc(self._read_chunk(folder, version))
+                    doc = head_doc(self._read_chunk(folder, version))
                 except FileNotFoundError:
                     return 0, {}  # deleted while we looked
         return version, doc
@@ -430,9 +436,9 @@ class FilesystemStore:
     def _read_chunk(self, folder: Path, version: int) -> dict[str, Any]:
         return chunk_from_bytes((folder / checkpoint_name(version)).read_bytes())
 
-    def _heads(self) -> list[SessionHead]:
-        heads: list[SessionHead] = []
-        with _io_errors(None):
+    def _heads(self) -> builtins.list[SessionHead]:
+        heads: builtins.list[SessionHead] = []
+        with io_errors(None):
             entries = sorted(os.scandir(self.root), key=lambda e: e.name)
         for entry in entries:
             if entry.name.startswith(".") or entry.name == _SPECS or not entry.is_dir(follow_symlinks=False):
@@ -449,7 +455,7 @@ class FilesystemStore:
         """Create ``target`` holding ``data`` all at once; ``FileExistsError`` if it exists."""
         tmp = self._temp()
         try:
-            _write_file(tmp, data, fsync=fsync)
+            write_file(tmp, data, fsync=fsync)
             os.link(tmp, target)  # atomic create-only: the full content appears, or nothing
         finally:
             with contextlib.suppress(FileNotFoundError):
@@ -458,74 +464,9 @@ class FilesystemStore:
     def _replace(self, target: Path, data: bytes) -> None:
         tmp = self._temp()
         try:
-            _write_file(tmp, data)
+            write_file(tmp, data)
             os.replace(tmp, target)
         except BaseException:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
             raise
-
-
-def _head_doc(chunk: dict[str, Any]) -> dict[str, Any]:
-    """What ``head.json`` holds: the version, its chunk base and counts, and the head."""
-    message_count, trail_count = chunk_counts(chunk)
-    return {
-        "version": chunk["version"],
-        "base": chunk["base"],
-        "message_count": message_count,
-        "trail_count": trail_count,
-        "head": head_of_chunk(chunk).model_dump(mode="json"),
-    }
-
-
-def _scan_latest(checkpoints: Path) -> int:
-    """The highest ``<n>.json`` in ``checkpoints/`` (0 when none): used only without a ``head.json``."""
-    try:
-        names = os.listdir(checkpoints)
-    except (FileNotFoundError, NotADirectoryError):
-        return 0
-    versions = [int(n[:-5]) for n in names if n.endswith(".json") and n[:-5].isdigit()]
-    return max(versions, default=0)
-
-
-def _write_file(path: Path, data: bytes, *, fsync: bool = False) -> None:
-    with open(path, "wb") as fh:
-        fh.write(data)
-        if fsync:
-            fh.flush()
-            os.fsync(fh.fileno())
-
-
-LOCK_POLL_S = 0.002
-"""Seconds between attempts to take a session's file lock (a commit holds it for about a millisecond)."""
-
-
-@contextlib.contextmanager
-def _acquired(lock: FileLock, session_id: str) -> Iterator[None]:
-    from filelock import Timeout
-
-    try:
-        # filelock polls every 50 ms by default: far longer than a commit holds the lock here
-        lock.acquire(poll_interval=LOCK_POLL_S)
-    except Timeout as exc:
-        raise StoreError(
-            f"session '{session_id}' stayed locked by another writer", session_id=session_id
-        ) from exc
-    except OSError as exc:
-        raise StoreError(f"cannot lock session '{session_id}': {exc}", session_id=session_id) from exc
-    try:
-        yield
-    finally:
-        lock.release()
-
-
-@contextlib.contextmanager
-def _io_errors(session_id: str | None) -> Iterator[None]:
-    """Turn an ``OSError`` into ``StoreError`` (foreign errors stop at the store).
-
-    Callers that give ``FileExistsError`` or ``FileNotFoundError`` a meaning catch it inside the block.
-    """
-    try:
-        yield
-    except OSError as exc:
-        raise StoreError(f"session store I/O failed: {exc}", session_id=session_id) from exc

@@ -11,8 +11,10 @@ on every commit and load. Files are bytes in a dict.
 
 from __future__ import annotations
 
+import builtins
 import json
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,7 +22,7 @@ from archmax.errors import CommitConflictError, PathExistsError, SessionStoreCap
 from archmax.session.ids import validate_session_id
 from archmax.session.records import Checkpoint
 from archmax.stores import common as _common
-from archmax.stores.base import DuePark, SessionHead, StoreCapabilities
+from archmax.stores.base import Capability, DuePark, ReadGuards, SessionHead
 from archmax.stores.codec import (
     chunk_bytes,
     chunk_counts,
@@ -30,21 +32,24 @@ from archmax.stores.codec import (
     encode_chunk,
     head_of_chunk,
 )
+from archmax.stores.fallbacks import StoreFallbacks, local_capabilities
+from archmax.stores.riders import Riders
 
 
 @dataclass
 class _Session:
-    chunks: list[bytes] = field(default_factory=list)
+    chunks: builtins.list[bytes] = field(default_factory=list)
     """``chunks[v - 1]`` is version ``v``'s encoded chunk."""
     files: dict[str, bytes] = field(default_factory=dict)
 
 
-class MemoryStore:
+class MemoryStore(StoreFallbacks):
     """A threadsafe in-memory :class:`~archmax.stores.base.SessionStore` (§9.1).
 
     Args:
-        capabilities: What the store can do; default every capability. Tests pass a reduced set to
-            exercise callers against a store lacking ``list``, ``delete`` or ``upload_files``.
+        capabilities: Which of ``LIST``, ``DELETE``, ``UPLOAD_FILES`` it has; default all three
+            (``APPEND_TEXT`` always). Tests pass a reduced set (e.g. ``StoreCapabilities(list=False)``)
+            to exercise callers against a store lacking one. The AWS fast paths are declared absent.
 
     Example:
         >>> store = MemoryStore()
@@ -52,15 +57,15 @@ class MemoryStore:
         True
     """
 
-    def __init__(self, capabilities: StoreCapabilities | None = None) -> None:
-        self.capabilities = capabilities or StoreCapabilities()
+    def __init__(self, capabilities: Iterable[Capability] | None = None) -> None:
+        self.capabilities = local_capabilities(capabilities, Capability.APPEND_TEXT)
         self._lock = threading.RLock()
         self._sessions: dict[str, _Session] = {}
         self._specs: dict[str, bytes] = {}
 
     # ------------------------------------------------------------------ checkpoints
 
-    def load(self, session_id: str) -> Checkpoint | None:
+    def load(self, session_id: str, *, reads: ReadGuards | None = None) -> Checkpoint | None:
         """The latest committed checkpoint (a fresh object), or ``None`` (§9.1).
 
         Raises:
@@ -75,7 +80,7 @@ class MemoryStore:
             raw = [session.chunks[v - 1] for v in chunk_versions_to_load(latest)]
         return _common.same_session(session_id, decode_chunks([chunk_from_bytes(b) for b in raw]))
 
-    def head(self, session_id: str) -> SessionHead | None:
+    def head(self, session_id: str, *, reads: ReadGuards | None = None) -> SessionHead | None:
         """The latest version's head, read from its chunk alone, or ``None``.
 
         Raises:
@@ -90,7 +95,13 @@ class MemoryStore:
         return _common.same_session(session_id, head_of_chunk(chunk_from_bytes(latest)))
 
     def commit(
-        self, session_id: str, record: Checkpoint, expected_version: int, *, lease_owner: str | None = None
+        self,
+        session_id: str,
+        record: Checkpoint,
+        expected_version: int,
+        *,
+        lease_owner: str | None = None,
+        riders: Riders | None = None,
     ) -> None:
         """Create version ``expected_version + 1`` if nobody committed since it was read (§9.1, §3.12).
 
@@ -101,6 +112,7 @@ class MemoryStore:
             expected_version: The version the writer read (0 for a new session).
             lease_owner: When given, the stored latest record must hold a lease with this owner (a
                 session with no stored record, or no lease, does not match).
+            riders: Ignored (no ``COMMIT_RIDERS``): the inbox drain writes its own marks.
 
         Raises:
             InvalidSessionIdError: for an id failing §4.1.
@@ -121,18 +133,18 @@ class MemoryStore:
             chunk = encode_chunk(record, chunk_counts(previous) if previous is not None else None)
             session.chunks.append(chunk_bytes(chunk))
 
-    def list(self) -> list[str]:
+    def list(self) -> builtins.list[str]:
         """Ids of every session with a checkpoint, sorted (§9.1, needs ``list``).
 
         Raises:
             SessionStoreCapabilityError: without the ``list`` capability.
         """
-        if not self.capabilities.list:
+        if Capability.LIST not in self.capabilities:
             raise SessionStoreCapabilityError("list")
         with self._lock:
             return sorted(sid for sid, s in self._sessions.items() if s.chunks)
 
-    def due(self, now: str, workflow: str | None = None) -> list[tuple[str, str]]:
+    def due(self, now: str, workflow: str | None = None) -> builtins.list[tuple[str, str]]:
         """``(session_id, resume_at)`` of sessions parked on ``input`` with ``resume_at <= now``.
 
         Args:
@@ -145,24 +157,24 @@ class MemoryStore:
         Raises:
             SessionStoreCapabilityError: without the ``list`` capability.
         """
-        if not self.capabilities.list:
+        if Capability.LIST not in self.capabilities:
             raise SessionStoreCapabilityError("list")
         return _common.due_pairs(self.due_parks(now, workflow))
 
-    def due_parks(self, now: str, workflow: str | None = None) -> list[DuePark]:
+    def due_parks(self, now: str, workflow: str | None = None) -> builtins.list[DuePark]:
         """:meth:`due` with the version each park was found at (what a timer delivery names).
 
         Raises:
             SessionStoreCapabilityError: without the ``list`` capability.
         """
-        if not self.capabilities.list:
+        if Capability.LIST not in self.capabilities:
             raise SessionStoreCapabilityError("list")
         with self._lock:
             latest = [s.chunks[-1] for s in self._sessions.values() if s.chunks]
         heads = [head_of_chunk(chunk_from_bytes(b)) for b in latest]
         return _common.due_parks_of(heads, now, workflow)
 
-    def stale(self, now: str, workflow: str | None = None) -> list[str]:
+    def stale(self, now: str, workflow: str | None = None) -> builtins.list[str]:
         """Ids of ``running`` sessions whose lease expired or is missing, sorted (DESIGN.md §3 "Inbox").
 
         Args:
@@ -173,7 +185,7 @@ class MemoryStore:
         Raises:
             SessionStoreCapabilityError: without the ``list`` capability.
         """
-        if not self.capabilities.list:
+        if Capability.LIST not in self.capabilities:
             raise SessionStoreCapabilityError("list")
         with self._lock:
             latest = [s.chunks[-1] for s in self._sessions.values() if s.chunks]
@@ -213,7 +225,7 @@ class MemoryStore:
             InvalidSessionIdError / InvalidFilePathError: as :meth:`seed`.
         """
         validate_session_id(session_id)
-        (path, chunk), = _common.encode_texts(session_id, {path: text}).items()
+        ((path, chunk),) = _common.encode_texts(session_id, {path: text}).items()
         with self._lock:
             files = self._sessions.setdefault(session_id, _Session()).files
             files[path] = files.get(path, b"") + chunk
@@ -227,7 +239,7 @@ class MemoryStore:
             InvalidFilePathError / PathExistsError: as :meth:`seed`.
         """
         validate_session_id(session_id)
-        if not self.capabilities.upload_files:
+        if Capability.UPLOAD_FILES not in self.capabilities:
             raise SessionStoreCapabilityError("upload_files", next(iter(files), None), session_id=session_id)
         self._write(session_id, _common.check_bytes(session_id, files), create_only)
 
@@ -240,7 +252,7 @@ class MemoryStore:
                         raise PathExistsError(path, session_id=session_id)
             session.files.update(files)
 
-    def list_files(self, session_id: str, prefix: str = "") -> list[str]:
+    def list_files(self, session_id: str, prefix: str = "") -> builtins.list[str]:
         """Paths of the session's files under the folder ``prefix`` (all files for ``""``), sorted.
 
         Raises:
@@ -254,11 +266,11 @@ class MemoryStore:
             paths = list(session.files) if session else []
         return sorted(p for p in paths if _common.is_under(p, folder))
 
-    def remove_files(self, session_id: str, paths: list[str]) -> None:
+    def remove_files(self, session_id: str, paths: builtins.list[str]) -> None:
         """Remove session files (not checkpoints); a path that is absent is skipped.
 
-        Not part of the store protocol: the engine uses it, where a store has it, to take back the
-        files a firing placed before its claim failed (BEHAVIOUR.md §9.5; issue 9 item 7).
+        The engine uses it to take back the files a firing placed before its claim failed
+        (BEHAVIOUR.md §9.5; issue 9 item 7).
 
         Raises:
             InvalidSessionIdError / InvalidFilePathError: for a bad id or an unsafe path (nothing removed).
@@ -267,8 +279,9 @@ class MemoryStore:
         checked = [_common.check_file_path(path, session_id) for path in paths]
         with self._lock:
             session = self._sessions.get(session_id)
-            for path in checked if session is not None else []:
-                session.files.pop(path, None)
+            files = session.files if session is not None else {}
+            for path in checked:
+                files.pop(path, None)
 
     # ------------------------------------------------------------------ delete, specs
 
@@ -280,7 +293,7 @@ class MemoryStore:
             SessionStoreCapabilityError: without the ``delete`` capability.
         """
         validate_session_id(session_id)
-        if not self.capabilities.delete:
+        if Capability.DELETE not in self.capabilities:
             raise SessionStoreCapabilityError("delete", session_id=session_id)
         with self._lock:
             session = self._sessions.pop(session_id, None)

@@ -4,10 +4,10 @@ Rule source: DESIGN.md §3 "Inbox" (a drainer holds the session's drain lease; a
 once its firing was applied; the lease goes only when nothing new arrived) and issue 10 ("mark-done
 + release in one transaction"; the Lambda path in at most 5 AWS calls).
 
-The drain hands one :class:`Riders` per inbox item to the operation it runs, through
-:func:`riding` (a context variable: the engine and its wrappers pass nothing). A store that can
-(``rides_commits = True``: ``AwsStore``) writes the riders in the same DynamoDB transaction as its
-commit of that session:
+The drain hands one :class:`Riders` per inbox item to the operation it runs; the operation's
+commits pass them explicitly, ``store.commit(..., riders=riders)``. A store that declares
+``Capability.COMMIT_RIDERS`` (``AwsStore``) writes the riders in the same DynamoDB transaction as
+its commit of that session:
 
 * ``on_claim`` rides the first commit that holds the session's lease (the claim): the drain lease
   is taken or extended. It is *required*: when its condition fails (another drainer took the
@@ -24,9 +24,6 @@ Stores that do not ride (memory, filesystem) ignore riders; the drain then write
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -74,26 +71,4 @@ class Riders:
             self.done = True
 
 
-_CURRENT: ContextVar[Riders | None] = ContextVar("archmax_commit_riders", default=None)
-
-
-@contextmanager
-def riding(riders: Riders | None) -> Iterator[Riders | None]:
-    """Let ``riders`` ride the commits made inside the ``with`` block (``None``: none ride)."""
-    token = _CURRENT.set(riders)
-    try:
-        yield riders
-    finally:
-        _CURRENT.reset(token)
-
-
-def current(record: Checkpoint) -> tuple[Riders, RiderKind, list[dict[str, Any]]] | None:
-    """The riders of the active :func:`riding` block that ride the commit of ``record``, or ``None``."""
-    riders = _CURRENT.get()
-    if riders is None:
-        return None
-    found = riders.for_commit(record)
-    return None if found is None else (riders, *found)
-
-
-__all__ = ["RiderKind", "Riders", "current", "riding"]
+__all__ = ["RiderKind", "Riders"]

@@ -12,7 +12,11 @@ sees from here (``tests/conftest.py`` or this file). For example::
     "aws": lambda request, tmp_path: make_aws_store(request.getfixturevalue("moto_server")),
 
 Every test module here takes ``store`` and, where it needs one, ``session_id`` (fresh per test)
-and builds records with :func:`make_record`.
+and builds records with :func:`make_record`. Each of the memory, filesystem and AWS stores also runs
+behind :func:`~stores.protocol_only.protocol_only` (ids ``<kind>-protocol-only``): a wrapper with
+exactly the protocol's members must pass everything the bare store passes (issue 23). One module
+per declared capability (``test_<capability>.py``) tests what the capability promises, and what the
+store's default does without it.
 """
 
 from __future__ import annotations
@@ -36,11 +40,12 @@ from archmax.session.records import (
     Variable,
 )
 from archmax.stores.backend import MemoryBackend, create_backend_session_store
-from archmax.stores.base import SessionStore
+from archmax.stores.base import Capability, SessionStore
 from archmax.stores.filesystem import FilesystemStore
 from archmax.stores.memory import MemoryStore
 
 from ..aws import moto_env
+from ..protocol_only import protocol_only
 
 
 def _aws_store(request: pytest.FixtureRequest) -> SessionStore:
@@ -56,6 +61,10 @@ STORE_FACTORIES: dict[str, Callable[[pytest.FixtureRequest, Path], SessionStore]
     "backend": lambda request, tmp_path: create_backend_session_store(MemoryBackend(binary=True)),
     "backend-text-only": lambda request, tmp_path: create_backend_session_store(MemoryBackend()),
 }
+for _kind in ("memory", "filesystem", "aws"):
+    STORE_FACTORIES[f"{_kind}-protocol-only"] = lambda request, tmp_path, _k=_kind: protocol_only(
+        STORE_FACTORIES[_k](request, tmp_path)
+    )
 
 
 @pytest.fixture(scope="session")
@@ -77,10 +86,17 @@ def session_id() -> str:
     return f"conf-{uuid.uuid4()}"
 
 
-def requires(store: SessionStore, capability: str) -> None:
-    """Skip the test, with a reason, when ``store`` lacks ``capability`` (§9.1)."""
-    if not getattr(store.capabilities, capability):
-        pytest.skip(f"{type(store).__name__} lacks the '{capability}' capability")
+def requires(store: SessionStore, capability: Capability | str) -> None:
+    """Skip the test, with the store's declared reason, when ``store`` lacks ``capability`` (§9.1)."""
+    wanted = Capability(capability)
+    if wanted not in store.capabilities:
+        pytest.skip(f"{type(store).__name__} lacks '{wanted}': {store.capabilities.reason(wanted)}")
+
+
+def lacks(store: SessionStore, capability: Capability) -> None:
+    """Skip the test when ``store`` has ``capability`` (a test of the default a store without it uses)."""
+    if capability in store.capabilities:
+        pytest.skip(f"{type(store).__name__} has '{capability}': its own behaviour is tested above")
 
 
 T0 = "2025-01-01T00:00:00.000Z"

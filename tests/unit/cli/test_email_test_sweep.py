@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ._support import BANK_SCRIPT, CHORES, EMAILS, INBOX_SCRIPT, make_workspace
 
-CONVERSATION = "3f1c2a9e-5b7d-4e21-9c3a-0d8e6f4b2a11@example.org"
+CONVERSATION = "mail:3f1c2a9e-5b7d-4e21-9c3a-0d8e6f4b2a11@example.org"  # a mail-opened session (issue 21 item 3)
 
 
 def _email(cli, flags, name, *extra):

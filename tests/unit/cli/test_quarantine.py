@@ -9,7 +9,7 @@ from archmax.stores.filesystem import FilesystemStore
 
 from ._support import EMAILS, INBOX_SCRIPT
 
-CONVERSATION = "3f1c2a9e-5b7d-4e21-9c3a-0d8e6f4b2a11@example.org"
+CONVERSATION = "mail:3f1c2a9e-5b7d-4e21-9c3a-0d8e6f4b2a11@example.org"  # a mail-opened session (issue 21 item 3)
 
 
 def test_list_then_release_a_held_mail_once(cli, examples):
@@ -89,7 +89,7 @@ def test_a_refused_first_mail_admits_nobody_to_the_conversation_it_named(cli, ex
     flags = [*examples, "--model", INBOX_SCRIPT, "--workflow", "support-inbox"]
     empty = _mail(tmp_path / "empty.eml", "From: Eve <eve@evil.example>\nMessage-ID: <c-9@shop.example>\n\n")
     assert cli(*flags[:-2], "email", empty, "--workflow", "support-inbox").code == 2
-    first = (EMAILS / "01-first.eml").read_text().replace(CONVERSATION, "c-9@shop.example")
+    first = (EMAILS / "01-first.eml").read_text().replace(CONVERSATION.removeprefix("mail:"), "c-9@shop.example")
     assert cli(*flags[:-2], "email", _mail(tmp_path / "dana.eml", first), "--workflow", "support-inbox").code == 0
     reply = _mail(tmp_path / "eve.eml", "From: Eve <eve@evil.example>\nMessage-ID: <eve-2@evil.example>\n"
                   "In-Reply-To: <c-9@shop.example>\nReferences: <c-9@shop.example>\nSubject: Re: order\n\n"

@@ -108,9 +108,7 @@ def map_client_error(
     if kind is ErrorKind.MISSING:
         return None
     what = "throttled" if kind is ErrorKind.THROTTLED else "failed"
-    return StoreError(
-        f"AWS {operation} {what}: {error_code(exc) or 'unknown error'}: {exc}", session_id=session_id
-    )
+    return StoreError(f"AWS {operation} {what}: {error_code(exc) or 'unknown error'}: {exc}", session_id=session_id)
 
 
 def aws_call(

@@ -31,6 +31,7 @@ Item attributes::
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -125,6 +126,21 @@ def item_attributes(record: Checkpoint, *, ttl_days: int | None) -> dict[str, di
     return attrs
 
 
+def _commit_conditions(
+    expected_version: int, lease_owner: str | None, name: Callable[[str], str], values: dict[str, Any]
+) -> list[str]:
+    """The commit's condition parts (values added to ``values``): the version read, and the lease owner."""
+    if expected_version == 0:
+        conditions = [f"attribute_not_exists({name('pk')})"]
+    else:
+        conditions = [f"{name('version')} = :expected"]
+        values[":expected"] = _n(expected_version)
+    if lease_owner is not None:
+        conditions.append(f"{name('lease_owner')} = :owner")
+        values[":owner"] = _s(lease_owner)
+    return conditions
+
+
 def commit_request(
     table_name: str,
     record: Checkpoint,
@@ -181,20 +197,9 @@ def commit_request(
     if base is not None:
         sets.append(f"{name('base')} = :base")
         values[":base"] = _n(base)
-    removes = [
-        name(attr) for attr in _OPTIONAL if attr not in attrs and (previous is None or attr in previous)
-    ]
+    removes = [name(attr) for attr in _OPTIONAL if attr not in attrs and (previous is None or attr in previous)]
 
-    conditions = []
-    if expected_version == 0:
-        conditions.append(f"attribute_not_exists({name('pk')})")
-    else:
-        conditions.append(f"{name('version')} = :expected")
-        values[":expected"] = _n(expected_version)
-    if lease_owner is not None:
-        conditions.append(f"{name('lease_owner')} = :owner")
-        values[":owner"] = _s(lease_owner)
-
+    conditions = _commit_conditions(expected_version, lease_owner, name, values)
     update = "SET " + ", ".join(sets)
     if removes:
         update += " REMOVE " + ", ".join(removes)

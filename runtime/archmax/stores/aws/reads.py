@@ -1,0 +1,234 @@
+"""The AWS store's reads: the session item, the chunks it lists, guarded reads and the held-mail hint.
+
+Rule source: BEHAVIOUR.md §9.1, §9.3 (a load reads the item, then exactly the chunks it lists);
+issue 10 (``load_if`` in one GetItem; guarded reads; the summary's one call via the hint).
+Round trips: ``head`` and ``load_if``'s refusal are one GetItem; ``load`` is one GetItem plus one
+GetObject per chunk not already cached (chunk objects are immutable, so their bytes are kept).
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from typing import Any
+
+from archmax.errors import StoreError
+from archmax.session.ids import validate_session_id
+from archmax.session.records import Checkpoint
+from archmax.stores import common as _common
+from archmax.stores.aws.errors import aws_call
+from archmax.stores.aws.guards import _GUARDED, GuardedReads
+from archmax.stores.aws.item import head_of_item, quarantine_hint_of_item
+from archmax.stores.aws.plan import Plan, entry_inline, entry_segment, entry_token, segment_chunks
+from archmax.stores.aws.state import CHUNK_CACHE_BYTES, PLANS_CACHE_SIZE, AwsState
+from archmax.stores.base import ReadGuards, SessionHead
+from archmax.stores.codec import chunk_from_bytes, decode_chunks
+
+
+class AwsReads(AwsState):
+    """Session reads of :class:`~archmax.stores.aws.store.AwsStore` (see the module docstring)."""
+
+    def load(self, session_id: str, *, reads: ReadGuards | None = None) -> Checkpoint | None:
+        """The latest committed checkpoint, or ``None`` (§9.1).
+
+        Reads the item (strongly consistent), then exactly the chunks it lists, ``base .. version``.
+        An object no item lists (a losing or crashed commit) is never read.
+
+        Raises:
+            InvalidSessionIdError: for an id failing §4.1.
+            StoreError: on an AWS failure, or chunks that do not rebuild the record.
+        """
+        validate_session_id(session_id)
+        item = self._item(session_id, reads)
+        return None if item is None else self._record_of(session_id, item)
+
+    def load_if(
+        self, session_id: str, wanted: Callable[[SessionHead], bool], *, reads: ReadGuards | None = None
+    ) -> tuple[SessionHead | None, Checkpoint | None]:
+        """The head, and the whole record only when ``wanted(head)``: one GetItem either way (issue 10).
+
+        What a refusal needs (a double-fired timer into a finished session) is in the item; the
+        chunks are read only for a session the caller will act on.
+
+        Raises:
+            InvalidSessionIdError / StoreError: as :meth:`load`.
+        """
+        validate_session_id(session_id)
+        item = self._item(session_id, reads)
+        if item is None:
+            return None, None
+        head = head_of_item(item)
+        _common.same_session(session_id, head)
+        return head, (self._record_of(session_id, item) if wanted(head) else None)
+
+    def _record_of(self, session_id: str, item: dict[str, Any]) -> Checkpoint:
+        plan = Plan.of_item(item)
+        if plan.base + len(plan.entries) - 1 != plan.version:
+            raise StoreError(
+                f"session item lists chunks {plan.base}+{len(plan.entries)} for version {plan.version}",
+                session_id=session_id,
+            )
+        keys: builtins.list[str] = []  # the S3 objects this load needs: chunks and segments, each once
+        for i, entry in enumerate(plan.entries):
+            segment = entry_segment(entry)
+            if segment is not None:
+                key = self.keys.segment(session_id, segment)
+            elif entry_inline(entry) is None:
+                key = self.keys.chunk(session_id, plan.base + i, entry_token(entry))
+            else:
+                continue
+            if key not in keys:
+                keys.append(key)
+        objects = dict(zip(keys, self._read_chunks(session_id, keys), strict=True))
+        segments: dict[str, dict[str, bytes]] = {}
+        datas: builtins.list[bytes] = []
+        for i, entry in enumerate(plan.entries):
+            inline, segment = entry_inline(entry), entry_segment(entry)
+            if inline is not None:
+                datas.append(inline)
+            elif segment is not None:
+                if segment not in segments:
+                    segments[segment] = segment_chunks(objects[self.keys.segment(session_id, segment)])
+                datas.append(segments[segment][entry_token(entry)])
+            else:
+                datas.append(objects[self.keys.chunk(session_id, plan.base + i, entry_token(entry))])
+        record = decode_chunks([chunk_from_bytes(b) for b in datas])
+        _common.same_session(session_id, record)
+        self._remember(session_id, plan)
+        return record
+
+    def head(self, session_id: str, *, reads: ReadGuards | None = None) -> SessionHead | None:
+        """The latest version's head from the item alone (one GetItem), or ``None``.
+
+        Raises:
+            InvalidSessionIdError: for an id failing §4.1.
+            StoreError: on an AWS failure.
+        """
+        validate_session_id(session_id)
+        item = self._item(session_id, reads)
+        return _common.same_session(session_id, None if item is None else head_of_item(item))
+
+    # ------------------------------------------------------------------ held mail hint (issue 10, issue 13 item 1)
+
+    def held_mail_hint(self, session_id: str, version: int) -> frozenset[str] | None:
+        """The mail ids that may be held for ``session_id``, from the item this thread last read, or ``None``.
+
+        ``None`` (unknown: list the quarantine) unless this thread's last item read was of
+        ``session_id`` at ``version`` (what a ``load`` just returned); an empty set means nothing is
+        held, so ``sessions.get`` costs the one GetItem (issue 10 "summary: 1 call").
+        """
+        seen = getattr(self._read, "item", None)
+        if seen is None or seen[0] != session_id or seen[1] != version:
+            return None
+        return seen[2]
+
+    # ------------------------------------------------------------------ reads checked by a later write
+
+    @contextmanager
+    def guarded_reads(self, *, only: str | None = None, once: bool = False) -> Iterator[GuardedReads]:
+        """Serve this store's session reads from memory inside the block; see :class:`GuardedReads`."""
+        reads = GuardedReads(self, only=only, once=once)
+        token = _GUARDED.set(reads)
+        try:
+            yield reads
+        finally:
+            _GUARDED.reset(token)
+
+    def confirm(self, reads: GuardedReads) -> None:
+        """``reads``' condition checks held (the write carrying them landed): remember the sessions read absent."""
+        with self._lock:
+            for session_id, version in reads.versions.items():
+                if version == 0:
+                    self._absent[session_id] = None
+                    self._absent.move_to_end(session_id)
+            while len(self._absent) > PLANS_CACHE_SIZE:
+                self._absent.popitem(last=False)
+
+    def prime(self, session_id: str, item: dict[str, Any] | None) -> None:
+        """Remember ``item`` (a session item as stored; ``None``: there is none) as the session's latest version.
+
+        What a failed :meth:`GuardedReads.condition_checks` entry returned: the next guarded read
+        answers from it.
+        """
+        validate_session_id(session_id)
+        with self._lock:
+            if item is None or "version" not in item:
+                self._plans.pop(session_id, None)
+                self._absent[session_id] = None
+                return
+        self._remember(session_id, Plan.of_item(item))
+
+    # ------------------------------------------------------------------ internals
+
+    def _item(self, session_id: str, reads: ReadGuards | None = None) -> dict[str, Any] | None:
+        """The session item: from ``reads`` (else the enclosing ``guarded_reads()`` block) when it serves it, else one GetItem."""
+        guards = reads if reads is not None else _GUARDED.get()  # the explicit hint wins over the ambient block
+        if isinstance(guards, GuardedReads) and guards.store is self and guards.serves(session_id):
+            self._read.item = None  # a remembered view: its hint may be stale (held_mail_hint answers "unknown")
+            return guards.item(session_id)
+        answer = aws_call(
+            self._ddb.get_item,
+            operation="read",
+            session_id=session_id,
+            TableName=self.table_name,
+            Key={"pk": {"S": session_id}},
+            ConsistentRead=True,
+        )
+        item = answer.get("Item")
+        if not item or "version" not in item:
+            self._read.item = None
+            return None
+        self._read.item = (session_id, int(item["version"]["N"]), quarantine_hint_of_item(item))
+        return item
+
+    def _remember(self, session_id: str, plan: Plan) -> None:
+        with self._lock:
+            self._absent.pop(session_id, None)
+            self._plans[session_id] = plan
+            self._plans.move_to_end(session_id)
+            while len(self._plans) > PLANS_CACHE_SIZE:
+                self._plans.popitem(last=False)
+
+    def _read_chunks(self, session_id: str, keys: builtins.list[str]) -> builtins.list[bytes]:
+        with self._lock:
+            have = {k: self._chunks[k] for k in keys if k in self._chunks}
+        missing = [k for k in keys if k not in have]
+
+        def fetch(key: str) -> bytes:
+            data = self._get_object(key, session_id=session_id)
+            if data is None:
+                raise StoreError(f"checkpoint chunk {key} listed by the session item is missing", session_id=session_id)
+            return data
+
+        if len(missing) > 1:
+            with ThreadPoolExecutor(max_workers=min(8, len(missing))) as pool:
+                fetched = dict(zip(missing, pool.map(fetch, missing), strict=True))
+        else:
+            fetched = {k: fetch(k) for k in missing}
+        for key, data in fetched.items():
+            self._cache_chunk(key, data)
+        return [have.get(k) or fetched[k] for k in keys]
+
+    def _cache_chunk(self, key: str, data: bytes) -> None:
+        with self._lock:
+            if key in self._chunks:
+                self._chunks.move_to_end(key)
+                return
+            self._chunks[key] = data
+            self._chunk_bytes += len(data)
+            while self._chunk_bytes > CHUNK_CACHE_BYTES and self._chunks:
+                _, dropped = self._chunks.popitem(last=False)
+                self._chunk_bytes -= len(dropped)
+
+    def _get_object(self, key: str, *, session_id: str | None = None) -> bytes | None:
+        answer = aws_call(
+            self._s3.get_object,
+            operation="get",
+            missing_ok=True,
+            session_id=session_id,
+            Bucket=self.bucket,
+            Key=key,
+        )
+        return None if answer is None else answer["Body"].read()

@@ -1,0 +1,80 @@
+"""Conformance, ``Capability.GUARDED_READS``: reads answered from memory, each checked by the caller's write.
+
+Rule source: issue 10 (the accept path: the inbox put carries the session reads' condition
+checks), issue 23 (``guarded_reads``/``confirm``/``prime`` are protocol members). Without the
+capability the block serves nothing from memory: every read is real and there is nothing to check.
+"""
+
+from __future__ import annotations
+
+from archmax.stores.base import Capability
+
+from .conftest import lacks, make_record, requires
+
+
+def test_a_guarded_read_answers_the_version_this_store_last_saw_and_notes_it(store, session_id):
+    requires(store, Capability.GUARDED_READS)
+    store.commit(session_id, make_record(session_id, 1, messages=1), 0)
+    with store.guarded_reads() as reads:
+        head = store.head(session_id)
+        absent = store.head(f"{session_id}-new")
+    assert head.version == 1 and absent is None
+    assert reads.versions == {session_id: 1, f"{session_id}-new": 0}
+    checks = [c["ConditionCheck"] for c in reads.condition_checks()]
+    assert [c["Key"]["pk"]["S"] for c in checks] == [session_id, f"{session_id}-new"]
+    assert checks[0]["ExpressionAttributeValues"] == {":v": {"N": "1"}}
+
+
+def test_once_serves_only_a_known_session_and_only_its_first_read(store, session_id):
+    requires(store, Capability.GUARDED_READS)
+    store.commit(session_id, make_record(session_id, 1), 0)
+    with store.guarded_reads(only=session_id, once=True) as reads:
+        store.load(session_id)
+        store.load(session_id)  # a second read is real
+        store.head(f"{session_id}-other")  # not ``only``: real
+    assert reads.versions == {session_id: 1}
+
+
+def test_prime_and_confirm_feed_back_what_the_write_found(store, session_id):
+    requires(store, Capability.GUARDED_READS)
+    store.commit(session_id, make_record(session_id, 1), 0)
+    store.prime(session_id, None)  # a failed check found no item
+    with store.guarded_reads(once=True) as reads:
+        assert store.head(session_id) is None  # remembered absent: served from memory
+    store.confirm(reads)
+    assert reads.versions == {session_id: 0}
+    assert store.head(session_id).version == 1  # outside the block: the table
+
+
+def test_without_the_capability_every_guarded_read_is_real_and_nothing_is_checked(store, session_id):
+    lacks(store, Capability.GUARDED_READS)
+    store.commit(session_id, make_record(session_id, 1), 0)
+    with store.guarded_reads() as reads:
+        assert store.load(session_id) == store.load(session_id)
+        assert store.head(session_id).version == 1
+    assert reads.versions == {} and reads.condition_checks() == []
+    store.confirm(reads)
+    store.prime(session_id, None)
+    assert store.head(session_id).version == 1
+
+
+def test_the_read_hint_given_to_a_read_serves_it_outside_any_block(store, session_id):
+    requires(store, Capability.GUARDED_READS)
+    store.commit(session_id, make_record(session_id, 1, messages=1), 0)
+    with store.guarded_reads(only=session_id) as reads:
+        pass  # the block is over: only the explicit hint can serve a read now
+    head, record = store.load_if(session_id, lambda h: True, reads=reads)
+    assert (head.version, record) == (1, store.load(session_id))
+    assert reads.versions == {session_id: 1}
+    assert store.head(session_id, reads=reads).version == 1
+
+
+def test_without_the_capability_a_read_hint_changes_nothing(store, session_id):
+    lacks(store, Capability.GUARDED_READS)
+    store.commit(session_id, make_record(session_id, 1, messages=1), 0)
+    with store.guarded_reads() as reads:
+        pass
+    assert store.load(session_id, reads=reads) == store.load(session_id)
+    assert store.head(session_id, reads=reads) == store.head(session_id)
+    assert store.load_if(session_id, lambda h: True, reads=reads)[0] == store.head(session_id)
+    assert reads.versions == {}

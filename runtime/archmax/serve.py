@@ -193,9 +193,7 @@ class LocalServer:
         collaborators: What the handlers call (agent, host, inbox).
     """
 
-    def __init__(
-        self, collaborators: Collaborators, host: str, port: int, sweep_interval_s: float | None
-    ) -> None:
+    def __init__(self, collaborators: Collaborators, host: str, port: int, sweep_interval_s: float | None) -> None:
         self.collaborators = collaborators
         self.handlers: dict[str, Handler] = {
             "send": send.build(collaborators),
@@ -207,14 +205,10 @@ class LocalServer:
         self.port = int(self._httpd.server_address[1])
         self.url = f"http://{host}:{self.port}"
         self._stop = threading.Event()
-        self._threads = [
-            threading.Thread(target=self._httpd.serve_forever, name="archmax-serve", daemon=True)
-        ]
+        self._threads = [threading.Thread(target=self._httpd.serve_forever, name="archmax-serve", daemon=True)]
         if sweep_interval_s:
             self._threads.append(
-                threading.Thread(
-                    target=self._sweep_loop, args=(sweep_interval_s,), name="archmax-sweep", daemon=True
-                )
+                threading.Thread(target=self._sweep_loop, args=(sweep_interval_s,), name="archmax-sweep", daemon=True)
             )
         for thread in self._threads:
             thread.start()
@@ -272,8 +266,13 @@ class LocalServer:
                     answer = server.handlers[name](event, None)
                 except Exception as exc:  # noqa: BLE001 - Lambda fails the invocation and API Gateway answers 500
                     log.exception("%s %s failed", self.command, urlsplit(self.path).path)
-                    status, body = error_response(exc)  # an archmax error keeps its class; others say nothing more
-                    answer = {"statusCode": status, "headers": {"Content-Type": "application/json"}, "body": json.dumps(body)}
+                    # an archmax error keeps its class; others say nothing more
+                    status, problem_body = error_response(exc)
+                    answer = {
+                        "statusCode": status,
+                        "headers": {"Content-Type": "application/json"},
+                        "body": json.dumps(problem_body),
+                    }
                 else:
                     if int(answer.get("statusCode", 500)) >= 500:
                         # A server-side failure the handler answered itself (a typed ConfigurationError, a

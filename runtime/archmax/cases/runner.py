@@ -18,7 +18,7 @@ import functools
 import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from archmax.agent import Agent, create_agent
 from archmax.cases.assertions import Grader, View, evaluate
@@ -51,9 +51,7 @@ class _Settings:
         block = workflow.spec.get("tests") or {}
         where = f"{workflow_dir / 'workflow.yaml'}"
         if not isinstance(block, dict):
-            raise CaseSpecError(
-                where, "must be a mapping (caseTimeoutMs, maxConcurrency, judge)", key="tests"
-            )
+            raise CaseSpecError(where, "must be a mapping (caseTimeoutMs, maxConcurrency, judge)", key="tests")
         timeout = block.get("caseTimeoutMs", DEFAULT_CASE_TIMEOUT_MS)
         if isinstance(timeout, bool) or not isinstance(timeout, int) or timeout <= 0:
             raise CaseSpecError(where, "must be a positive integer (milliseconds)", key="tests.caseTimeoutMs")
@@ -68,9 +66,7 @@ class _Settings:
             )
         judge = block.get("judge")
         if judge is not None and (not isinstance(judge, str) or not judge.strip()):
-            raise CaseSpecError(
-                where, "must be a model configuration such as 'bedrock:<model id>'", key="tests.judge"
-            )
+            raise CaseSpecError(where, "must be a model configuration such as 'bedrock:<model id>'", key="tests.judge")
         self.case_timeout_ms: int = timeout
         self.judge: str | None = judge
         self.base_dir = workflow_dir
@@ -223,16 +219,19 @@ class _CaseRun:
                 if step.is_action:
                     records.append(self._act(step))
                 else:
-                    found = self._within(lambda s=step: evaluate(s, self.view, self._grader()))  # type: ignore[arg-type]
+
+                    def check(s: Step = step) -> list[AssertionRecord]:
+                        # the view is set by the case's first firing, before any assertion step
+                        return evaluate(s, cast(View, self.view), self._grader())
+
+                    found = self._within(check)
                     records.extend(found)
                     if step.is_structural and any(r.status == "failed" for r in found):
                         halted = True
             except _CaseDied as died:
                 error = str(died)
                 halted = True
-                records.append(
-                    AssertionRecord(kind=step.key, status="failed", step=step.number, detail=error)
-                )
+                records.append(AssertionRecord(kind=step.key, status="failed", step=step.number, detail=error))
         if not halted and self.model is not None and self.model.remaining:
             n = self.model.remaining
             records.append(
@@ -340,9 +339,7 @@ class _CaseRun:
             and (outcome.rejected or "").startswith(REFUSED_START)
         ):
             raise _CaseDied(f"the start was refused: {outcome.rejected}")
-        detail = f"{outcome.disposition} → {outcome.kind}" + (
-            f" in '{outcome.state}'" if outcome.state else ""
-        )
+        detail = f"{outcome.disposition} → {outcome.kind}" + (f" in '{outcome.state}'" if outcome.state else "")
         return AssertionRecord(kind=step.key, status="passed", step=step.number, detail=detail)
 
 

@@ -184,6 +184,7 @@ def session_lines(
     indented ``waiting for:`` line for an input park, the decision context (instructions,
     approvers, evidence, transitions) for a decision park, or for a ``running`` session whether it
     is mid-turn (its lease's expiry: when the sweep may take the turn over) or stopped part-way;
+    a ``held mail:`` line when mail waits in the session's quarantine;
     with ``one``, ``spec_hash`` and one ``name[ (locked)] = <json>`` line per variable.
 
     Args:
@@ -195,37 +196,59 @@ def session_lines(
         now: The instant a lease is judged at (default: the clock).
     """
     variables = summary.variables or {}
-    head = f"{summary.session_id}  {summary.status}  {summary.classification}  state={summary.workflow_state}"
-    if summary.state:
-        head += f"  awaiting={summary.state}"
-    if variables:
-        head += "  vars=" + ",".join(variables)
-    lines = [head]
+    lines = [_session_head(summary, variables)]
     if summary.wait_reason is not None:
         due = f"  due={summary.resume_at}" if summary.resume_at else ""
         lines.append(f"  waiting for: {summary.wait_reason}{due}")
     decision = record.pending_decision if record is not None and summary.status == "awaiting_decision" else None
     if decision is not None:
-        state = workflow.states.get(decision.state) if workflow is not None else None
-        if state is not None and state.instructions:
-            lines.append(f"  instructions: {state.instructions}")
-        if state is not None and state.approvers:
-            lines.append(f"  approvers: {', '.join(state.approvers)}")
-        evidence = decision.evidence or (state.evidence if state is not None else [])
-        if evidence:
-            lines.append(f"  evidence: {', '.join(evidence)}")
-        lines.append("  transitions:")
-        for t in decision.transitions:
-            lines.append(f"    - {t.to}" + (f": {t.description}" if t.description else ""))
+        lines += _decision_lines(decision, workflow)
     if summary.status == "running":
         from archmax.cli.leases import now_instant, running_line
 
         lines.append(f"  {running_line(summary.lease_expires_at, now or now_instant(), sweep)}")
     if summary.exit is not None and not summary.exit.success:
         lines.append(f"  exit: {summary.exit.code} — {summary.exit.reason}")
+    if summary.quarantined:  # issue 25 item 6: held mail is seen where the session is listed
+        held = len(summary.quarantined)
+        lines.append(f"  held mail: {held} in quarantine (archmax quarantine list {summary.session_id})")
     if one:
         lines.append(f"  spec_hash: {summary.spec_hash}")
-        for name, var in variables.items():
-            lock = " (locked)" if var.get("locked") else ""
-            lines.append(f"  {name}{lock} = {json.dumps(var.get('value'), ensure_ascii=False)}")
+        lines += _variable_lines(variables)
+    return lines
+
+
+def _session_head(summary: SessionSummary, variables: dict[str, Any]) -> str:
+    """``<id>  <status>  <classification>  state=<position>[  awaiting=<state>][  vars=a,b]``."""
+    head = f"{summary.session_id}  {summary.status}  {summary.classification}  state={summary.workflow_state}"
+    if summary.state:
+        head += f"  awaiting={summary.state}"
+    if variables:
+        head += "  vars=" + ",".join(variables)
+    return head
+
+
+def _decision_lines(decision: PendingDecision, workflow: Workflow | None) -> list[str]:
+    """A decision park's context: the state's instructions, approvers and evidence, then its transitions."""
+    lines = []
+    state = workflow.states.get(decision.state) if workflow is not None else None
+    if state is not None and state.instructions:
+        lines.append(f"  instructions: {state.instructions}")
+    if state is not None and state.approvers:
+        lines.append(f"  approvers: {', '.join(state.approvers)}")
+    evidence = decision.evidence or (state.evidence if state is not None else [])
+    if evidence:
+        lines.append(f"  evidence: {', '.join(evidence)}")
+    lines.append("  transitions:")
+    for t in decision.transitions:
+        lines.append(f"    - {t.to}" + (f": {t.description}" if t.description else ""))
+    return lines
+
+
+def _variable_lines(variables: dict[str, Any]) -> list[str]:
+    """One ``name[ (locked)] = <json>`` line per variable."""
+    lines = []
+    for name, var in variables.items():
+        lock = " (locked)" if var.get("locked") else ""
+        lines.append(f"  {name}{lock} = {json.dumps(var.get('value'), ensure_ascii=False)}")
     return lines

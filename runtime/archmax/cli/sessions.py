@@ -73,9 +73,6 @@ def _listed(cli: Context) -> list[tuple[Any, Any]]:
     Raises:
         SessionStoreCapabilityError: the store cannot list.
     """
-    from archmax.session.ids import parent_session_id
-    from archmax.session.results import summary_of
-
     a = cli.args
     if not cli.store.capabilities.list:
         from archmax.errors import SessionStoreCapabilityError
@@ -86,5 +83,5 @@ def _listed(cli: Context) -> list[tuple[Any, Any]]:
     for sid in cli.store.list():
         record = cli.store.load(sid)
         if record is not None and (slug is None or record.workflow == slug) and session_views.keep(record, a.status):
-            pairs.append((record, summary_of(record, parent_session_id(sid))))
+            pairs.append((record, _one_summary(cli, sid, record)))
     return pairs

@@ -6,6 +6,8 @@ lease has expired), DESIGN.md §3 "Inbox".
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from archmax.cli import flags
@@ -32,16 +34,11 @@ def add_parser(add: AddCommand) -> None:
 
 def run(cli: Context) -> int:
     """Wake and recover; one line per session (``--json``: a list); 1 when any wake or recovery failed."""
-    from archmax.hosting.sweep import ERROR, RECOVERED, SKIPPED, recover_stale, sweep, sweep_failed
+    from archmax.hosting.sweep import ERROR, RECOVERED, SKIPPED, sweep_failed
 
     a = cli.args
     now = parse_instant(a.now) if a.now is not None else format_instant(SystemClock().now())
-    if a.workflow is not None:
-        targets = [resolve_workflow(cli.root, a.workflow)]
-    else:
-        targets = list(workflows_in(cli.root).values())
-        if not targets:
-            only_workflow(cli.root)  # raises the usage error naming the missing workflows
+    targets = _targets(cli)
     results: list[tuple[str, str]] = []
     stale: list[tuple[str, str]] = []  # dead turns continued (DESIGN.md §3 "Inbox")
     outcomes: dict[str, Any] = {}  # session id -> the Outcome its wake or recovery returned
@@ -55,34 +52,82 @@ def run(cli: Context) -> int:
     mid_turn: list[tuple[str, str]] = []  # (session id, lease expiry): running, no sweep can take them yet
     for workflow_dir in targets:
         mid_turn += _mid_turn(cli, now, workflow_dir.name)
-        if not cli.store.due(now, workflow=workflow_dir.name) and not cli.store.stale(now, workflow=workflow_dir.name):
-            continue  # nothing due, no dead turn: no model needed
-        clock = FakeClock(now) if a.now is not None else None
-        agent = cli.agent(workflow_dir, clock=clock)
-        woken = sweep(agent, now, on_error=on_error, on_outcome=on_outcome)
+        woken, continued = _sweep_workflow(cli, now, workflow_dir, on_error=on_error, on_outcome=on_outcome)
         results += woken
-        stale += recover_stale(agent, now, exclude={sid for sid, _ in woken}, on_error=on_error, on_outcome=on_outcome)
+        stale += continued
     recovered = [(sid, kind if kind in (SKIPPED, ERROR) else RECOVERED, kind) for sid, kind in stale]
     if cli.json:
-        cli.say(
-            to_json(
-                [{"session_id": sid, "result": kind} for sid, kind in results]
-                + [
-                    {"session_id": sid, "result": shown, **({"outcome": kind} if shown == RECOVERED else {})}
-                    for sid, shown, kind in recovered
-                ]
-            )
-        )
+        _say_json(cli, results, recovered, RECOVERED)
     else:
-        if not results and not recovered:
-            cli.note(f"nothing due at {now}")
-        for sid, shown in results + [(sid, shown) for sid, shown, _kind in recovered]:
-            for line in sweep_lines(sid, shown, outcomes.get(sid)):
-                cli.say(line)
-        sweep_again = command("archmax", "sweep", *cli.context())
-        for sid, expires_at in mid_turn:
-            cli.note(f"running: session '{sid}' {running_line(expires_at, now, sweep_again)}")
+        _say_lines(cli, now, results, recovered, outcomes, mid_turn)
     return 1 if sweep_failed(results + stale) else 0
+
+
+def _targets(cli: Context) -> list[Path]:
+    """The workflow folders to sweep: ``--workflow``'s, else every one in the workspace (a usage error if none)."""
+    if cli.args.workflow is not None:
+        return [resolve_workflow(cli.root, cli.args.workflow)]
+    targets = list(workflows_in(cli.root).values())
+    if not targets:
+        only_workflow(cli.root)  # raises the usage error naming the missing workflows
+    return targets
+
+
+def _sweep_workflow(
+    cli: Context,
+    now: str,
+    workflow_dir: Path,
+    *,
+    on_error: Callable[[str, Exception], None],
+    on_outcome: Callable[[str, Any], None],
+) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """Wake one workflow's due sessions, then continue its dead turns; ``(woken, recovered)`` as the sweep reports.
+
+    A workflow with nothing due and no dead turn needs no model: no agent is built for it.
+    """
+    from archmax.hosting.sweep import recover_stale, sweep
+
+    if not cli.store.due(now, workflow=workflow_dir.name) and not cli.store.stale(now, workflow=workflow_dir.name):
+        return [], []
+    clock = FakeClock(now) if cli.args.now is not None else None
+    agent = cli.agent(workflow_dir, clock=clock)
+    woken = sweep(agent, now, on_error=on_error, on_outcome=on_outcome)
+    stale = recover_stale(agent, now, exclude={sid for sid, _ in woken}, on_error=on_error, on_outcome=on_outcome)
+    return woken, stale
+
+
+def _say_json(
+    cli: Context, results: list[tuple[str, str]], recovered: list[tuple[str, str, str]], recovered_kind: str
+) -> None:
+    """``--json``: one ``{session_id, result}`` per session; a recovery also names its ``outcome``."""
+    cli.say(
+        to_json(
+            [{"session_id": sid, "result": kind} for sid, kind in results]
+            + [
+                {"session_id": sid, "result": shown, **({"outcome": kind} if shown == recovered_kind else {})}
+                for sid, shown, kind in recovered
+            ]
+        )
+    )
+
+
+def _say_lines(
+    cli: Context,
+    now: str,
+    results: list[tuple[str, str]],
+    recovered: list[tuple[str, str, str]],
+    outcomes: dict[str, Any],
+    mid_turn: list[tuple[str, str]],
+) -> None:
+    """The result lines (:func:`~archmax.cli.render.sweep_lines`); on stderr, the sessions still mid-turn."""
+    if not results and not recovered:
+        cli.note(f"nothing due at {now}")
+    for sid, shown in results + [(sid, shown) for sid, shown, _kind in recovered]:
+        for line in sweep_lines(sid, shown, outcomes.get(sid)):
+            cli.say(line)
+    sweep_again = command("archmax", "sweep", *cli.context())
+    for sid, expires_at in mid_turn:
+        cli.note(f"running: session '{sid}' {running_line(expires_at, now, sweep_again)}")
 
 
 def _mid_turn(cli: Context, now: str, workflow: str) -> list[tuple[str, str]]:

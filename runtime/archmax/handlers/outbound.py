@@ -76,11 +76,9 @@ def build(store: Any, dispatcher: Dispatcher) -> Any:
             return  # the session was deleted since: nothing left to answer
         dispatcher.dispatch(current, versions={version})
 
-    def handle(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
+    def handle(event: Mapping[str, Any], context: Any) -> Mapping[str, Any]:
         if not is_stream_batch(event):
             return direct(refuse(unrecognised(event, "DynamoDB stream batches of the sessions table")))
-        return process_partial_response(
-            event=dict(event), record_handler=send, processor=processor, context=context
-        )
+        return process_partial_response(event=dict(event), record_handler=send, processor=processor, context=context)
 
     return handle

@@ -20,7 +20,8 @@ import re
 from collections.abc import Collection, Mapping
 from email.message import Message
 from email.parser import BytesParser
-from typing import Any
+from email.policy import EmailPolicy
+from typing import Any, cast
 
 from archmax.inbound.addresses import usable_address
 from archmax.inbound.caps import AttachmentCaps
@@ -103,37 +104,21 @@ def parse_email(
         >>> firing.variables["conversation_id"], firing.variables["reply_body"]  # doctest: +SKIP
         ('3f1c2a9e-5b7d-4e21-9c3a-0d8e6f4b2a11@example.org', "It's ORD-1001.")
     """
-    if not isinstance(raw, (bytes, bytearray, memoryview)):
-        raise TypeError(f"parse_email takes the raw message as bytes, not {type(raw).__name__}")
-    raw = bytes(raw)
+    raw = _as_bytes(raw)
     warnings: list[str] = []
     digest = hashlib.sha256(raw).hexdigest()
     msg = BytesParser(policy=email.policy.default).parsebytes(_headers_first(raw, warnings))
 
     # Ids as written go to the variables (a reply quotes them so, issue 20 item 7); their
     # normalised forms are only keys: the conversation id and the delivery id.
-    own_ids = [i for value in _raw_values(msg, "Message-ID") for i in message_ids_in(value, as_written=True)]
-    message_id = own_ids[-1] if own_ids else None
-    if len(own_ids) > 1:
-        warnings.append(
-            f"{len(own_ids)} Message-ID values; the last one, <{message_id}>, was used "
-            "(the one nearest the body is the sender's; relays prepend theirs)"
-        )
-    in_reply_to = _ids_of(msg, "In-Reply-To", warnings)
-    references = _ids_of(msg, "References", warnings)
-    for name, ids in (("In-Reply-To", in_reply_to), ("References", references)):
-        if _raw_values(msg, name) and not ids:
-            warnings.append(f"{name} is present but holds no usable message id; it was ignored")
-
+    message_id = _own_message_id(msg, warnings)
+    in_reply_to, references = _threading_ids(msg, warnings)
     own_key = normalise_message_id(message_id) if message_id else None
     root = thread_root(own_key, _keys(in_reply_to), _keys(references), _known_keys(known_message_ids))
     warnings.extend(root.warnings)
     conversation_id = root.conversation_id
     if conversation_id is None:
-        conversation_id = f"mail-{digest[:32]}"
-        warnings.append(
-            f"no usable Message-ID, In-Reply-To or References: started a fresh conversation {conversation_id}"
-        )
+        conversation_id = _fresh_conversation(digest, warnings)
 
     texts, file_parts = _split_parts(msg)
     body, charset = _body(texts, warnings)
@@ -156,21 +141,62 @@ def parse_email(
         variables["attachments_refused"] = refused
     if trigger is None:
         trigger = TRIGGER_REPLY if (in_reply_to or references) else TRIGGER_RECEIVED
+    return Firing(
+        trigger=trigger,
+        variables=variables,
+        files=files,
+        message=_message_of(reply_body, body, files, variables["subject"]),
+        delivery_id=own_key or digest,
+        warnings=warnings,
+    )
+
+
+def _as_bytes(raw: Any) -> bytes:
+    """``raw`` as ``bytes``; anything not bytes-like is a TypeError (the one error parse_email raises)."""
+    if not isinstance(raw, (bytes, bytearray, memoryview)):
+        raise TypeError(f"parse_email takes the raw message as bytes, not {type(raw).__name__}")
+    return bytes(raw)
+
+
+def _own_message_id(msg: Message, warnings: list[str]) -> str | None:
+    """The mail's own Message-ID as written: with several, the last usable one (the sender's), warned."""
+    own_ids = [i for value in _raw_values(msg, "Message-ID") for i in message_ids_in(value, as_written=True)]
+    message_id = own_ids[-1] if own_ids else None
+    if len(own_ids) > 1:
+        warnings.append(
+            f"{len(own_ids)} Message-ID values; the last one, <{message_id}>, was used "
+            "(the one nearest the body is the sender's; relays prepend theirs)"
+        )
+    return message_id
+
+
+def _threading_ids(msg: Message, warnings: list[str]) -> tuple[list[str], list[str]]:
+    """The usable ids of In-Reply-To and of References, as written; a header holding none is warned."""
+    in_reply_to = _ids_of(msg, "In-Reply-To", warnings)
+    references = _ids_of(msg, "References", warnings)
+    for name, ids in (("In-Reply-To", in_reply_to), ("References", references)):
+        if _raw_values(msg, name) and not ids:
+            warnings.append(f"{name} is present but holds no usable message id; it was ignored")
+    return in_reply_to, references
+
+
+def _fresh_conversation(digest: str, warnings: list[str]) -> str:
+    """The conversation of a mail with no usable id: ``mail-`` and the raw bytes' digest (a redelivery lands on it)."""
+    conversation_id = f"mail-{digest[:32]}"
+    warnings.append(f"no usable Message-ID, In-Reply-To or References: started a fresh conversation {conversation_id}")
+    return conversation_id
+
+
+def _message_of(reply_body: str, body: str, files: Mapping[str, FileIn], subject: str) -> str | None:
+    """What the mail says: the reply, else the body, else a line naming the attachments, else the subject."""
     message = reply_body if reply_body.strip() else (body.strip() or None)
     if message is None and files:
         # An email that is only attachments still says something: it must be able to open a turn.
         names = ", ".join(f.name for f in files.values())
         message = f"(The email has no text; it carries {len(files)} attachment(s): {names}.)"
-    if message is None and variables["subject"].strip():
-        message = variables["subject"].strip()  # a subject-only mail: the subject is what it says
-    return Firing(
-        trigger=trigger,
-        variables=variables,
-        files=files,
-        message=message,
-        delivery_id=own_key or digest,
-        warnings=warnings,
-    )
+    if message is None and subject.strip():
+        message = subject.strip()  # a subject-only mail: the subject is what it says
+    return message
 
 
 # --- headers -------------------------------------------------------------------------------------
@@ -190,7 +216,6 @@ def _headers_first(raw: bytes, warnings: list[str]) -> bytes:
     lines = match.group(0).count(b"\n")
     warnings.append(f"{lines} blank line(s) before the header block were skipped")
     return raw[match.end() :]
-
 
 
 def _clean(text: str) -> str:
@@ -222,7 +247,9 @@ def _known_keys(
     if not known:
         return known
     if isinstance(known, Mapping):
-        return {key: value for raw, value in known.items() if isinstance(raw, str) and (key := normalise_message_id(raw))}
+        return {
+            key: value for raw, value in known.items() if isinstance(raw, str) and (key := normalise_message_id(raw))
+        }
     return {key for raw in known if isinstance(raw, str) and (key := normalise_message_id(raw))}
 
 
@@ -253,7 +280,9 @@ def _sender(msg: Message, warnings: list[str]) -> str | None:
     """
     senders = _addresses(msg, "From", warnings)
     if len(senders) > 1:
-        warnings.append(f"the mail names {len(senders)} From addresses ({', '.join(senders[:3])}): no sender is trusted")
+        warnings.append(
+            f"the mail names {len(senders)} From addresses ({', '.join(senders[:3])}): no sender is trusted"
+        )
         return None
     return senders[0] if senders else None
 
@@ -268,7 +297,8 @@ def _addresses(msg: Message, name: str, warnings: list[str]) -> list[str]:
     found: list[str] = []
     for value in _raw_values(msg, name):
         try:
-            header = msg.policy.header_factory(name, value)
+            # parse_email parses with email.policy.default, an EmailPolicy: it has the header factory
+            header = cast(EmailPolicy, msg.policy).header_factory(name, value)
             parsed = [a.addr_spec for a in header.addresses if a.addr_spec and a.addr_spec != "<>"]
             trusted = not header.defects and parsed
         except Exception:  # noqa: BLE001 — fall back to the raw header text
@@ -286,7 +316,9 @@ def _addresses(msg: Message, name: str, warnings: list[str]) -> list[str]:
 
 def _addresses_by_hand(value: str) -> list[str]:
     """Addresses of a raw address-list: per top-level comma entry, the last ``<...@...>``, else a bare word with ``@``."""
-    entries, current, depth, quoted = [], [], 0, False
+    entries: list[str] = []
+    current: list[str] = []
+    depth, quoted = 0, False
     for ch in value:
         if ch == '"':
             quoted = not quoted
@@ -338,7 +370,11 @@ def _split_parts(msg: Message) -> tuple[list[Message], list[Message]]:
             files.append(part)
             return
         if part.is_multipart():
-            children = [c for c in part.get_payload() if isinstance(c, Message)] if isinstance(part.get_payload(), list) else []
+            children = (
+                [c for c in part.get_payload() if isinstance(c, Message)]
+                if isinstance(part.get_payload(), list)
+                else []
+            )
             chosen = _alternative(children) if part.get_content_type() == "multipart/alternative" else None
             for child in children:
                 walk(child, files_only=files_only or (chosen is not None and child is not chosen))
@@ -487,9 +523,9 @@ def _attachments(
         try:
             if part.get_content_maintype() == "message":
                 inner = part.get_payload()
-                content = inner[0].as_bytes() if isinstance(inner, list) and inner else b""
+                content = cast(Message, inner[0]).as_bytes() if isinstance(inner, list) and inner else b""
             else:
-                content = part.get_payload(decode=True) or b""
+                content = cast(bytes, part.get_payload(decode=True) or b"")  # a leaf part decodes to bytes
         except Exception:  # noqa: BLE001 — keep the raw payload rather than drop the file
             content = _clean(str(part.get_payload())).encode("utf-8")
             warnings.append("an attachment could not be decoded; its raw payload was kept")
@@ -498,9 +534,7 @@ def _attachments(
             continue
         total += len(content)
         n = len(files) + 1
-        name = safe_filename(
-            _filename(part), fallback=f"attachment-{n}", content_type=part.get_content_type()
-        )
+        name = safe_filename(_filename(part), fallback=f"attachment-{n}", content_type=part.get_content_type())
         files[f"attachment_{n}"] = FileIn(name=name, content=content)
     reasons = []
     if over_count:

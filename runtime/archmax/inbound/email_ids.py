@@ -73,9 +73,7 @@ def normalise_message_id(token: str) -> str | None:
     return text
 
 
-def message_ids_in(
-    header_text: str | None, skipped: list[str] | None = None, *, as_written: bool = False
-) -> list[str]:
+def message_ids_in(header_text: str | None, skipped: list[str] | None = None, *, as_written: bool = False) -> list[str]:
     """Every usable id in one header value (References, In-Reply-To, Message-ID), in order.
 
     Ids are the ``<...>`` groups of the value; text between them (commas, comments, phrases like
@@ -164,24 +162,12 @@ def thread_root(
     """
     warnings: list[str] = []
     own = message_id
-    if own is not None and (own in references or own in in_reply_to):
-        warnings.append(f"the message references its own Message-ID <{own}>; that reference was ignored")
-    refs = [ref for ref in references if ref != own]
-    parents = [parent for parent in in_reply_to if parent != own]
-
-    if len(refs) >= 2 and parents and refs[0] == parents[0] and refs[-1] != parents[0]:
-        warnings.append("References lists the parent first (newest-first order); read it reversed")
-        refs = list(reversed(refs))
-    if refs and parents and refs[-1] != parents[0] and parents[0] not in refs:
-        warnings.append(
-            f"In-Reply-To <{parents[0]}> is not in References; the References root <{refs[0]}> was used"
-        )
-
+    refs, parents = _without_own(own, in_reply_to, references, warnings)
+    refs = _root_first(refs, parents, warnings)
     if known_message_ids:
-        for candidate in [*refs, *parents, *([own] if own else [])]:
-            conversation = _known_conversation(known_message_ids, candidate)
-            if conversation is not None:
-                return ThreadRoot(conversation, "known", warnings)
+        conversation = _known_root(known_message_ids, [*refs, *parents, *([own] if own else [])])
+        if conversation is not None:
+            return ThreadRoot(conversation, "known", warnings)
     if refs:
         return ThreadRoot(refs[0], "references", warnings)
     if parents:
@@ -189,6 +175,39 @@ def thread_root(
     if own:
         return ThreadRoot(own, "message_id", warnings)
     return ThreadRoot(None, "none", warnings)
+
+
+def _without_own(
+    own: str | None, in_reply_to: Sequence[str], references: Sequence[str], warnings: list[str]
+) -> tuple[list[str], list[str]]:
+    """References and In-Reply-To without the message's own id (a message never threads onto itself)."""
+    if own is not None and (own in references or own in in_reply_to):
+        warnings.append(f"the message references its own Message-ID <{own}>; that reference was ignored")
+    refs = [ref for ref in references if ref != own]
+    parents = [parent for parent in in_reply_to if parent != own]
+    return refs, parents
+
+
+def _root_first(refs: list[str], parents: list[str], warnings: list[str]) -> list[str]:
+    """References root-first: a newest-first list (parent first, root last) is reversed, with a warning.
+
+    Also warns when In-Reply-To names a parent References does not hold (the References root wins).
+    """
+    if len(refs) >= 2 and parents and refs[0] == parents[0] and refs[-1] != parents[0]:
+        warnings.append("References lists the parent first (newest-first order); read it reversed")
+        refs = list(reversed(refs))
+    if refs and parents and refs[-1] != parents[0] and parents[0] not in refs:
+        warnings.append(f"In-Reply-To <{parents[0]}> is not in References; the References root <{refs[0]}> was used")
+    return refs
+
+
+def _known_root(known: Mapping[str, str] | Collection[str], candidates: list[str]) -> str | None:
+    """The conversation of the first candidate (root first) the host already filed, else ``None``."""
+    for candidate in candidates:
+        conversation = _known_conversation(known, candidate)
+        if conversation is not None:
+            return conversation
+    return None
 
 
 def _known_conversation(known: Mapping[str, str] | Collection[str], candidate: str) -> str | None:

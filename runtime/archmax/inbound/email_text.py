@@ -237,27 +237,44 @@ def _history_start(lines: list[str]) -> int:
         stripped = line.strip()
         if not stripped or stripped.startswith(">"):
             continue
-        if _ORIGINAL_MESSAGE.match(stripped):
-            return i
-        if _OUTLOOK_FROM.match(stripped) and _outlook_block_follows(lines, i):
-            if i > 0 and _UNDERSCORES.match(lines[i - 1]):
-                return i - 1
-            return i
-        if (
-            _ATTRIBUTION_START.match(stripped)
-            and stripped.endswith(":")
-            and _ATTRIBUTION_VERB.search(stripped)
-        ):
-            return i
-        if _ATTRIBUTION_END.search(stripped):
-            previous = lines[i - 1].strip() if i > 0 else ""
-            # A wrapped attribution: "On Tue, Bob <bob@x>" / "wrote:" or a date line / "<addr> написал:".
-            wrapped = previous and not previous.startswith(">") and not _ATTRIBUTION_START.match(stripped)
-            if wrapped and (_ATTRIBUTION_START.match(previous) or previous.endswith(("<", ","))):
-                return i - 1
-            if _ATTRIBUTION_START.match(stripped) or _quote_follows(lines, i):
-                return i
+        start = _marker_at(lines, i, stripped)
+        if start is not None:
+            return start
     return len(lines)
+
+
+def _marker_at(lines: list[str], i: int, stripped: str) -> int | None:
+    """Where the history starts when line ``i`` (``stripped``) marks it, else ``None``.
+
+    Markers: an original-message separator, an Outlook header block (with the line of underscores
+    above it), a one-line attribution, or a line ending like an attribution (see :func:`_wrapped_start`).
+    """
+    if _ORIGINAL_MESSAGE.match(stripped):
+        return i
+    if _OUTLOOK_FROM.match(stripped) and _outlook_block_follows(lines, i):
+        if i > 0 and _UNDERSCORES.match(lines[i - 1]):
+            return i - 1
+        return i
+    if _ATTRIBUTION_START.match(stripped) and stripped.endswith(":") and _ATTRIBUTION_VERB.search(stripped):
+        return i
+    if _ATTRIBUTION_END.search(stripped):
+        return _wrapped_start(lines, i, stripped)
+    return None
+
+
+def _wrapped_start(lines: list[str], i: int, stripped: str) -> int | None:
+    """Where an attribution ending on line ``i`` starts: the line before when it wraps, else ``i``, else ``None``.
+
+    ``None`` when the line only ends like one: it neither starts like an attribution nor is followed by a quote.
+    """
+    previous = lines[i - 1].strip() if i > 0 else ""
+    # A wrapped attribution: "On Tue, Bob <bob@x>" / "wrote:" or a date line / "<addr> написал:".
+    wrapped = previous and not previous.startswith(">") and not _ATTRIBUTION_START.match(stripped)
+    if wrapped and (_ATTRIBUTION_START.match(previous) or previous.endswith(("<", ","))):
+        return i - 1
+    if _ATTRIBUTION_START.match(stripped) or _quote_follows(lines, i):
+        return i
+    return None
 
 
 def _outlook_block_follows(lines: list[str], i: int) -> bool:

@@ -99,58 +99,68 @@ def ses_mails(event: Mapping[str, Any], *, bucket: str | None, prefix: str = INB
     """
     if not is_ses_event(event):
         raise InvalidEventError("not an SES receipt event: expected Records[0].eventSource 'aws:ses'")
-    mails: list[SesMail] = []
-    for index, record in enumerate(SESEvent(dict(event)).raw_event["Records"]):
-        where = f"Records.{index}"
-        if not isinstance(record, Mapping) or record.get("eventSource") != "aws:ses":
-            raise InvalidEventError(f"{where} is not an SES record")
-        ses = record.get("ses")
-        mail = ses.get("mail") if isinstance(ses, Mapping) else None
-        receipt = ses.get("receipt") if isinstance(ses, Mapping) else None
-        if not isinstance(mail, Mapping) or not isinstance(receipt, Mapping):
-            raise InvalidEventError(f"{where}.ses needs 'mail' and 'receipt' objects")
-        message_id = mail.get("messageId")
-        if not isinstance(message_id, str) or not SES_ID.fullmatch(message_id):
-            raise InvalidEventError(f"{where}.ses.mail.messageId {message_id!r} is not an SES message id")
-        action = receipt.get("action") if isinstance(receipt.get("action"), Mapping) else {}
-        where_bucket, key = bucket, prefix + message_id
-        if action.get("type") == "S3":
-            where_bucket, key = action.get("bucketName"), action.get("objectKey")
-            if not isinstance(where_bucket, str) or not where_bucket or not isinstance(key, str) or not key:
-                raise InvalidEventError(
-                    f"{where}.ses.receipt.action is an S3 action without bucketName/objectKey"
-                )
-            if where_bucket != bucket:
-                raise InvalidEventError(
-                    f"{where}.ses.receipt.action.bucketName {where_bucket!r} is not the configured mail bucket"
-                    + ("" if bucket else " (none is configured: set SESSIONS_BUCKET)")
-                )
-            inside = key.startswith(prefix) and len(key) > len(prefix)
-            if not inside or {".", ".."} & set(key.split("/")):
-                # the sessions bucket holds every session's files: only the rule's mail folder is mail
-                raise InvalidEventError(
-                    f"{where}.ses.receipt.action.objectKey {key!r} is not under '{prefix}' of the sessions bucket"
-                )
-        failed = [name for name in ("spamVerdict", "virusVerdict") if _status(receipt, name) == "FAIL"]
-        recipients = receipt.get("recipients")
-        mails.append(
-            SesMail(
-                message_id=message_id,
-                bucket=where_bucket,
-                key=key,
-                recipients=[r for r in recipients if isinstance(r, str)]
-                if isinstance(recipients, list)
-                else [],
-                refused=f"SES {' and '.join(failed)} is FAIL: not delivered" if failed else None,
-                verdicts=verdicts_of(receipt),
-            )
+    return [
+        _ses_mail(f"Records.{index}", record, bucket=bucket, prefix=prefix)
+        for index, record in enumerate(SESEvent(dict(event)).raw_event["Records"])
+    ]
+
+
+def _ses_mail(where: str, record: Any, *, bucket: str | None, prefix: str) -> SesMail:
+    """One record (``where``: its place in the event, for errors) as a :class:`SesMail`; see :func:`ses_mails`."""
+    mail, receipt = _mail_and_receipt(where, record)
+    message_id = mail.get("messageId")
+    if not isinstance(message_id, str) or not SES_ID.fullmatch(message_id):
+        raise InvalidEventError(f"{where}.ses.mail.messageId {message_id!r} is not an SES message id")
+    action = receipt.get("action")
+    if not isinstance(action, Mapping):
+        action = {}
+    where_bucket, key = bucket, prefix + message_id
+    if action.get("type") == "S3":
+        where_bucket, key = _s3_location(where, action, bucket=bucket, prefix=prefix)
+    failed = [name for name in ("spamVerdict", "virusVerdict") if _status(receipt, name) == "FAIL"]
+    recipients = receipt.get("recipients")
+    return SesMail(
+        message_id=message_id,
+        bucket=where_bucket,
+        key=key,
+        recipients=[r for r in recipients if isinstance(r, str)] if isinstance(recipients, list) else [],
+        refused=f"SES {' and '.join(failed)} is FAIL: not delivered" if failed else None,
+        verdicts=verdicts_of(receipt),
+    )
+
+
+def _mail_and_receipt(where: str, record: Any) -> tuple[Mapping[str, Any], Mapping[str, Any]]:
+    """The record's ``ses.mail`` and ``ses.receipt`` objects; InvalidEventError when it is no SES record."""
+    if not isinstance(record, Mapping) or record.get("eventSource") != "aws:ses":
+        raise InvalidEventError(f"{where} is not an SES record")
+    ses = record.get("ses")
+    mail = ses.get("mail") if isinstance(ses, Mapping) else None
+    receipt = ses.get("receipt") if isinstance(ses, Mapping) else None
+    if not isinstance(mail, Mapping) or not isinstance(receipt, Mapping):
+        raise InvalidEventError(f"{where}.ses needs 'mail' and 'receipt' objects")
+    return mail, receipt
+
+
+def _s3_location(where: str, action: Mapping[str, Any], *, bucket: str | None, prefix: str) -> tuple[str, str]:
+    """``(bucket, key)`` an S3 action names, checked: the configured bucket, a key inside ``prefix``."""
+    where_bucket, key = action.get("bucketName"), action.get("objectKey")
+    if not isinstance(where_bucket, str) or not where_bucket or not isinstance(key, str) or not key:
+        raise InvalidEventError(f"{where}.ses.receipt.action is an S3 action without bucketName/objectKey")
+    if where_bucket != bucket:
+        raise InvalidEventError(
+            f"{where}.ses.receipt.action.bucketName {where_bucket!r} is not the configured mail bucket"
+            + ("" if bucket else " (none is configured: set SESSIONS_BUCKET)")
         )
-    return mails
+    inside = key.startswith(prefix) and len(key) > len(prefix)
+    if not inside or {".", ".."} & set(key.split("/")):
+        # the sessions bucket holds every session's files: only the rule's mail folder is mail
+        raise InvalidEventError(
+            f"{where}.ses.receipt.action.objectKey {key!r} is not under '{prefix}' of the sessions bucket"
+        )
+    return where_bucket, key
 
 
-def ses_firing(
-    mail: SesMail, raw: bytes, *, trigger: str | None = None, caps: AttachmentCaps | None = None
-) -> Firing:
+def ses_firing(mail: SesMail, raw: bytes, *, trigger: str | None = None, caps: AttachmentCaps | None = None) -> Firing:
     """The firing of one received message: the email adapter's reading of the raw MIME.
 
     Args:

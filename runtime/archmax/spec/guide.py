@@ -105,6 +105,12 @@ responses:
   `{tool: {arguments}}` or a list of one-key mappings) or both; no other key.
 - With `expect_state`, the call fails when the session stands in another state
   (`model response <n> expected state '<a>' but the session is in '<b>'`).
+- A **handoff call** is one extra model call the runtime makes when a session parks
+  (`archmax_wait`, or an advance into a human state) and the agent has written no text since the
+  turn opened: the person must be told something, so the model is asked for those words
+  (BEHAVIOUR.md §5.2, §5.5). An entry whose `call` parks without a `say` is therefore followed by
+  one more entry that answers the handoff (its `say` is the question the person gets); give the
+  parking entry a `say` and no handoff call is made.
 - Every model call takes an entry, handoff calls and `after`-hook retries included, and so do the
   calls of sub-workflow sessions. When the entries run out the call fails with `model script
   exhausted after <n> responses`; the turn stops part-way and the session stays `running`.

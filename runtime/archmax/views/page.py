@@ -19,7 +19,7 @@ from typing import Any
 from urllib.parse import quote
 
 from archmax.views.graph import render_svg
-from archmax.views.story import ConversationEntry, Story, TimelineEntry, compact
+from archmax.views.story import ConversationEntry, Exit, Story, TimelineEntry, Wait, compact
 from archmax.views.text import entry_text, usage_line
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'self'"
@@ -95,7 +95,7 @@ a { color: var(--accent); }
 
 def _page(title: str, body: str) -> str:
     return (
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{escape(title)}</title><style>{_STYLE}</style></head><body>{body}</body></html>\n"
@@ -107,9 +107,12 @@ def readable(at: str) -> str:
 
     Any other text (an instant the record did not write in that form) is shown as it is.
     """
-    if len(at) >= 20 and at[10] == "T" and at.endswith("Z") and at[:19].replace("-", "").replace(":", "").replace(
-        "T", ""
-    ).isdigit():
+    if (
+        len(at) >= 20
+        and at[10] == "T"
+        and at.endswith("Z")
+        and at[:19].replace("-", "").replace(":", "").replace("T", "").isdigit()
+    ):
         return f"{at[:10]} {at[11:19]} UTC"
     return at
 
@@ -121,27 +124,47 @@ def _time(at: str | None) -> str:
     return f'<time datetime="{escape(at)}" title="{escape(at)}">{escape(readable(at))}</time>'
 
 
-
 def _status_line(story: Story) -> str:
+    """The status line under the title: the wait, the exit, or who holds a running session."""
     w, x = story.wait, story.exit
     if w is not None and w.channel == "input":
-        due = f" · resume_at {_time(w.resume_at)}" if w.resume_at else ""
-        return (
-            f"Waiting since {_time(w.since)} for <strong>input</strong> in <code>{escape(w.state)}</code>: "
-            f"{escape(w.reason or '')}{due}"
-        )
+        return _input_wait_line(w)
     if w is not None:
-        choices = ", ".join(f"<code>{escape(t['to'])}</code>" for t in w.transitions)
-        evidence = f" · evidence: {escape(', '.join(w.evidence))}" if w.evidence else ""
-        return (
-            f"Waiting since {_time(w.since)} for <strong>a person's decision</strong> at "
-            f"<code>{escape(w.state)}</code> (choices: {choices}){evidence}"
-        )
+        return _decision_wait_line(w)
     if x is not None:
-        detail = f": {escape(x.code or '')} — {escape(x.reason or '')}" if x.code else (
-            f": {escape(x.reason)}" if x.reason else ""
-        )
-        return f"<strong>{escape(x.status.capitalize())}</strong> at {_time(x.at)} in <code>{escape(story.position or '')}</code>{detail}"
+        return _exit_line(x, story.position)
+    return _running_line(story)
+
+
+def _input_wait_line(w: Wait) -> str:
+    due = f" · resume_at {_time(w.resume_at)}" if w.resume_at else ""
+    return (
+        f"Waiting since {_time(w.since)} for <strong>input</strong> in <code>{escape(w.state)}</code>: "
+        f"{escape(w.reason or '')}{due}"
+    )
+
+
+def _decision_wait_line(w: Wait) -> str:
+    choices = ", ".join(f"<code>{escape(t['to'])}</code>" for t in w.transitions)
+    evidence = f" · evidence: {escape(', '.join(w.evidence))}" if w.evidence else ""
+    return (
+        f"Waiting since {_time(w.since)} for <strong>a person's decision</strong> at "
+        f"<code>{escape(w.state)}</code> (choices: {choices}){evidence}"
+    )
+
+
+def _exit_line(x: Exit, position: str | None) -> str:
+    if x.code:
+        detail = f": {escape(x.code or '')} — {escape(x.reason or '')}"
+    else:
+        detail = f": {escape(x.reason)}" if x.reason else ""
+    return (
+        f"<strong>{escape(x.status.capitalize())}</strong> at {_time(x.at)} in <code>{escape(position or '')}</code>"
+        f"{detail}"
+    )
+
+
+def _running_line(story: Story) -> str:
     r = story.running
     if r is not None and r.stopped:
         return (
@@ -167,7 +190,7 @@ def _held(story: Story) -> str:
         return ""
     items = "".join(
         f'<li class="held-mail{" released" if m.released_at else ""}" data-delivery-id="{escape(m.delivery_id)}">'
-        f'<div><strong>{escape(m.sender or "unknown sender")}</strong> · held since {_time(m.quarantined_at)} · '
+        f"<div><strong>{escape(m.sender or 'unknown sender')}</strong> · held since {_time(m.quarantined_at)} · "
         + (f"released {_time(m.released_at)}" if m.released_at else '<span class="kind quarantined">held</span>')
         + "</div>"
         + (f'<div class="subject">{escape(m.subject)}</div>' if m.subject else "")
@@ -257,7 +280,11 @@ def render_page(story: Story) -> str:
         f"updated {_time(story.updated_at)}</div>"
         f'<div class="status-line" id="status">{_status_line(story)}</div>'
         + (f'<div class="meta">path: {escape(" → ".join(story.path))}</div>' if story.path else "")
-        + (f'<div class="notice" id="held-count"><a href="#held">{held} held mail in quarantine</a></div>' if held else "")
+        + (
+            f'<div class="notice" id="held-count"><a href="#held">{held} held mail in quarantine</a></div>'
+            if held
+            else ""
+        )
         + "</header><main>"
         f'<section id="graph"><h2>State graph</h2>{graph_html}</section>'
         f'<section id="timeline"><h2>Timeline</h2><div class="card">{_timeline(story.timeline)}</div></section>'
@@ -277,8 +304,13 @@ def session_href(base: str, session_id: str) -> str:
     return f"{base.rstrip('/')}/sessions/{quote(session_id, safe='')}/view"
 
 
-def render_list(rows: Sequence[dict[str, Any]], *, base: str = "", filters: dict[str, str] | None = None,
-                next_href: str | None = None) -> str:
+def render_list(
+    rows: Sequence[dict[str, Any]],
+    *,
+    base: str = "",
+    filters: dict[str, str] | None = None,
+    next_href: str | None = None,
+) -> str:
     """The session list as HTML: one row per session linking to its page.
 
     Args:

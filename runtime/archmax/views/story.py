@@ -25,20 +25,34 @@ Example:
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from archmax.clock import format_instant
 from archmax.session.notes import NOTE_TOOL, runtime_note_kind
-from archmax.session.records import Checkpoint, Message, SessionStatus, TrailStep, Usage
+from archmax.session.records import Checkpoint, Message, SessionStatus, ToolCall, TrailStep, Usage
 from archmax.session.until import UntilError, parse_until
 
 EntryKind = Literal[
-    "turn", "delivery", "advance", "decision", "reset", "on_error", "sub-workflow", "hook", "park", "raised",
-    "completed", "failed", "rejected", "quarantined", "released", "stopped",
+    "turn",
+    "delivery",
+    "advance",
+    "decision",
+    "reset",
+    "on_error",
+    "sub-workflow",
+    "hook",
+    "park",
+    "raised",
+    "completed",
+    "failed",
+    "rejected",
+    "quarantined",
+    "released",
+    "stopped",
 ]
 
 
@@ -312,15 +326,24 @@ def held_mail(store: Any, session_id: str) -> list[HeldMail]:
     from archmax.inbound.quarantine import listing  # imported here: only a story with a store reads mail
 
     mails = [
-        HeldMail(delivery_id=m.delivery_id, sender=m.sender, subject=m.subject, reason=m.reason,
-                 quarantined_at=m.quarantined_at, released_at=m.released_at)
+        HeldMail(
+            delivery_id=m.delivery_id,
+            sender=m.sender,
+            subject=m.subject,
+            reason=m.reason,
+            quarantined_at=m.quarantined_at,
+            released_at=m.released_at,
+        )
         for m in listing(store, session_id)
     ]
     return sorted(mails, key=lambda m: m.quarantined_at)
 
 
 def story_of(
-    record: Checkpoint, workflow: Any | None = None, *, store: Any | None = None,
+    record: Checkpoint,
+    workflow: Any | None = None,
+    *,
+    store: Any | None = None,
     held: Sequence[HeldMail] | None = None,
 ) -> Story:
     """Derive a session's :class:`Story` from its checkpoint.
@@ -344,136 +367,12 @@ def story_of(
     if held is None:
         held = held_mail(store, record.session_id) if store is not None else []
     states = workflow.states if workflow is not None else {}
-    results = {m.tool_call_id: m for m in record.messages if m.role == "tool" and m.tool_call_id}
-    timeline = _Tracked()
-    conversation = _Tracked()
-    order: list[Any] = []  # every entry in the order it happened
-    timeline.order = conversation.order = order
-    path: list[str] = []
-    taken: set[tuple[str, str]] = set()
-    here: str | None = None
-
-    def stand(state: str) -> None:
-        if not path or path[-1] != state:
-            path.append(state)
-
-    def on_step(step: TrailStep, delivered: bool) -> None:
-        nonlocal here
-        at = instant_of_ms(step.ts)
-        if step.kind == "trigger":
-            if delivered:
-                timeline.append(TimelineEntry(kind="delivery", at=at, state=step.to, trigger=step.reason))
-            else:
-                timeline.append(TimelineEntry(kind="turn", at=at, state=step.to, trigger=step.reason))
-        elif step.kind == "agent":
-            timeline.append(TimelineEntry(kind="advance", at=at, state=step.to, reason=step.reason))
-        elif step.kind == "human":
-            timeline.append(TimelineEntry(kind="decision", at=at, state=step.to, comment=step.reason))
-        elif step.kind == "reset":
-            timeline.append(TimelineEntry(kind="reset", at=at, state=step.to, reason=step.reason))
-        elif step.kind == "on_error":
-            timeline.append(TimelineEntry(kind="on_error", at=at, state=step.to, reason=step.reason))
-        elif step.kind == "hook":  # a hook's verdict moves nothing (§2.4)
-            timeline.append(
-                TimelineEntry(
-                    kind="hook", at=at, state=step.state or step.to, reason=step.reason, phase=step.phase,
-                    verdict=step.verdict,
-                )
-            )
-            return
-        else:
-            timeline.append(
-                TimelineEntry(kind="sub-workflow", at=at, state=step.to, trigger=step.workflow, reason=step.status)
-            )
-        if step.kind != "trigger" and here is not None and here != step.to:
-            taken.add((here, step.to))
-        here = step.to
-        stand(step.to)
-        target = states.get(step.to)
-        opened_or_moved = step.kind != "trigger" or timeline[-1].kind == "turn"
-        if opened_or_moved and target is not None and target.type == "human":  # §5.1, §3.7, §8 step 8
-            timeline.append(TimelineEntry(kind="park", at=at, state=step.to, channel="decision"))
-
-    steps = _placed(record)
-    s = 0
-    for i, message in enumerate(record.messages):
-        while s < len(steps) and steps[s][0] <= i:
-            on_step(steps[s][2], steps[s][3])
-            s += 1
-        at = instant_of_ms(message.ts)
-        kind = runtime_note_kind(message)
-        if kind is not None or _is_note(message):
-            if message.role == "tool":  # the note's text; its call half is not a call the session made
-                conversation.append(ConversationEntry(role="runtime", at=at, text=message.content, note=kind))
-            continue
-        if message.role == "user":
-            conversation.append(ConversationEntry(role="person", at=at, text=message.content))
-        elif message.role == "assistant":
-            if message.content.strip():
-                conversation.append(ConversationEntry(role="agent", at=at, text=message.content, handoff=message.handoff))
-            for call in message.tool_calls:
-                result = results.get(call.id)
-                conversation.append(
-                    ConversationEntry(
-                        role="tool",
-                        at=instant_of_ms(result.ts) if result is not None else at,
-                        tool=call.name,
-                        args=call.args,
-                        result=result.content if result is not None else None,
-                        status=result.status if result is not None else None,
-                    )
-                )
-                ok = result is not None and result.status == "success"
-                if ok and call.name == "archmax_wait":
-                    timeline.append(
-                        TimelineEntry(
-                            kind="park",
-                            at=instant_of_ms(result.ts),
-                            state=here,
-                            channel="input",
-                            reason=str(call.args.get("reason", "")).strip() or None,
-                            resume_at=_resume_at(call.args, result.ts),
-                        )
-                    )
-                elif ok and call.name == "archmax_raise":
-                    timeline.append(
-                        TimelineEntry(
-                            kind="raised",
-                            at=instant_of_ms(result.ts),
-                            state=here,
-                            code=str(call.args.get("code")),
-                            reason=str(call.args.get("reason")),
-                        )
-                    )
-    while s < len(steps):
-        on_step(steps[s][2], steps[s][3])
-        s += 1
-
+    teller = _Teller(record, states)
+    teller.walk()
     wait = _wait(record, workflow)
-    if wait is not None:
-        _pin_current_park(timeline, wait)
     exit_ = _exit(record)
-    if exit_ is not None:
-        timeline.append(
-            TimelineEntry(kind=exit_.status, at=exit_.at, state=record.position, code=exit_.code, reason=exit_.reason)
-        )
-    if record.position and (not path or path[-1] != record.position):
-        stand(record.position)
-    for mail in held:
-        timeline.append(
-            TimelineEntry(kind="quarantined", at=mail.quarantined_at, reason=mail.reason, sender=mail.sender,
-                          delivery_id=mail.delivery_id)
-        )
-        if mail.released_at:
-            timeline.append(
-                TimelineEntry(kind="released", at=mail.released_at, sender=mail.sender, delivery_id=mail.delivery_id)
-            )
     running = _running(record)
-    if running is not None and running.stopped:
-        timeline.append(TimelineEntry(kind="stopped", at=running.last_commit, state=record.position,
-                                      reason=running.failure))
-    _in_time_order(order)
-    timeline.sort(key=lambda e: e.seq)
+    teller.end(wait, exit_, held, running)
     return Story(
         session_id=record.session_id,
         workflow=record.workflow,
@@ -484,39 +383,237 @@ def story_of(
         updated_at=record.updated_at,
         wait=wait,
         exit=exit_,
-        path=path,
-        timeline=list(timeline),
-        conversation=list(conversation),
+        path=teller.path,
+        timeline=list(teller.timeline),
+        conversation=list(teller.conversation),
         variables={n: {"value": v.value, "locked": v.locked} for n, v in record.variables.items()},
         usage=None if record.usage.is_zero() else record.usage,
         held=list(held),
         running=running,
-        states=[
-            GraphState(
-                slug=st.slug,
-                type=st.type,
-                terminal=st.is_terminal,
-                visited=st.slug in path,
-                current=st.slug == (wait.state if wait is not None else record.position),
-            )
-            for st in states.values()
-        ],
-        edges=[
-            GraphEdge(source=st.slug, target=t.to, type=t.type, taken=(st.slug, t.to) in taken)
-            for st in states.values()
-            for t in st.transitions
-        ],
+        states=_graph_states(states, teller.path, wait.state if wait is not None else record.position),
+        edges=_graph_edges(states, teller.taken),
     )
 
 
-class _Tracked(list):  # type: ignore[type-arg]
+_Entry = TypeVar("_Entry", bound=TimelineEntry | ConversationEntry)
+
+
+class _Tracked(list[_Entry]):
     """A list that also records each appended item in a shared order (for ``seq``)."""
 
-    order: list[Any]
+    def __init__(self, order: list[TimelineEntry | ConversationEntry]) -> None:
+        super().__init__()
+        self.order = order
 
-    def append(self, item: Any) -> None:
+    def append(self, item: _Entry) -> None:
         super().append(item)
         self.order.append(item)
+
+
+class _Teller:
+    """Walks one record's trail and transcript together and collects the story's entries.
+
+    The trail steps are placed in the transcript (:func:`_placed`); each message is read after the
+    steps placed at or before it. ``path`` and ``taken`` collect where the session stood and which
+    edges it moved along; ``here`` is the state it stands in at the point of the walk.
+    """
+
+    def __init__(self, record: Checkpoint, states: Mapping[str, Any]) -> None:
+        self.record = record
+        self.states = states
+        self.results = {m.tool_call_id: m for m in record.messages if m.role == "tool" and m.tool_call_id}
+        self.order: list[TimelineEntry | ConversationEntry] = []  # every entry in the order it happened
+        self.timeline: _Tracked[TimelineEntry] = _Tracked(self.order)
+        self.conversation: _Tracked[ConversationEntry] = _Tracked(self.order)
+        self.path: list[str] = []
+        self.taken: set[tuple[str, str]] = set()
+        self.here: str | None = None
+
+    def walk(self) -> None:
+        """Read every trail step and message in transcript order."""
+        steps = _placed(self.record)
+        s = 0
+        for i, message in enumerate(self.record.messages):
+            while s < len(steps) and steps[s][0] <= i:
+                self.on_step(steps[s][2], steps[s][3])
+                s += 1
+            self.on_message(message)
+        for _where, _k, step, delivered in steps[s:]:
+            self.on_step(step, delivered)
+
+    def stand(self, state: str) -> None:
+        """Add ``state`` to the path unless the session already stands there."""
+        if not self.path or self.path[-1] != state:
+            self.path.append(state)
+
+    # --- trail steps -----------------------------------------------------------------------------
+
+    def on_step(self, step: TrailStep, delivered: bool) -> None:
+        """One trail step: its entry, then (unless a hook, whose verdict moves nothing, §2.4) the move."""
+        at = instant_of_ms(step.ts)
+        entry = _step_entry(step, delivered, at)
+        self.timeline.append(entry)
+        if step.kind == "hook":
+            return
+        self.move(step)
+        target = self.states.get(step.to)
+        opened_or_moved = entry.kind != "delivery"  # a delivery resumes a park; it neither opens nor moves
+        if opened_or_moved and target is not None and target.type == "human":  # §5.1, §3.7, §8 step 8
+            self.timeline.append(TimelineEntry(kind="park", at=at, state=step.to, channel="decision"))
+
+    def move(self, step: TrailStep) -> None:
+        """Stand in the step's state; a step other than a trigger takes the edge from where it stood."""
+        if step.kind != "trigger" and self.here is not None and self.here != step.to:
+            self.taken.add((self.here, step.to))
+        self.here = step.to
+        self.stand(step.to)
+
+    # --- messages --------------------------------------------------------------------------------
+
+    def on_message(self, message: Message) -> None:
+        """One message: a runtime note's text, a person's words, or the agent's words and calls."""
+        at = instant_of_ms(message.ts)
+        kind = runtime_note_kind(message)
+        if kind is not None or _is_note(message):
+            if message.role == "tool":  # the note's text; its call half is not a call the session made
+                self.conversation.append(ConversationEntry(role="runtime", at=at, text=message.content, note=kind))
+            return
+        if message.role == "user":
+            self.conversation.append(ConversationEntry(role="person", at=at, text=message.content))
+        elif message.role == "assistant":
+            self.on_assistant(message, at)
+
+    def on_assistant(self, message: Message, at: str | None) -> None:
+        """The agent's words (when it said any), then each tool call with its result."""
+        if message.content.strip():
+            self.conversation.append(
+                ConversationEntry(role="agent", at=at, text=message.content, handoff=message.handoff)
+            )
+        for call in message.tool_calls:
+            self.on_call(call, at)
+
+    def on_call(self, call: ToolCall, at: str | None) -> None:
+        """A tool call, folded with its result; a successful wait or raise is also a timeline entry."""
+        result = self.results.get(call.id)
+        self.conversation.append(
+            ConversationEntry(
+                role="tool",
+                at=instant_of_ms(result.ts) if result is not None else at,
+                tool=call.name,
+                args=call.args,
+                result=result.content if result is not None else None,
+                status=result.status if result is not None else None,
+            )
+        )
+        if result is None or result.status != "success":
+            return
+        if call.name == "archmax_wait":
+            self.timeline.append(
+                TimelineEntry(
+                    kind="park",
+                    at=instant_of_ms(result.ts),
+                    state=self.here,
+                    channel="input",
+                    reason=str(call.args.get("reason", "")).strip() or None,
+                    resume_at=_resume_at(call.args, result.ts),
+                )
+            )
+        elif call.name == "archmax_raise":
+            self.timeline.append(
+                TimelineEntry(
+                    kind="raised",
+                    at=instant_of_ms(result.ts),
+                    state=self.here,
+                    code=str(call.args.get("code")),
+                    reason=str(call.args.get("reason")),
+                )
+            )
+
+    # --- the end of the story --------------------------------------------------------------------
+
+    def end(self, wait: Wait | None, exit_: Exit | None, held: Sequence[HeldMail], running: Running | None) -> None:
+        """Close the story: the current park, the exit, the last position, held mail, a stopped turn; then order it."""
+        record = self.record
+        if wait is not None:
+            _pin_current_park(self.timeline, wait)
+        if exit_ is not None:
+            self.timeline.append(
+                TimelineEntry(
+                    kind=exit_.status, at=exit_.at, state=record.position, code=exit_.code, reason=exit_.reason
+                )
+            )
+        if record.position:
+            self.stand(record.position)
+        for mail in held:
+            for entry in _held_entries(mail):
+                self.timeline.append(entry)
+        if running is not None and running.stopped:
+            self.timeline.append(
+                TimelineEntry(kind="stopped", at=running.last_commit, state=record.position, reason=running.failure)
+            )
+        _in_time_order(self.order)
+        self.timeline.sort(key=lambda e: e.seq)
+
+
+def _step_entry(step: TrailStep, delivered: bool, at: str | None) -> TimelineEntry:
+    """The timeline entry of one trail step (``delivered``: a trigger step that resumed a park)."""
+    kind = step.kind
+    if kind == "trigger":
+        return TimelineEntry(kind="delivery" if delivered else "turn", at=at, state=step.to, trigger=step.reason)
+    if kind == "human":
+        return TimelineEntry(kind="decision", at=at, state=step.to, comment=step.reason)
+    if kind in ("agent", "reset", "on_error"):
+        return TimelineEntry(kind=_MOVE_KIND[kind], at=at, state=step.to, reason=step.reason)
+    if kind == "hook":
+        return TimelineEntry(
+            kind="hook", at=at, state=step.state or step.to, reason=step.reason, phase=step.phase, verdict=step.verdict
+        )
+    return TimelineEntry(kind="sub-workflow", at=at, state=step.to, trigger=step.workflow, reason=step.status)
+
+
+_MOVE_KIND: dict[str, EntryKind] = {"agent": "advance", "reset": "reset", "on_error": "on_error"}
+"""Timeline kinds of the steps that move the session with a reason."""
+
+
+def _held_entries(mail: HeldMail) -> list[TimelineEntry]:
+    """A held mail's ``quarantined`` entry, and its ``released`` entry once released."""
+    entries = [
+        TimelineEntry(
+            kind="quarantined",
+            at=mail.quarantined_at,
+            reason=mail.reason,
+            sender=mail.sender,
+            delivery_id=mail.delivery_id,
+        )
+    ]
+    if mail.released_at:
+        entries.append(
+            TimelineEntry(kind="released", at=mail.released_at, sender=mail.sender, delivery_id=mail.delivery_id)
+        )
+    return entries
+
+
+def _graph_states(states: Mapping[str, Any], path: list[str], current: str | None) -> list[GraphState]:
+    """The workflow's states, marked ``visited`` (on the path) and ``current``."""
+    return [
+        GraphState(
+            slug=st.slug,
+            type=st.type,
+            terminal=st.is_terminal,
+            visited=st.slug in path,
+            current=st.slug == current,
+        )
+        for st in states.values()
+    ]
+
+
+def _graph_edges(states: Mapping[str, Any], taken: set[tuple[str, str]]) -> list[GraphEdge]:
+    """The workflow's transitions, marked ``taken`` when the session moved along them."""
+    return [
+        GraphEdge(source=st.slug, target=t.to, type=t.type, taken=(st.slug, t.to) in taken)
+        for st in states.values()
+        for t in st.transitions
+    ]
 
 
 def _in_time_order(order: list[Any]) -> None:
@@ -582,7 +679,12 @@ def _pin_current_park(timeline: list[TimelineEntry], wait: Wait) -> None:
             break
     timeline.append(
         TimelineEntry(
-            kind="park", at=wait.since, state=wait.state, channel=wait.channel, reason=wait.reason, resume_at=wait.resume_at
+            kind="park",
+            at=wait.since,
+            state=wait.state,
+            channel=wait.channel,
+            reason=wait.reason,
+            resume_at=wait.resume_at,
         )
     )
 

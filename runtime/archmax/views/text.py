@@ -19,6 +19,20 @@ _WIDTH = 11  # the longest entry kind, "sub-workflow", minus one: kinds pad to l
 
 def entry_text(entry: TimelineEntry) -> str:
     """One timeline entry as a phrase, without its time (``park input in 'clarify': <reason> (due …)``)."""
+    k = entry.kind
+    if k in ("turn", "delivery", "advance", "decision", "reset", "on_error"):
+        return _move_text(entry)
+    if k in ("sub-workflow", "hook"):
+        return _call_text(entry)
+    if k == "park":
+        return _park_text(entry)
+    if k in ("quarantined", "released"):
+        return _mail_text(entry)
+    return _end_text(entry)
+
+
+def _move_text(entry: TimelineEntry) -> str:
+    """A turn opened, a delivery, or a move: advance, decision, reset, error routing."""
     k, state = entry.kind, entry.state
     if k == "turn":
         return f"turn opened in '{state}' by trigger '{entry.trigger}'"
@@ -30,28 +44,40 @@ def entry_text(entry: TimelineEntry) -> str:
         return f"a person decided → '{state}'" + (f": {entry.comment}" if entry.comment else " (no comment)")
     if k == "reset":
         return f"reset to '{state}': {entry.reason}"
-    if k == "on_error":
-        return f"error routed to '{state}': {entry.reason}"
-    if k == "sub-workflow":
-        return f"sub-workflow '{entry.trigger}' → {entry.reason or 'called'} (in '{state}')"
-    if k == "hook":
-        why = f": {entry.reason}" if entry.reason else ""
-        return f"{entry.phase or ''} hook of '{state}': {entry.verdict}{why}".lstrip()
-    if k == "park":
-        if entry.channel == "decision":
-            return f"parked for a decision at '{state}'"
-        due = f" (resume_at {entry.resume_at})" if entry.resume_at else ""
-        return f"parked for input in '{state}': {entry.reason}{due}"
+    return f"error routed to '{state}': {entry.reason}"
+
+
+def _call_text(entry: TimelineEntry) -> str:
+    """A sub-workflow's call, or a hook and its verdict."""
+    if entry.kind == "sub-workflow":
+        return f"sub-workflow '{entry.trigger}' → {entry.reason or 'called'} (in '{entry.state}')"
+    why = f": {entry.reason}" if entry.reason else ""
+    return f"{entry.phase or ''} hook of '{entry.state}': {entry.verdict}{why}".lstrip()
+
+
+def _park_text(entry: TimelineEntry) -> str:
+    if entry.channel == "decision":
+        return f"parked for a decision at '{entry.state}'"
+    due = f" (resume_at {entry.resume_at})" if entry.resume_at else ""
+    return f"parked for input in '{entry.state}': {entry.reason}{due}"
+
+
+def _mail_text(entry: TimelineEntry) -> str:
+    sender = entry.sender or "an unknown sender"
+    if entry.kind == "quarantined":
+        return f"mail {entry.delivery_id} from {sender} held in quarantine: {entry.reason}"
+    return f"mail {entry.delivery_id} from {sender} released from quarantine"
+
+
+def _end_text(entry: TimelineEntry) -> str:
+    """A raise, or how the story ends: failed, rejected, a stopped turn, completed."""
+    k, state = entry.kind, entry.state
     if k == "raised":
         return f"raised {entry.code}: {entry.reason}"
     if k == "failed":
         return f"failed: {entry.code} — {entry.reason}"
     if k == "rejected":
         return f"rejected: {entry.reason}"
-    if k == "quarantined":
-        return f"mail {entry.delivery_id} from {entry.sender or 'an unknown sender'} held in quarantine: {entry.reason}"
-    if k == "released":
-        return f"mail {entry.delivery_id} from {entry.sender or 'an unknown sender'} released from quarantine"
     if k == "stopped":
         return f"the turn stopped part-way in '{state}': " + (
             f"failure not yet routed: {entry.reason}" if entry.reason else STOPPED_WITHOUT_ERROR
@@ -95,17 +121,23 @@ def headline(story: Story) -> list[str]:
         choices = ", ".join(t["to"] for t in w.transitions)
         lines.append(f"waiting since {w.since} for a person's decision at '{w.state}' (choices: {choices})")
     elif story.exit is not None:
-        detail = f": {story.exit.code} — {story.exit.reason}" if story.exit.code else (
-            f": {story.exit.reason}" if story.exit.reason else ""
+        detail = (
+            f": {story.exit.code} — {story.exit.reason}"
+            if story.exit.code
+            else (f": {story.exit.reason}" if story.exit.reason else "")
         )
         lines.append(f"{story.exit.status} at {story.exit.at} in '{story.position}'{detail}")
     elif story.running is not None and story.running.stopped:
-        lines.append(f"running in '{story.position}', but its turn stopped part-way after the last commit "
-                     f"{story.updated_at}: nothing holds it; the sweep finishes the turn")
+        lines.append(
+            f"running in '{story.position}', but its turn stopped part-way after the last commit "
+            f"{story.updated_at}: nothing holds it; the sweep finishes the turn"
+        )
     elif story.running is not None:
-        lines.append(f"running in '{story.position}': a turn holds it until {story.running.lease_until} "
-                     f"(lease {story.running.lease_owner}; last commit {story.updated_at}); if that turn's "
-                     "process died, the sweep can take the session over from then on")
+        lines.append(
+            f"running in '{story.position}': a turn holds it until {story.running.lease_until} "
+            f"(lease {story.running.lease_owner}; last commit {story.updated_at}); if that turn's "
+            "process died, the sweep can take the session over from then on"
+        )
     else:
         lines.append(f"running in '{story.position}' (last commit {story.updated_at})")
     if story.path:
@@ -114,7 +146,9 @@ def headline(story: Story) -> list[str]:
     if held:
         lines.append(f"held mail: {len(held)} in quarantine (archmax quarantine list {story.session_id})")
         for m in held:
-            lines.append(f"  {m.delivery_id} from {m.sender or 'an unknown sender'} since {m.quarantined_at}: {m.reason}")
+            lines.append(
+                f"  {m.delivery_id} from {m.sender or 'an unknown sender'} since {m.quarantined_at}: {m.reason}"
+            )
     return lines
 
 
@@ -124,9 +158,11 @@ def usage_line(story: Story) -> str | None:
     if u is None:
         return None
     cost = f", about ${u.cost_usd:.4f} (estimate)" if u.cost_usd is not None else ", cost unknown for this model"
-    cache = f", cache {u.cache_read_tokens} read / {u.cache_creation_tokens} written" if (
-        u.cache_read_tokens or u.cache_creation_tokens
-    ) else ""
+    cache = (
+        f", cache {u.cache_read_tokens} read / {u.cache_creation_tokens} written"
+        if (u.cache_read_tokens or u.cache_creation_tokens)
+        else ""
+    )
     return f"usage: {u.input_tokens} input / {u.output_tokens} output tokens{cache}{cost}"
 
 

@@ -58,3 +58,25 @@ def test_no_states_draws_nothing():
 def test_slugs_are_escaped():
     svg = render_svg([GraphState(slug='a"<b', type="agent", terminal=True)], [])
     assert 'data-state="a&quot;&lt;b"' in svg and '<b"' not in svg
+
+
+def test_a_first_state_that_another_state_leads_into_is_drawn_below_it():
+    # The demo's workflow: `s` first in the document, `triage -> s`. Grandalf used to crash ranking it.
+    states = [GraphState(slug="s", type="agent", terminal=True), GraphState(slug="triage", type="agent", terminal=False)]
+    boxes, _, _, _ = layout(states, [GraphEdge(source="triage", target="s")])
+    assert boxes["triage"].xy[1] < boxes["s"].xy[1]
+
+
+def test_a_loop_that_leads_into_the_first_state_is_drawn_in_full():
+    states = [
+        GraphState(slug="done", type="agent", terminal=True),
+        GraphState(slug="ask", type="agent", terminal=False),
+        GraphState(slug="check", type="agent", terminal=False),
+    ]
+    edges = [
+        GraphEdge(source="ask", target="check"),
+        GraphEdge(source="check", target="ask"),
+        GraphEdge(source="check", target="done"),
+    ]
+    svg = render_svg(states, edges)
+    assert {m for m in re.findall(r'data-state="([^"]+)"', svg)} == {"done", "ask", "check"}

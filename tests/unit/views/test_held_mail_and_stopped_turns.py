@@ -25,7 +25,7 @@ REPO = Path(__file__).resolve().parents[3]
 EXAMPLES = REPO / "examples"
 EMAILS = EXAMPLES / "workflows" / "support-inbox" / "emails"
 SCRIPT = f"scripted:{EXAMPLES / 'workflows' / 'support-inbox' / 'model.yaml'}"
-CONVERSATION = "3f1c2a9e-5b7d-4e21-9c3a-0d8e6f4b2a11@example.org"
+CONVERSATION = "mail:3f1c2a9e-5b7d-4e21-9c3a-0d8e6f4b2a11@example.org"  # a mail opens its session in the mail namespace
 INSTANT = r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z"
 
 
@@ -192,3 +192,12 @@ def test_archmax_sessions_log_and_open_show_the_held_mail(inbox_store: Path, tmp
     page = tmp_path / "page.html"
     assert _archmax(inbox_store, "sessions", CONVERSATION, "--open", str(page)).returncode == 0
     assert f'data-delivery-id="{held_id}"' in page.read_text(encoding="utf-8")
+
+
+def test_archmax_sessions_lists_held_mail_under_the_session(inbox_store: Path) -> None:
+    # issue 25 item 6: the list and the one-session view say mail is held, not only --log.
+    _held_id(inbox_store)  # a stranger's mail to the session, quarantined
+    for args in (("sessions",), ("sessions", CONVERSATION)):
+        shown = _archmax(inbox_store, *args)
+        assert shown.returncode == 0, shown.stderr
+        assert f"  held mail: 1 in quarantine (archmax quarantine list {CONVERSATION})" in shown.stdout.splitlines()

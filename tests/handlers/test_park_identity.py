@@ -78,3 +78,30 @@ def test_a_decision_naming_a_stale_park_is_a_409(deploy: Any, refund: Path) -> N
     assert d.snapshot() == before
     moved = d.call("deliver", decision(to="approved", park_id=again.park_id))
     assert moved["statusCode"] == 200 and body(moved)["status"] == "completed"
+
+
+def test_serve_refuses_a_stale_park_id_and_applies_the_current_one(tmp_path: Path, clock: Any) -> None:
+    """``archmax serve``: the same deliveries route, ``park_id`` in the JSON body (BEHAVIOUR.md §5.11)."""
+    from archmax.models.scripted import ScriptedModel
+    from archmax.serve import serve
+
+    from .conftest import SUPPORT_INBOX
+    from .test_serve import request
+
+    ask_again = {"call": {"archmax_wait": {"reason": "the address"}}, "say": "And the address?"}
+    server = serve(SUPPORT_INBOX, root=tmp_path / "sessions", port=0, sweep_interval_s=None,
+                   model=ScriptedModel([*PARK, ask_again, *ANSWER[1:]]), clock=clock, env={})  # fmt: skip
+    try:
+        first = server.collaborators.agent.workflow.send("chat-42", "Where is it?", trigger="email_received")
+        url, json_type = f"{server.url}/sessions/chat-42/deliveries", {"Content-Type": "application/json"}
+        status, second = request(url, "POST", {"trigger": "email_reply", "message": "ORD-1", "park_id": first.park_id},
+                                 json_type)  # fmt: skip
+        assert status == 200 and second["park_id"] != first.park_id
+        status, late = request(url, "POST", {"trigger": "email_reply", "message": "ORD-1", "park_id": first.park_id},
+                               json_type)  # fmt: skip
+        assert status == 409 and late["error"] == "SessionNotAwaitingInputError"
+        status, applied = request(url, "POST", {"trigger": "email_reply", "message": "12 Main St",
+                                                "park_id": second["park_id"]}, json_type)  # fmt: skip
+        assert status == 200 and applied["kind"] == "completed"
+    finally:
+        server.stop()

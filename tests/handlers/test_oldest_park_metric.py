@@ -17,7 +17,9 @@ from .test_telemetry import deployed, event, read  # noqa: F401 - fixture
 
 
 def test_every_sweep_reports_the_oldest_open_parks_age_until_it_is_answered(
-    deployed: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]  # noqa: F811
+    deployed: dict[str, Any],  # noqa: F811 - the fixture imported above
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     from archmax.clock import FakeClock
     from archmax.handlers import deliver, send, timer

@@ -35,7 +35,11 @@ def _human(on_timeout: bool, on_error: str | None = None) -> Any:
         "timeout": "1d",
         "transitions": [
             {"to": "approved", "description": "Approved."},
-            {"to": "escalated", "description": "Nobody answered in time.", **({"on_timeout": True} if on_timeout else {})},
+            {
+                "to": "escalated",
+                "description": "Nobody answered in time.",
+                **({"on_timeout": True} if on_timeout else {}),
+            },
         ],
     }
     if on_error:

@@ -42,7 +42,10 @@ def _conflicts(client: Any, times: int) -> list[str]:
 
 def _item(delivery_id: str) -> InboxItem:
     return InboxItem(
-        session_id="conv-1", delivery_id=delivery_id, arrived_at=T0, firing=Firing(trigger="email_received", message="hi")
+        session_id="conv-1",
+        delivery_id=delivery_id,
+        arrived_at=T0,
+        firing=Firing(trigger="email_received", message="hi"),
     )
 
 

@@ -66,7 +66,9 @@ TO_REVIEW = [{"call": {"archmax_advance": {"to": "review", "reason": "ready"}}},
 
 
 def _decision():
-    h = harness(HUMAN, [*TO_REVIEW, {"say": "It is a refund of 42."}, {"say": "Please review again."}, {"say": "Done."}])
+    h = harness(
+        HUMAN, [*TO_REVIEW, {"say": "It is a refund of 42."}, {"say": "Please review again."}, {"say": "Done."}]
+    )
     h.agent.sessions.seed("s1", {"scratchpad/policy.md": "policy"})
     return h, h.agent.workflow.send("s1", "Refund please")
 

@@ -16,7 +16,9 @@ from archmax.stores.base import SessionStore
 
 def protocol_members(protocol: type) -> tuple[frozenset[str], frozenset[str]]:
     """``(values, methods)``: the public names a Protocol class declares (annotations, then functions)."""
-    values = frozenset(n for n in getattr(protocol, "__annotations__", {}) if not n.startswith("_"))
+    annotated = set(getattr(protocol, "__annotations__", {}))
+    properties = {n for n, v in vars(protocol).items() if isinstance(v, property)}
+    values = frozenset(n for n in annotated | properties if not n.startswith("_"))
     methods = frozenset(n for n, v in vars(protocol).items() if callable(v) and not n.startswith("_"))
     return values, methods
 

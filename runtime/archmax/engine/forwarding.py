@@ -50,7 +50,7 @@ def child_of(rt: Runtime, rec: Checkpoint, channel: str) -> tuple[Runtime, Check
         if channel == "input":
             raise SessionNotAwaitingInputError(d.session_id, status)
         raise SessionNotParkedError(d.session_id, status)
-    return child_rt, child  # type: ignore[return-value]
+    return child_rt, child
 
 
 def forward_delivery(

@@ -6,6 +6,8 @@ is no longer parked), §5.10 (a decision delegated to a child is answered by the
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from archmax.engine import forwarding
 from archmax.engine.claims import Applied, claim_park, guarded, open_work
 from archmax.engine.deliveries import remember_delivery
@@ -31,7 +33,7 @@ def reply(rt: Runtime, f: Reply, riders: Riders | None = None) -> Applied:
     return answer_park(rt, rec, f.message, [], None, riders, session_id=f.session_id)
 
 
-def lost_decision_park(rt: Runtime, session_id: str):
+def lost_decision_park(rt: Runtime, session_id: str) -> Callable[[Checkpoint | None], Exception | None]:
     """The refusal of a claim on a decision park another firing took first (``None``: still parked)."""
 
     def lost(now: Checkpoint | None) -> Exception | None:

@@ -184,7 +184,7 @@ def open_record(
         rec.position = wf.entry_state_for(trigger)
     if rec.entry_state is None:
         rec.entry_state = rec.position
-    rt.trail(rec, "trigger", rec.position, trigger)
+    rt.trail(rec, "trigger", rec.position, trigger)  # type: ignore[arg-type]  # set just above
     notes = seed_host_variables(rec.variables, rt.assembly_variables)  # 4. seeds, variables, trigger
     notes += seed_host_variables(rec.variables, dict(variables or {}))
     set_trigger_variable(rec.variables, trigger)

@@ -82,8 +82,9 @@ class MessageIDListHeader:
 
 def _registry() -> HeaderRegistry:
     registry = HeaderRegistry()
-    registry.map_to_type("in-reply-to", MessageIDListHeader)
-    registry.map_to_type("references", MessageIDListHeader)
+    # The registry mixes BaseHeader into the class itself (email.headerregistry's header protocol).
+    registry.map_to_type("in-reply-to", MessageIDListHeader)  # type: ignore[arg-type]
+    registry.map_to_type("references", MessageIDListHeader)  # type: ignore[arg-type]
     return registry
 
 

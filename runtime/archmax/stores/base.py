@@ -196,11 +196,14 @@ class SessionStore(Protocol):
 
     Attributes:
         capabilities: The declared :class:`Capability` set (see each member for what it promises).
-        location: Where the sessions are (:class:`StoreLocation`).
     """
 
     capabilities: Capabilities
-    location: StoreLocation
+
+    @property
+    def location(self) -> StoreLocation:
+        """Where the sessions are (:class:`StoreLocation`): a folder, or a bucket and key root."""
+        ...
 
     # ------------------------------------------------------------------ checkpoints
 

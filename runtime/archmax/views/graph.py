@@ -55,8 +55,10 @@ def _width(slug: str) -> float:
 
 
 def _roots(component: Any, order: list[str]) -> list[Any]:
-    """The layout's top vertices: the first state (document order) of every group of states that
-    nothing outside the group leads into (a source of the graph's strongly connected components).
+    """The layout's top vertices: the first state of every group nothing outside it leads into.
+
+    A group is a strongly connected component of the graph, its first state the first in document
+    order.
 
     Grandalf ranks only what its roots reach and needs every edge into a root to close a loop from
     it; the first state of the workflow is on top unless another state leads into it.

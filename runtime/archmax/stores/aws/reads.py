@@ -136,7 +136,7 @@ class AwsReads(AwsState):
         finally:
             _GUARDED.reset(token)
 
-    def confirm(self, reads: GuardedReads) -> None:
+    def confirm(self, reads: ReadGuards) -> None:
         """``reads``' condition checks held (the write carrying them landed): remember the sessions read absent."""
         with self._lock:
             for session_id, version in reads.versions.items():

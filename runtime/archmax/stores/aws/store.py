@@ -63,7 +63,7 @@ class AwsStore(AwsFiles, StoreFallbacks):
     stream); not ``APPEND_TEXT`` (the default read-then-write serves it)."""
 
     @property
-    def location(self) -> StoreLocation:  # type: ignore[override]
+    def location(self) -> StoreLocation:
         """The sessions' bucket and key root (where ``.aliases/`` sits beside the session folders)."""
         return StoreLocation(bucket=self.bucket, key_root=self.keys.root)
 

@@ -24,6 +24,7 @@ def add_parser(add: AddCommand) -> None:
     p.add_argument("session")
     p.add_argument("--trigger", help="the event's trigger id (required)")
     p.add_argument("--message", help="text that arrived with the event")
+    p.add_argument("--park-id", help="the park this answers (Outcome.park_id, shown by archmax sessions); refused if the session has moved on")
     flags.firing(p)
     flags.delivery(p)
     flags.workflow(p)
@@ -48,6 +49,7 @@ def run(cli: Context) -> int:
             message=a.message,
             files=files,
             delivery_id=a.delivery_id,
+            park_id=a.park_id,
         )
     except DuplicateDeliveryError as exc:
         return cli.duplicate(exc)

@@ -53,6 +53,8 @@ class DirectDelivery(BaseModel):
     variables: dict[str, Any] = Field(default_factory=dict)
     message: str | None = None
     delivery_id: str | None = None
+    park_id: str | None = None
+    """The park this delivery answers (BEHAVIOUR.md §5.11); a stale one is refused, nothing changed."""
 
 
 class DecisionBody(BaseModel):
@@ -64,6 +66,8 @@ class DecisionBody(BaseModel):
     """The transition's target state; a missing one is refused by ``decide`` with the valid targets listed."""
     comment: str | None = None
     """The person's note, recorded in the trail and the ``[decision]`` note; blank counts as none."""
+    park_id: str | None = None
+    """The park this decision answers (``Outcome.park_id``, BEHAVIOUR.md §5.11); a stale one is a 409."""
 
 
 def decision_body(data: dict[str, Any]) -> DecisionBody:
@@ -99,6 +103,7 @@ def _direct(c: Collaborators, event: Any) -> dict[str, Any]:
         variables=call.variables,
         message=call.message,
         delivery_id=call.delivery_id,
+        park_id=call.park_id,
     )
     return outcome_view(outcome)
 
@@ -120,6 +125,7 @@ def build(c: Collaborators) -> Handler:
                 variables=firing.variables,
                 message=firing.message,
                 delivery_id=firing.delivery_id,
+                park_id=firing.park_id,
             )
             return json_response(200, outcome_view(outcome))
 
@@ -140,7 +146,7 @@ def build(c: Collaborators) -> Handler:
         @router.post("/sessions/<session_id>/decisions")
         def post_decision(session_id: str) -> Any:
             body = decision_body(json_object(router.current_event))
-            outcome = c.host.decide_now(session_id, to=body.to, comment=body.comment)
+            outcome = c.host.decide_now(session_id, to=body.to, comment=body.comment, park_id=body.park_id)
             return json_response(200, outcome_view(outcome))
 
     http = http_app(routes)

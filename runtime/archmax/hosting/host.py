@@ -41,7 +41,7 @@ from archmax.errors import (
 )
 from archmax.hosting.inbox_base import GuardFailed, Inbox, InboxCapability, InboxItem, ItemKind
 from archmax.hosting.reports import Accepted, Disposition, Redrive, SweepReport
-from archmax.hosting.sweep import recover_stale, send_outbox
+from archmax.hosting.sweep import oldest_park, recover_stale, send_outbox
 from archmax.hosting.sweep import sweep as sweep_due
 from archmax.session.firing import Deliver, Firing, Send
 from archmax.session.ids import SessionId, parse_session_id, validate_delivery_id
@@ -380,7 +380,9 @@ class Host:
         f, sid = item.firing, SessionId(item.session_id)  # parsed when the drain began
         firing: Send | Deliver
         if item.kind == "deliver":
-            firing = Deliver(sid, f.trigger, f.variables or None, f.message, f.files or None, item.delivery_id)
+            firing = Deliver(
+                sid, f.trigger, f.variables or None, f.message, f.files or None, item.delivery_id, park_id=f.park_id
+            )
         else:
             firing = Send(sid, f.message, f.trigger, f.variables or None, f.files or None, item.delivery_id)
         try:
@@ -411,6 +413,7 @@ class Host:
         message: str | None = None,
         delivery_id: str | None = None,
         files: Mapping[str, Any] | None = None,
+        park_id: str | None = None,
     ) -> Outcome:
         """Deliver into a session parked awaiting input, never through the inbox (deliver handler, timers).
 
@@ -427,11 +430,14 @@ class Host:
             message=message,
             files=files,
             delivery_id=delivery_id,
+            park_id=park_id,
         )
         self._wake_if_pending(session_id)
         return outcome
 
-    def decide_now(self, session_id: str, *, to: str | None, comment: str | None = None) -> Outcome:
+    def decide_now(
+        self, session_id: str, *, to: str | None, comment: str | None = None, park_id: str | None = None
+    ) -> Outcome:
         """A person's decision at a human park, never through the inbox (the decisions route).
 
         Like :meth:`deliver_now`, it wakes the session afterwards when items wait in its inbox, so
@@ -440,7 +446,7 @@ class Host:
         Raises:
             SessionNotParkedError (also every loser of a race), InvalidDecisionTargetError — unchanged.
         """
-        outcome = self.agent.workflow.decide(session_id, to=to, comment=comment)
+        outcome = self.agent.workflow.decide(session_id, to=to, comment=comment, park_id=park_id)
         self._wake_if_pending(session_id)
         return outcome
 
@@ -516,6 +522,9 @@ class Host:
                 workflow=self.agent.spec.slug,
                 on_error=lambda sid, exc: log.warning("outbox entries of %r not sent yet: %s", sid, exc),
             )
+            found = oldest_park(self.agent, instant)  # a wait nobody answers is seen (§5.11)
+            if found is not None:
+                report.oldest_park, report.oldest_park_age_s = found
         return report
 
 __all__ = ["Accepted", "DrainResult", "Host", "Redrive", "SweepReport"]

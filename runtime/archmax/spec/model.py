@@ -41,9 +41,11 @@ class WebhookSignature(_Value):
 
     A request to ``POST /webhooks/{trigger}`` is accepted only when the header ``header`` holds
     ``sha256=<hex>`` (or bare hex; several comma-separated values allow secret rotation) equal to
-    HMAC-SHA256(secret, ``<timestamp>.<raw body>``), the header ``timestamp_header`` holds Unix
-    seconds within ``tolerance_s`` of now, and ``delivery_header`` holds the delivery id that
-    de-duplicates replays.
+    HMAC-SHA256(secret, ``<delivery id>.<timestamp>.<raw body>``) or HMAC-SHA256(secret,
+    ``<timestamp>.<raw body>``), and the header ``timestamp_header`` holds Unix seconds within
+    ``tolerance_s`` of now. The request is de-duplicated by the ``delivery_header`` value when the
+    signature covers it, else by an id derived from the signed string: one signature, one event
+    (issue 21 item 2, :mod:`archmax.inbound.webhook`).
     """
 
     secret: str
@@ -99,6 +101,8 @@ class Transition(_Value):
     """When the edge applies (non-blank)."""
     type: Literal["approve", "reject", "refine", "none"] | None = None
     """Shown to the person at a human state."""
+    on_timeout: bool = False
+    """The edge a human state's ``timeout`` takes when nobody decided in time (BEHAVIOUR.md §5.11)."""
 
 
 class Budget(_Value):
@@ -164,6 +168,13 @@ class State(_Value):
     requires: list[str] = Field(default_factory=list)
     """Variables that must be set before ``archmax_advance`` may leave (§5.1)."""
     transitions: list[Transition] = Field(default_factory=list)
+    timeout: str | None = None
+    """A human state's deadline, a §5.3 duration as written (``"3d"``), counted from the park (§5.11)."""
+
+    @property
+    def timeout_transition(self) -> Transition | None:
+        """The edge marked ``on_timeout: true``, or ``None`` (then a timeout fails the turn, §5.11)."""
+        return next((t for t in self.transitions if t.on_timeout), None)
 
     @property
     def is_terminal(self) -> bool:

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from archmax.errors import InvalidEventError
+from archmax.errors import InvalidEventError, MisspeltTriggerError
 from archmax.handlers.common import (
     Handler,
     direct,
@@ -85,6 +85,17 @@ def decision_body(data: dict[str, Any]) -> DecisionBody:
         raise InvalidEventError(f"the decision body is not usable: {problems}") from exc
 
 
+def refuse_misspelt_trigger(c: Collaborators, trigger: str | None, session_id: str) -> None:
+    """Refuse a delivery whose trigger is a near miss of a known one, before anything is read or written.
+
+    Any other trigger is delivered as given (§3.5); the near miss is a typo that would be locked into
+    the session's ``trigger`` variable (issue 25 item 4). Answered 400 (``MisspeltTriggerError``).
+    """
+    closest = c.agent.spec.near_miss_trigger(trigger) if trigger else None
+    if closest is not None and trigger is not None:
+        raise MisspeltTriggerError(trigger, c.agent.spec.declared_triggers(), closest, session_id=session_id)
+
+
 def outcome_view(outcome: Outcome) -> dict[str, Any]:
     """An :class:`Outcome` as JSON without the transcript and trail (they can be large; ``GET`` has the rest)."""
     return outcome.model_dump(mode="json", exclude={"messages", "trail"}, exclude_none=True)
@@ -97,6 +108,7 @@ def _direct(c: Collaborators, event: Any) -> dict[str, Any]:
         call = DirectDelivery.model_validate(dict(event))
     except ValidationError as exc:
         raise InvalidEventError(f"a direct delivery is not usable: {exc.errors()[0]['msg']}") from exc
+    refuse_misspelt_trigger(c, call.trigger, call.session_id)
     outcome = c.host.deliver_now(
         call.session_id,
         trigger=call.trigger,
@@ -119,6 +131,7 @@ def build(c: Collaborators) -> Handler:
         @router.post("/sessions/<session_id>/deliveries")
         def post_delivery(session_id: str) -> Any:
             firing = delivery_firing(router.current_event, session_id=session_id)
+            refuse_misspelt_trigger(c, firing.trigger, session_id)
             outcome = c.host.deliver_now(
                 session_id,
                 trigger=firing.trigger,

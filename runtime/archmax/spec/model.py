@@ -192,6 +192,10 @@ class State(_Value):
         return [rule.tool for rule in self.forbid_rules if not rule.guarded]
 
 
+UNDECLARED_TRIGGERS = ("timer", "timeout", "manual")
+"""Triggers a delivery may name that no workflow declares: the sweep's wake-ups and ``manual``."""
+
+
 class Workflow(_Value):
     """A validated workflow (§2), with its stripped spec and hash (§9.4)."""
 
@@ -231,6 +235,22 @@ class Workflow(_Value):
     def declared_triggers(self) -> list[str]:
         """Declared trigger ids in document order (an undeclared ``manual`` is not listed)."""
         return list(self.triggers())
+
+    def near_miss_trigger(self, trigger: str) -> str | None:
+        """The known trigger ``trigger`` looks like a typo of, or ``None`` (issue 25 item 4).
+
+        A delivery's trigger is never matched against the workflow (§3.5): any event name of the
+        host's own is delivered as given. Only an id that is not known but within a typo of a
+        declared one (or of ``timer``, ``timeout``, ``manual``: §5.11, §2.2) is taken for a typo by
+        the hosts (CLI ``deliver``, ``POST /sessions/{id}/deliveries``), which refuse it.
+        """
+        import difflib
+
+        known = [*self.declared_triggers(), *(t for t in UNDECLARED_TRIGGERS if t not in self.declared_triggers())]
+        if not trigger or trigger.strip() in known:
+            return None
+        close = difflib.get_close_matches(trigger, known, n=1, cutoff=0.8)
+        return close[0] if close else None
 
     def entry_state_for(self, trigger: str) -> str | None:
         """The state a turn under ``trigger`` opens in (§2.2).

@@ -32,17 +32,7 @@ def sweep_host(host: Host, instant: str) -> SweepReport:
         )
     except SessionStoreCapabilityError as exc:
         report.due_skipped = str(exc)
-    for sid in host.inbox.sessions_with_pending():
-        entry = Redrive(session_id=sid)
-        for result in host.drain(sid):
-            if isinstance(result, Outcome):
-                entry.results.append(result.kind)
-                entry.recovered = entry.recovered or result.recovered
-            elif isinstance(result, DuplicateDeliveryError):
-                entry.results.append("duplicate")
-            else:
-                entry.results.append(type(result).__name__)
-        report.redriven.append(entry)
+    report.redriven = [_redrive(host, sid) for sid in host.inbox.sessions_with_pending()]
     if report.due_skipped is None:
         driven = {sid for sid, _kind in report.due} | {r.session_id for r in report.redriven}
         report.stale = recover_stale(
@@ -61,3 +51,17 @@ def sweep_host(host: Host, instant: str) -> SweepReport:
         if found is not None:
             report.oldest_park, report.oldest_park_age_s = found
     return report
+
+
+def _redrive(host: Host, session_id: str) -> Redrive:
+    """Drain one session's waiting inbox items; what each came to."""
+    entry = Redrive(session_id=session_id)
+    for result in host.drain(session_id):
+        if isinstance(result, Outcome):
+            entry.results.append(result.kind)
+            entry.recovered = entry.recovered or result.recovered
+        elif isinstance(result, DuplicateDeliveryError):
+            entry.results.append("duplicate")
+        else:
+            entry.results.append(type(result).__name__)
+    return entry

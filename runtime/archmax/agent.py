@@ -41,7 +41,7 @@ from archmax.errors import (
 from archmax.inbound.quarantine import held_in_summary
 from archmax.models.base import Model
 from archmax.session.files import check_seed_path, encode_seed_value
-from archmax.session.firing import Decide, Deliver, EngineFiring, Recover, Reply, Send, Turn
+from archmax.session.firing import Decide, Deliver, EngineFiring, Expire, Recover, Reply, Send, Turn
 from archmax.session.ids import parent_session_id, parse_session_id
 from archmax.session.paths import parse_session_path
 from archmax.session.records import Checkpoint, Message
@@ -103,6 +103,7 @@ class WorkflowOperations:
         files: Mapping[str, Any] | None = None,
         delivery_id: str | None = None,
         park_version: int | None = None,
+        park_id: str | None = None,
     ) -> Outcome:
         """Resume a session parked by ``archmax_wait`` (§3.5). Any trigger id works; it is never matched.
 
@@ -116,25 +117,47 @@ class WorkflowOperations:
             MissingDeliveryTriggerError: blank or missing trigger.
             InvalidVariableNameError: a bad variable name (source ``delivered to session '<id>'``).
             DuplicateDeliveryError: ``delivery_id`` was applied before; nothing changed.
+
+        ``park_id``, when given, names the park this delivery answers (§5.11, ``Outcome.park_id``):
+        one that is no longer the session's current park raises ``SessionNotAwaitingInputError``
+        naming both parks, and nothing changes.
         """
-        firing = Deliver(parse_session_id(session_id), trigger, variables, message, files, delivery_id, park_version)
+        firing = Deliver(
+            parse_session_id(session_id), trigger, variables, message, files, delivery_id, park_version, park_id
+        )
         return self._agent.apply(firing)  # type: ignore[return-value]
 
-    def reply(self, session_id: str, message: str) -> Outcome:
+    def reply(self, session_id: str, message: str, *, park_id: str | None = None) -> Outcome:
         """Answer a person's message at a decision park; the session stays parked (§3.6).
 
         Raises:
-            SessionNotParkedError, EmptyMessageError.
+            SessionNotParkedError, EmptyMessageError; SessionNotAwaitingInputError when ``park_id``
+            names a park that is no longer current (§5.11), nothing changed.
         """
-        return self._agent.apply(Reply(parse_session_id(session_id), message))  # type: ignore[return-value]
+        return self._agent.apply(Reply(parse_session_id(session_id), message, park_id))  # type: ignore[return-value]
 
-    def decide(self, session_id: str, *, to: str | None = None, comment: str | None = None) -> Outcome:
+    def decide(
+        self, session_id: str, *, to: str | None = None, comment: str | None = None, park_id: str | None = None
+    ) -> Outcome:
         """Pick one of the parked human state's transitions (§3.7).
 
         Raises:
-            SessionNotParkedError, InvalidDecisionTargetError.
+            SessionNotParkedError, InvalidDecisionTargetError; SessionNotAwaitingInputError when
+            ``park_id`` names a park that is no longer current (§5.11), nothing changed.
         """
-        return self._agent.apply(Decide(parse_session_id(session_id), to, comment))  # type: ignore[return-value]
+        return self._agent.apply(Decide(parse_session_id(session_id), to, comment, park_id))  # type: ignore[return-value]
+
+    def expire(self, session_id: str, *, park_version: int | None = None, now: str | None = None) -> Outcome:
+        """Fire ``timeout`` into a decision park whose deadline passed (BEHAVIOUR.md §5.11; the sweep's job).
+
+        The state's ``on_timeout`` transition is taken; without one the turn fails (§5.7) with
+        ``wait timed out after <duration>``.
+
+        Raises:
+            SessionNotParkedError: not parked on ``decision``.
+            SessionNotAwaitingInputError: no longer at ``park_version``, or the deadline has not passed.
+        """
+        return self._agent.apply(Expire(parse_session_id(session_id), park_version, now))  # type: ignore[return-value]
 
     def recover(self, session_id: str) -> Outcome | None:
         """Finish a turn whose process died (expired lease): take it over and continue it (§3.12).

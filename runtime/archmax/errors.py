@@ -195,6 +195,15 @@ class UnknownTriggerError(CallerError):
         )
 
 
+class MisspeltTriggerError(UnknownTriggerError):
+    """A delivery names a trigger within a typo of a known one, and not the known one (issue 25 item 4)."""
+
+    def __init__(self, trigger: str, declared: Sequence[str], closest: str, *, session_id: str | None = None) -> None:
+        super().__init__(trigger, declared, session_id=session_id)
+        self.closest = closest
+        self.args = (f"{self.args[0]}; did you mean '{closest}'? Nothing was delivered.",)
+
+
 class UnknownSessionTriggerError(UnknownTriggerError):
     """``resolve_session`` for a new session under an undeclared trigger (§3.8)."""
 

@@ -2,7 +2,8 @@
 
 The trigger declares ``signature: {secret: ssm:<name>}``; the secret lives in SSM (moto) and is read
 through Powertools Parameters. A signed request is accepted; a bad signature, a stale timestamp, a
-missing header and a replayed delivery id are each refused, and nothing is written.
+missing header and a replayed delivery id are each refused, and nothing is written. One signature is
+one event (issue 21 item 2): a captured request sent again under a new delivery id is not applied again.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import pytest
 import yaml
 
 from archmax.inbound.secrets import read_secret
-from archmax.inbound.webhook import signature_for
+from archmax.inbound.webhook import derived_delivery_id, signature_for
 
 from .conftest import PARK, SUPPORT_INBOX
 
@@ -60,10 +61,13 @@ def webhook(trigger: str, body: bytes, headers: dict[str, str]) -> dict[str, Any
 BODY = json.dumps({"conversation_id": "pay-1", "message": "Payment pi_1 succeeded."}).encode()
 
 
-def headers(body: bytes = BODY, *, ts: int = NOW, delivery: str = "evt_1", secret: str = SECRET) -> dict[str, str]:
+def headers(
+    body: bytes = BODY, *, ts: int = NOW, delivery: str = "evt_1", secret: str = SECRET, sign_id: bool = True
+) -> dict[str, str]:
+    """A sender's headers; ``sign_id`` signs ``<id>.<ts>.<body>``, else only ``<ts>.<body>``."""
     return {
         "X-Archmax-Timestamp": str(ts),
-        "X-Archmax-Signature": signature_for(secret.encode(), str(ts), body),
+        "X-Archmax-Signature": signature_for(secret.encode(), str(ts), body, delivery if sign_id else None),
         "X-Archmax-Delivery": delivery,
     }
 
@@ -76,6 +80,66 @@ def test_a_signed_webhook_is_accepted(signed: Any) -> None:
     assert signed.collaborators.agent.sessions.get("pay-1").status == "awaiting_input"
 
 
+def test_a_webhook_signing_only_timestamp_and_body_is_accepted_under_an_id_derived_from_them(signed: Any) -> None:
+    answer = signed.call("send", webhook("payment_event", BODY, headers(sign_id=False)))
+    assert answer["statusCode"] == 202, answer["body"]
+    assert json.loads(answer["body"])["delivery_id"] == derived_delivery_id(str(NOW), BODY)
+
+
+def _applied(signed: Any) -> int:
+    """How many firings the session applied: one ``[event]`` note or opening message each."""
+    messages = signed.collaborators.agent.sessions.messages("pay-1")
+    return sum(1 for m in messages if "Payment pi_1 succeeded." in str(m.content))
+
+
+@pytest.mark.parametrize(
+    "resend",
+    [
+        lambda h: {**h, "X-Archmax-Delivery": "evt_1-replay"},
+        lambda h: {**h, "Idempotency-Key": "evt_2"},
+        lambda h: {**h, "X-Archmax-Delivery": "evt_2", "Idempotency-Key": "evt_2"},
+        lambda h: {k: v for k, v in h.items() if k != "X-Archmax-Delivery"},
+    ],
+    ids=["new-delivery-header", "idempotency-key", "both", "no-delivery-header"],
+)
+def test_a_captured_signature_over_timestamp_and_body_is_one_event_whatever_id_it_is_resent_under(
+    signed: Any, resend: Any
+) -> None:
+    """Mallory replays Dana's provider's request within the tolerance window under a fresh delivery id."""
+    original = headers(sign_id=False)
+    assert signed.call("send", webhook("payment_event", BODY, original))["statusCode"] == 202
+    assert _applied(signed) == 1
+    before = signed.snapshot()
+    replay = signed.call("send", webhook("payment_event", BODY, resend(original)))
+    assert json.loads(replay["body"])["error"] == "DuplicateDeliveryError", replay["body"]
+    assert signed.snapshot() == before and _applied(signed) == 1
+
+
+def test_a_signed_delivery_id_cannot_be_swapped_for_another(signed: Any) -> None:
+    """The id is covered by the signature: the same request under ``evt_1-replay`` does not verify."""
+    original = headers()
+    assert signed.call("send", webhook("payment_event", BODY, original))["statusCode"] == 202
+    before = signed.snapshot()
+    for swapped in ({**original, "X-Archmax-Delivery": "evt_1-replay"}, {**original, "Idempotency-Key": "evt_2"}):
+        answer = signed.call("send", webhook("payment_event", BODY, swapped))
+        assert answer["statusCode"] in (200, 401), answer["body"]
+        assert json.loads(answer["body"])["error"] in ("UnauthenticatedEventError", "DuplicateDeliveryError")
+    assert signed.snapshot() == before and _applied(signed) == 1
+
+
+@pytest.mark.parametrize("sign_id", [True, False], ids=["id-signed", "timestamp-and-body-signed"])
+def test_a_second_event_with_its_own_signature_is_applied(signed: Any, sign_id: bool) -> None:
+    """The legitimate sender's next event (new timestamp and body, new signature) goes through."""
+    assert signed.call("send", webhook("payment_event", BODY, headers(sign_id=sign_id)))["statusCode"] == 202
+    second = json.dumps({"conversation_id": "pay-1", "message": "Payment pi_2 succeeded."}).encode()
+    answer = signed.call(
+        "send", webhook("payment_event", second, headers(second, ts=NOW + 60, delivery="evt_2", sign_id=sign_id))
+    )
+    assert answer["statusCode"] == 202 and json.loads(answer["body"])["duplicate"] is False, answer["body"]
+    messages = signed.collaborators.agent.sessions.messages("pay-1")
+    assert any("Payment pi_2 succeeded." in str(m.content) for m in messages)
+
+
 @pytest.mark.parametrize(
     "forge",
     [
@@ -85,12 +149,13 @@ def test_a_signed_webhook_is_accepted(signed: Any) -> None:
         lambda: headers(ts=NOW + 301),  # from the future
         lambda: {k: v for k, v in headers().items() if k != "X-Archmax-Signature"},  # unsigned
         lambda: {k: v for k, v in headers().items() if k != "X-Archmax-Timestamp"},
-        lambda: {k: v for k, v in headers().items() if k != "X-Archmax-Delivery"},
+        lambda: {k: v for k, v in headers().items() if k != "X-Archmax-Delivery"},  # the id it signed is gone
         lambda: {**headers(), "X-Archmax-Timestamp": "1e9"},
         lambda: headers(body=BODY + b" "),  # signed another body
+        lambda: headers(delivery="evt.1"),  # a signed id holds no "."
     ],
     ids=["wrong-secret", "zero-mac", "stale", "future", "unsigned", "no-timestamp", "no-delivery", "float-ts",
-         "other-body"],  # fmt: skip
+         "other-body", "dotted-id"],  # fmt: skip
 )
 def test_a_bad_stale_or_unsigned_request_is_a_401_and_writes_nothing(signed: Any, forge: Any) -> None:
     before = signed.snapshot()

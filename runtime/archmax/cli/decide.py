@@ -20,6 +20,7 @@ def add_parser(add: AddCommand) -> None:
         "--comment",
         help="why the person chose this; kept on the session's trail and told to the agent in the next state",
     )
+    p.add_argument("--park-id", help="the park this answers (Outcome.park_id, shown by archmax sessions); refused if the session has moved on")
     flags.workflow(p)
     flags.record(p)
 
@@ -28,4 +29,4 @@ def run(cli: Context) -> int:
     """Apply the decision; print the Outcome."""
     a = cli.args
     agent = cli.agent(cli.session_workflow(a.session, SessionNotParkedError))
-    return cli.outcome(agent.workflow.decide(a.session, to=a.to, comment=a.comment))
+    return cli.outcome(agent.workflow.decide(a.session, to=a.to, comment=a.comment, park_id=a.park_id))

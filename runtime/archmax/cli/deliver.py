@@ -5,7 +5,6 @@ Rule source: BEHAVIOUR.md §11 (``deliver``), §3 (the deliver operation).
 
 from __future__ import annotations
 
-import difflib
 from typing import Any
 
 from archmax.cli import flags
@@ -24,6 +23,7 @@ def add_parser(add: AddCommand) -> None:
     p.add_argument("session")
     p.add_argument("--trigger", help="the event's trigger id (required)")
     p.add_argument("--message", help="text that arrived with the event")
+    p.add_argument("--park-id", help="the park this answers (Outcome.park_id, shown by archmax sessions); refused if the session has moved on")
     flags.firing(p)
     flags.delivery(p)
     flags.workflow(p)
@@ -48,6 +48,7 @@ def run(cli: Context) -> int:
             message=a.message,
             files=files,
             delivery_id=a.delivery_id,
+            park_id=a.park_id,
         )
     except DuplicateDeliveryError as exc:
         return cli.duplicate(exc)
@@ -60,35 +61,22 @@ def _awaits_own_input(cli: Context, session_id: str) -> bool:
     return record is not None and record.status == SessionStatus.AWAITING_INPUT and record.delegation is None
 
 
-UNDECLARED_TRIGGERS = ("timer", "timeout", "manual")
-"""Triggers a delivery may name that no workflow declares: the sweep's wake-ups and ``manual``."""
-
-
 def check_trigger(trigger: str | None, workflow: Any) -> None:
     """Refuse a delivery trigger that looks like a typo of a known one, before anything is written.
 
-    The engine records any trigger id a delivery names (§3.5: never matched against the workflow;
-    §11: the CLI's ``deliver`` is that operation), so an event name of the integrator's own
-    (``payment_received``) is delivered as given. Only an undeclared id within a typo of a known
-    one (``email_replly`` beside ``email_reply``) is refused, since it would be locked into the
-    ``trigger`` variable. Checked after §3.5's own checks (a session parked on input, a trigger
-    given, good variable names), so those refusals are unchanged; a blank or missing trigger is
-    left to the engine (``MissingDeliveryTriggerError``, exit 2). Rule source: issue 25 item 4.
+    The rule is :meth:`archmax.spec.model.Workflow.near_miss_trigger` (issue 25 item 4): an event
+    name of the caller's own is delivered as given (§3.5, §11), a near miss of a known trigger is
+    refused. Checked after §3.5's own checks (a session parked on input, a trigger given, good
+    variable names), so those refusals are unchanged.
 
     Raises:
-        UsageError: ``trigger`` is undeclared and a declared (or :data:`UNDECLARED_TRIGGERS`) id
-            is close to it; the message names the known ones and the closest.
+        UsageError: a near miss; the message names the declared triggers and the closest.
     """
-    if trigger is None or not trigger.strip():
+    closest = workflow.near_miss_trigger(trigger) if trigger else None
+    if closest is None:
         return
     declared = workflow.declared_triggers()
-    known = [*declared, *(t for t in UNDECLARED_TRIGGERS if t not in declared)]
-    if trigger.strip() in known:
-        return
-    close = difflib.get_close_matches(trigger, known, n=1, cutoff=0.8)
-    if not close:
-        return  # an event name of the caller's own: delivered as given (§3.5)
     raise UsageError(
         f"trigger '{trigger}' is not one workflow '{workflow.slug}' knows (declared: {', '.join(declared) or 'none'}; "
-        f"also {', '.join(UNDECLARED_TRIGGERS)}): nothing was delivered; did you mean '{close[0]}'?"
+        f"also timer, timeout, manual): nothing was delivered; did you mean '{closest}'?"
     )

@@ -8,6 +8,7 @@ from __future__ import annotations
 from archmax.cli import flags
 from archmax.cli.context import Context
 from archmax.cli.flags import AddCommand
+from archmax.engine.firing_rule import refuse_stale_park
 from archmax.errors import DuplicateDeliveryError, SessionNotParkedError
 from archmax.session.records import SessionStatus
 
@@ -17,6 +18,7 @@ def add_parser(add: AddCommand) -> None:
     p = add("reply", "Send a message to a session parked at a human state (it stays parked).")
     p.add_argument("session")
     p.add_argument("words", nargs="*", metavar="<message...>")
+    p.add_argument("--park-id", help="the park this answers (Outcome.park_id, shown by archmax sessions); refused if the session has moved on")
     flags.delivery(p)
     flags.workflow(p)
     flags.record(p)
@@ -29,7 +31,8 @@ def run(cli: Context) -> int:
     agent = cli.agent(cli.session_workflow(a.session, SessionNotParkedError))
     message = " ".join(a.words)
     if a.delivery_id is None or not _reply_by_firing(cli, a.session, a.delivery_id):
-        return cli.outcome(agent.workflow.reply(a.session, message))
+        return cli.outcome(agent.workflow.reply(a.session, message, park_id=a.park_id))
+    refuse_stale_park(cli.store.load(a.session), a.park_id)  # the firing rule names no park: check it here
     try:  # the firing rule answers a decision park (§3.2) and applies the id once, as reply cannot
         return cli.outcome(agent.workflow.send(a.session, message, delivery_id=a.delivery_id))
     except DuplicateDeliveryError as exc:

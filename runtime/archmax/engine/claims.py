@@ -187,4 +187,5 @@ def build_outcome(work: Work, disposition: str) -> Outcome:
         recovered=work.recovered,
         warnings=list(work.warnings),
         delegation=delegation_view(rec),
+        park_id=rec.park_id if parked else None,
     )

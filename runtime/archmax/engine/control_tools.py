@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from archmax.session.notes import is_runtime_note
 from archmax.session.paths import UNRESOLVED, parse_session_path, resolve_path
 from archmax.session.records import Message, PendingInput, Raised, SessionStatus, ToolCall, Variable
-from archmax.session.until import UNTIL_HINT, UntilError, parse_until
+from archmax.session.until import TIMEOUT_HINT, UNTIL_HINT, UntilError, deadline, parse_until
 from archmax.session.variables import VARIABLE_NAME, title_problem
 from archmax.spec import check_value_type
 
@@ -81,6 +81,13 @@ def archmax_wait(loop: TurnLoop, slug: str, call: ToolCall, args: dict[str, Any]
             resume_at = parse_until(until, loop.rt.clock.now())
         except UntilError as exc:
             return error(f"archmax_wait rejected: {exc} {UNTIL_HINT}")
+    timeout, timeout_at = None, None
+    if args.get("timeout") is not None:  # a deadline counted from the park (§5.11): a duration only
+        try:
+            timeout = str(args["timeout"]).strip() if isinstance(args["timeout"], str) else args["timeout"]
+            timeout_at = deadline(timeout, loop.rt.clock.now())
+        except UntilError as exc:
+            return error(f"archmax_wait rejected: {exc} {TIMEOUT_HINT}")
     state = loop.wf.states[slug]
     max_parks = state.budget.max_parks if state.budget else None
     count = rec.park_counts.get(slug, 0)
@@ -97,6 +104,8 @@ def archmax_wait(loop: TurnLoop, slug: str, call: ToolCall, args: dict[str, Any]
         reason=reason,
         parked_at=loop.rt.now(),
         resume_at=resume_at,
+        timeout=timeout,
+        timeout_at=timeout_at,
     )
     rec.pending_decision = None
     rec.status = SessionStatus.AWAITING_INPUT
@@ -108,6 +117,8 @@ def archmax_wait(loop: TurnLoop, slug: str, call: ToolCall, args: dict[str, Any]
     text = f"Parked in '{slug}'. The session will continue in this state when an event is delivered; stop working now."
     if resume_at:
         text += f" The wake-up instant {resume_at} is recorded, not scheduled: whoever polls wakes the session."
+    if timeout_at:
+        text += f" If nothing is delivered by {timeout_at} (timeout {timeout}), the session continues here with the event 'timeout'."
     return ok(text)
 
 

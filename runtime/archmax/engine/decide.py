@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from archmax.engine import forwarding
 from archmax.engine.claims import Applied, claim_park, guarded, open_work
-from archmax.engine.firing_rule import parked_channel, preflight_model
+from archmax.engine.firing_rule import parked_channel, preflight_model, refuse_stale_park
 from archmax.engine.loop import TurnLoop
 from archmax.engine.reply import lost_decision_park
 from archmax.engine.runtime import Runtime
@@ -23,9 +23,13 @@ def decide(rt: Runtime, f: Decide, riders: Riders | None = None) -> Applied:
     """A person picks one of the parked human state's edges (§3.7).
 
     Raises:
-        SessionNotParkedError, InvalidDecisionTargetError.
+        SessionNotParkedError, InvalidDecisionTargetError; SessionNotAwaitingInputError when
+        ``f.park_id`` names a park that is no longer current (§5.11).
     """
-    return decide_at_park(rt, rt.store.load(f.session_id), f.to, f.comment, riders, session_id=f.session_id)
+    rec = rt.store.load(f.session_id)
+    if parked_channel(rt, rec) == "decision":
+        refuse_stale_park(rec, f.park_id)
+    return decide_at_park(rt, rec, f.to, f.comment, riders, session_id=f.session_id)
 
 
 def decide_at_park(

@@ -13,7 +13,13 @@ from typing import Any
 from archmax.engine import forwarding
 from archmax.engine.claims import Applied, claim_with_files, guarded, open_work, title_warning
 from archmax.engine.deliveries import refuse_duplicate, remember_delivery
-from archmax.engine.firing_rule import died_applying, parked_channel, preflight_model, refuse_other_park
+from archmax.engine.firing_rule import (
+    died_applying,
+    parked_channel,
+    preflight_model,
+    refuse_other_park,
+    refuse_stale_park,
+)
 from archmax.engine.loop import TurnLoop
 from archmax.engine.placement import place_firing_files, prepare_files
 from archmax.engine.recover import continue_dead_turn
@@ -33,8 +39,8 @@ def deliver(rt: Runtime, f: Deliver, riders: Riders | None = None) -> Applied:
     """Resume an ``input`` park (§3.5).
 
     Raises:
-        SessionNotAwaitingInputError: not parked on ``input`` (also the loser of a race), or no longer
-            at ``f.park_version``.
+        SessionNotAwaitingInputError: not parked on ``input`` (also the loser of a race), no longer
+            at ``f.park_version``, or ``f.park_id`` names a park that is no longer current (§5.11).
         MissingDeliveryTriggerError, InvalidVariableNameError, DuplicateDeliveryError.
     """
     sid = f.session_id
@@ -55,6 +61,7 @@ def deliver(rt: Runtime, f: Deliver, riders: Riders | None = None) -> Applied:
         raise SessionNotAwaitingInputError(sid, str(rec.status) if rec else None)
     assert rec is not None  # parked on input
     refuse_other_park(sid, rec.version, str(rec.status), f.park_version)
+    refuse_stale_park(rec, f.park_id)
     if not isinstance(f.trigger, str) or not f.trigger.strip():
         raise MissingDeliveryTriggerError(sid)
     check_host_variables(f.variables, f.files, source=f"delivered to session '{sid}'", session_id=sid)

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from archmax.engine import decide, deliver, forwarding, recover, reply, turn
+from archmax.engine import decide, deliver, expire, forwarding, recover, reply, turn
 from archmax.engine.claims import Applied
 from archmax.engine.runtime import Runtime
-from archmax.session.firing import Decide, Deliver, EngineFiring, Recover, Reply, Send, Turn
+from archmax.session.firing import Decide, Deliver, EngineFiring, Expire, Recover, Reply, Send, Turn
 from archmax.stores.riders import Riders
 
 
@@ -66,6 +66,8 @@ def _route(rt: Runtime, firing: EngineFiring, riders: Riders | None) -> Applied:
         return recover.recover(rt, firing, riders)
     if isinstance(firing, Turn):
         return turn.invoke(rt, firing, riders)
+    if isinstance(firing, Expire):
+        return expire.expire(rt, firing, riders)
     raise TypeError(f"not a firing: {type(firing).__name__}")
 
 

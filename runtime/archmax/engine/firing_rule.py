@@ -84,6 +84,29 @@ def refuse_other_park(session_id: str, version: int, status: str, park_version: 
         )
 
 
+def refuse_stale_park(rec: Checkpoint | None, park_id: str | None) -> None:
+    """Refuse a firing naming a park (``park_id``) that is not the session's current park (BEHAVIOUR.md §5.11).
+
+    Checked on the record read, before anything is written; the claim that follows is conditional
+    on that record's version, so a park made after the check is refused by the lost claim. A firing
+    naming no park, or a session not parked at all (its own refusal follows), passes.
+
+    Raises:
+        SessionNotAwaitingInputError: naming both parks; nothing changed.
+    """
+    current = rec.park_id if rec is not None else None
+    if park_id is None or current is None or park_id == current:
+        return
+    assert rec is not None
+    error = SessionNotAwaitingInputError(
+        rec.session_id,
+        str(rec.status),
+        f"this firing answers park '{park_id}', which is no longer current; the current park is '{current}'",
+    )
+    error.park_id, error.current_park_id = park_id, current  # type: ignore[attr-defined]
+    raise error
+
+
 def preflight_model(rt: Runtime, state: str | None) -> None:
     """Build the model a call in ``state`` would use, before the session is claimed.
 

@@ -16,6 +16,7 @@ The turn loop asks three questions, one per moment a hook can run:
 
 from __future__ import annotations
 
+import concurrent.futures
 import hashlib
 import importlib.util
 import json
@@ -256,7 +257,9 @@ class HookRunner:
             return executor(ctx, hook[kind])
         except HookFailure:
             raise
-        except Exception as exc:  # fail-closed: a hook that raises is a terminal veto (§2.4)
+        except (Exception, SystemExit) as exc:  # fail-closed: a hook that raises is a terminal veto (§2.4)
+            # SystemExit too (issue 21 item 5): a hook calling sys.exit() must not end the process
+            # mid-turn, or the session stays running and every sweep re-runs it and exits again
             raise HookFailure(f"{type(exc).__name__}: {exc}") from exc
 
     def _script(self, relative: str) -> Any:
@@ -278,21 +281,40 @@ class HookRunner:
             f"Instructions:\n{rubric['instructions'].strip()}\n\n"
             f"Evidence (the conversation, state '{ctx.state}'):\n{evidence(list(ctx.messages))}"
         )
-        response = model.complete(
-            ModelRequest(
-                system=RUBRIC_SYSTEM,
-                messages=[Message(role="user", content=prompt)],
-                state=ctx.state,
-                session_id=ctx.session_id,
-                model=override,
-            )
+        timeout_ms = state.budget.timeout_ms if state.budget else None
+        request = ModelRequest(
+            system=RUBRIC_SYSTEM,
+            messages=[Message(role="user", content=prompt)],
+            state=ctx.state,
+            session_id=ctx.session_id,
+            model=override,
+            timeout_s=timeout_ms / 1000 if timeout_ms else None,
         )
+        response = _within_budget(lambda: model.complete(request), timeout_ms)
         self.loop.work.spend(response.usage)
         body = _FENCE.sub("", (response.text or "").strip())
         try:
             return json.loads(body)
         except ValueError:
             raise HookFailure(f"the rubric's grader answered no JSON verdict: {body[:200]!r}") from None
+
+
+def _within_budget(call: Any, timeout_ms: int | None) -> Any:
+    """``call()`` racing the state's ``timeoutMs`` (§5.4): a grader that does not answer in time fails closed.
+
+    Raises:
+        HookFailure: the budget passed first; the late answer is discarded (issue 21 item 5).
+    """
+    if not timeout_ms:
+        return call()
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="archmax-grader")
+    future = pool.submit(call)
+    try:
+        return future.result(timeout=timeout_ms / 1000)
+    except concurrent.futures.TimeoutError:
+        raise HookFailure(f"the rubric's grader exceeded the state's time budget (timeoutMs: {timeout_ms})") from None
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
 
 
 def _verdict_of(raw: Any) -> tuple[str, str | None]:

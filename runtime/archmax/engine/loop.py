@@ -31,6 +31,7 @@ from archmax.session.records import (
     ToolCall,
     TransitionRef,
 )
+from archmax.session.until import deadline
 from archmax.session.variables import UnresolvedReferenceError, substitute_references
 from archmax.spec import check_value_type
 from archmax.spec.governance import SUBWORKFLOW_PREFIX, is_subworkflow_tool
@@ -259,6 +260,8 @@ class TurnLoop:
             transitions=[TransitionRef(to=t.to, description=t.description, type=t.type) for t in state.transitions],
             evidence=evidence or None,
             created_at=self.rt.now(),
+            timeout=state.timeout,
+            timeout_at=deadline(state.timeout, self.rt.clock.now()) if state.timeout else None,
         )
         rec.pending_input = None
         rec.status = SessionStatus.AWAITING_DECISION

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from archmax.engine import forwarding
 from archmax.engine.claims import Applied, claim_park, guarded, open_work
 from archmax.engine.deliveries import remember_delivery
-from archmax.engine.firing_rule import parked_channel, preflight_model
+from archmax.engine.firing_rule import parked_channel, preflight_model, refuse_stale_park
 from archmax.engine.loop import TurnLoop
 from archmax.engine.runtime import Runtime
 from archmax.errors import EmptyMessageError, SessionNotParkedError
@@ -24,9 +24,13 @@ def reply(rt: Runtime, f: Reply, riders: Riders | None = None) -> Applied:
     """Answer a person's message at a decision park (§3.6).
 
     Raises:
-        SessionNotParkedError, EmptyMessageError.
+        SessionNotParkedError, EmptyMessageError; SessionNotAwaitingInputError when ``f.park_id``
+        names a park that is no longer current (§5.11).
     """
-    return answer_park(rt, rt.store.load(f.session_id), f.message, [], None, riders, session_id=f.session_id)
+    rec = rt.store.load(f.session_id)
+    if parked_channel(rt, rec) == "decision":
+        refuse_stale_park(rec, f.park_id)
+    return answer_park(rt, rec, f.message, [], None, riders, session_id=f.session_id)
 
 
 def lost_decision_park(rt: Runtime, session_id: str) -> Callable[[Checkpoint | None], Exception | None]:

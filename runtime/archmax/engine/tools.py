@@ -40,6 +40,11 @@ CONTROL_TOOL_SPECS: dict[str, ToolSpec] = {
             "properties": {
                 "reason": {**_STR, "description": "What you are waiting for."},
                 "until": {**_STR, "description": "Optional wake-up: 30m, 2h, 1d or an ISO-8601 instant."},
+                "timeout": {
+                    **_STR,
+                    "description": "Optional deadline: 30m, 2h or 3d. If nothing is delivered by then, "
+                    "you continue here with the event 'timeout'.",
+                },
             },
             "required": ["reason"],
         },

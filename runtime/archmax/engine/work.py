@@ -22,7 +22,7 @@ from datetime import timedelta
 from archmax.clock import Clock, epoch_ms, format_instant
 from archmax.outbound.outbox import record_outbox
 from archmax.outbound.settled import settled_in
-from archmax.session.records import Checkpoint, Lease, Usage
+from archmax.session.records import Checkpoint, Lease, Usage, stamp_park
 from archmax.stores.base import SessionStore
 from archmax.stores.riders import Riders
 
@@ -126,6 +126,7 @@ class Work:
         rec = self.record
         rec.version = self.version + 1
         rec.updated_at = format_instant(now)
+        stamp_park(rec)  # a park made since the last commit is named by this version (§5.11)
         ms = epoch_ms(now)
         for message in rec.messages[self._unstamped :]:  # what this operation appended since its last commit
             if message.ts is None:

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from archmax.errors import InvalidEventError
+from archmax.errors import InvalidEventError, MisspeltTriggerError
 from archmax.handlers.common import (
     Handler,
     direct,
@@ -53,6 +53,8 @@ class DirectDelivery(BaseModel):
     variables: dict[str, Any] = Field(default_factory=dict)
     message: str | None = None
     delivery_id: str | None = None
+    park_id: str | None = None
+    """The park this delivery answers (BEHAVIOUR.md §5.11); a stale one is refused, nothing changed."""
 
 
 class DecisionBody(BaseModel):
@@ -64,6 +66,8 @@ class DecisionBody(BaseModel):
     """The transition's target state; a missing one is refused by ``decide`` with the valid targets listed."""
     comment: str | None = None
     """The person's note, recorded in the trail and the ``[decision]`` note; blank counts as none."""
+    park_id: str | None = None
+    """The park this decision answers (``Outcome.park_id``, BEHAVIOUR.md §5.11); a stale one is a 409."""
 
 
 def decision_body(data: dict[str, Any]) -> DecisionBody:
@@ -81,6 +85,17 @@ def decision_body(data: dict[str, Any]) -> DecisionBody:
         raise InvalidEventError(f"the decision body is not usable: {problems}") from exc
 
 
+def refuse_misspelt_trigger(c: Collaborators, trigger: str | None, session_id: str) -> None:
+    """Refuse a delivery whose trigger is a near miss of a known one, before anything is read or written.
+
+    Any other trigger is delivered as given (§3.5); the near miss is a typo that would be locked into
+    the session's ``trigger`` variable (issue 25 item 4). Answered 400 (``MisspeltTriggerError``).
+    """
+    closest = c.agent.spec.near_miss_trigger(trigger) if trigger else None
+    if closest is not None and trigger is not None:
+        raise MisspeltTriggerError(trigger, c.agent.spec.declared_triggers(), closest, session_id=session_id)
+
+
 def outcome_view(outcome: Outcome) -> dict[str, Any]:
     """An :class:`Outcome` as JSON without the transcript and trail (they can be large; ``GET`` has the rest)."""
     return outcome.model_dump(mode="json", exclude={"messages", "trail"}, exclude_none=True)
@@ -93,12 +108,14 @@ def _direct(c: Collaborators, event: Any) -> dict[str, Any]:
         call = DirectDelivery.model_validate(dict(event))
     except ValidationError as exc:
         raise InvalidEventError(f"a direct delivery is not usable: {exc.errors()[0]['msg']}") from exc
+    refuse_misspelt_trigger(c, call.trigger, call.session_id)
     outcome = c.host.deliver_now(
         call.session_id,
         trigger=call.trigger,
         variables=call.variables,
         message=call.message,
         delivery_id=call.delivery_id,
+        park_id=call.park_id,
     )
     return outcome_view(outcome)
 
@@ -114,12 +131,14 @@ def build(c: Collaborators) -> Handler:
         @router.post("/sessions/<session_id>/deliveries")
         def post_delivery(session_id: str) -> Any:
             firing = delivery_firing(router.current_event, session_id=session_id)
+            refuse_misspelt_trigger(c, firing.trigger, session_id)
             outcome = c.host.deliver_now(
                 session_id,
                 trigger=firing.trigger,
                 variables=firing.variables,
                 message=firing.message,
                 delivery_id=firing.delivery_id,
+                park_id=firing.park_id,
             )
             return json_response(200, outcome_view(outcome))
 
@@ -140,7 +159,7 @@ def build(c: Collaborators) -> Handler:
         @router.post("/sessions/<session_id>/decisions")
         def post_decision(session_id: str) -> Any:
             body = decision_body(json_object(router.current_event))
-            outcome = c.host.decide_now(session_id, to=body.to, comment=body.comment)
+            outcome = c.host.decide_now(session_id, to=body.to, comment=body.comment, park_id=body.park_id)
             return json_response(200, outcome_view(outcome))
 
     http = http_app(routes)

@@ -4,8 +4,8 @@ Rule source: issue 15 items 1 and 3; BEHAVIOUR.md §9.5 (artifacts are views of 
 §3.10/§3.11 (``SessionSummary``), §7 (notes are runtime events, not tool calls). Routes:
 
 * ``GET /sessions/{id}/view``: the session page (HTML, no script, CSP header).
-* ``GET /sessions/{id}/transcript[?delivery_id=...]``: ``{session_id, status, wait?, exit?, reply,
-  conversation: [...]}``; with ``delivery_id``, ``delivery: {id, applied, answered}`` says whether
+* ``GET /sessions/{id}/transcript[?delivery_id=...]``: ``{session_id, status, wait?, park_id?, exit?,
+  reply, conversation: [...]}`` (``park_id`` while parked, §5.11); with ``delivery_id``, ``delivery: {id, applied, answered}`` says whether
   that firing has been applied yet, and whether the turn it opened or resumed has ended (parked,
   completed or failed), so ``reply`` is its answer; a turn that stopped on a model outage stays
   unanswered until the sweep finishes it (the poll a webhook's ``Location`` points at).
@@ -28,7 +28,7 @@ from archmax.engine.deliveries import was_applied
 from archmax.errors import InvalidEventError
 from archmax.handlers.common import base_path, json_response
 from archmax.session.ids import parent_session_id, validate_session_id
-from archmax.session.records import Checkpoint, SessionStatus
+from archmax.session.records import PARKED_STATUSES, Checkpoint, SessionStatus
 from archmax.session.results import summary_of
 from archmax.views.page import CSP, render_list, render_page, session_href
 from archmax.views.story import instant_of_ms, story_of
@@ -89,6 +89,8 @@ def transcript(record: Checkpoint, workflow: Any, delivery: tuple[str, bool] | N
     }
     if story.wait is not None:
         body["wait"] = story.wait.model_dump(mode="json", exclude_none=True)
+    if record.park_id is not None and record.status in PARKED_STATUSES:
+        body["park_id"] = record.park_id  # what an answer to this park may name (BEHAVIOUR.md §5.11)
     if story.exit is not None:
         body["exit"] = story.exit.model_dump(mode="json", exclude_none=True)
     if delivery is not None:

@@ -32,17 +32,15 @@ from archmax.errors import (
     MissingDeliveryTriggerError,
     ModelError,
     SessionNotResumableError,
-    SessionStoreCapabilityError,
     StoreError,
     UnknownSessionTriggerError,
     UnknownTriggerError,
     WorkflowDisabledError,
     is_retryable,
 )
+from archmax.hosting.host_sweep import sweep_host
 from archmax.hosting.inbox_base import GuardFailed, Inbox, InboxCapability, InboxItem, ItemKind
 from archmax.hosting.reports import Accepted, Disposition, Redrive, SweepReport
-from archmax.hosting.sweep import recover_stale, send_outbox
-from archmax.hosting.sweep import sweep as sweep_due
 from archmax.session.firing import Deliver, Firing, Send
 from archmax.session.ids import SessionId, parse_session_id, validate_delivery_id
 from archmax.session.results import Outcome
@@ -108,7 +106,7 @@ class Host:
         self._waker = waker or self._drain_now
         self.on_due = on_due
         """Told ``(session_id, resume_at)`` before the sweep wakes a due park (telemetry's timer lateness)."""
-        self._sweep_outbound = sweep_outbound
+        self.sweep_outbound = sweep_outbound
         """Builds the sender the sweep sends unsent outbox entries with, on first use (AWS: the stream's
         backstop, SES and EventBridge); ``None``: the agent's in-process dispatcher (issue 20 item 2)."""
 
@@ -278,7 +276,7 @@ class Host:
         while self.inbox.try_acquire(session_id, owner, self._now(), self.lease_ttl_s):
             just_acquired, blocked = True, False
             while not blocked:
-                seen, items = self._arrivals_and_pending(session_id)
+                seen, items = self.inbox.arrivals_and_pending(session_id)
                 if not items:
                     break
                 for item in items:
@@ -357,10 +355,6 @@ class Host:
                     return results  # marked done and let go in the turn's last commit: nothing arrived
             # go round: read again what arrived, and let go when nothing did
 
-    def _arrivals_and_pending(self, session_id: str) -> tuple[int, list[InboxItem]]:
-        """The arrivals counter, then the pending items: one read where the inbox has it (DynamoInbox)."""
-        return self.inbox.arrivals_and_pending(session_id)
-
     def _apply(self, item: InboxItem, riders: Riders | None = None) -> DrainResult:
         warm = self.agent.store.guarded_reads if riders is not None and self._guards_ride_put() else None
         if warm is None:
@@ -380,7 +374,9 @@ class Host:
         f, sid = item.firing, SessionId(item.session_id)  # parsed when the drain began
         firing: Send | Deliver
         if item.kind == "deliver":
-            firing = Deliver(sid, f.trigger, f.variables or None, f.message, f.files or None, item.delivery_id)
+            firing = Deliver(
+                sid, f.trigger, f.variables or None, f.message, f.files or None, item.delivery_id, park_id=f.park_id
+            )
         else:
             firing = Send(sid, f.message, f.trigger, f.variables or None, f.files or None, item.delivery_id)
         try:
@@ -411,6 +407,7 @@ class Host:
         message: str | None = None,
         delivery_id: str | None = None,
         files: Mapping[str, Any] | None = None,
+        park_id: str | None = None,
     ) -> Outcome:
         """Deliver into a session parked awaiting input, never through the inbox (deliver handler, timers).
 
@@ -427,11 +424,14 @@ class Host:
             message=message,
             files=files,
             delivery_id=delivery_id,
+            park_id=park_id,
         )
         self._wake_if_pending(session_id)
         return outcome
 
-    def decide_now(self, session_id: str, *, to: str | None, comment: str | None = None) -> Outcome:
+    def decide_now(
+        self, session_id: str, *, to: str | None, comment: str | None = None, park_id: str | None = None
+    ) -> Outcome:
         """A person's decision at a human park, never through the inbox (the decisions route).
 
         Like :meth:`deliver_now`, it wakes the session afterwards when items wait in its inbox, so
@@ -440,7 +440,7 @@ class Host:
         Raises:
             SessionNotParkedError (also every loser of a race), InvalidDecisionTargetError — unchanged.
         """
-        outcome = self.agent.workflow.decide(session_id, to=to, comment=comment)
+        outcome = self.agent.workflow.decide(session_id, to=to, comment=comment, park_id=park_id)
         self._wake_if_pending(session_id)
         return outcome
 
@@ -480,42 +480,6 @@ class Host:
         Raises:
             StoreError: the store or inbox failed while listing.
         """
-        instant = now if now is not None else self._now()
-        report = SweepReport(now=instant)
-        try:
-            report.due = sweep_due(
-                self.agent,
-                instant,
-                on_error=lambda sid, exc: log.warning("timer delivery to %r failed: %s", sid, exc),
-                on_due=self.on_due,
-            )
-        except SessionStoreCapabilityError as exc:
-            report.due_skipped = str(exc)
-        for sid in self.inbox.sessions_with_pending():
-            entry = Redrive(session_id=sid)
-            for result in self.drain(sid):
-                if isinstance(result, Outcome):
-                    entry.results.append(result.kind)
-                    entry.recovered = entry.recovered or result.recovered
-                elif isinstance(result, DuplicateDeliveryError):
-                    entry.results.append("duplicate")
-                else:
-                    entry.results.append(type(result).__name__)
-            report.redriven.append(entry)
-        if report.due_skipped is None:
-            driven = {sid for sid, _kind in report.due} | {r.session_id for r in report.redriven}
-            report.stale = recover_stale(
-                self.agent,
-                instant,
-                exclude=driven,
-                on_error=lambda sid, exc: log.warning("recovering the dead turn of %r failed: %s", sid, exc),
-            )
-            report.outbox = send_outbox(
-                self.agent.store,
-                self._sweep_outbound() if self._sweep_outbound is not None else self.agent.runtime.outbound,
-                workflow=self.agent.spec.slug,
-                on_error=lambda sid, exc: log.warning("outbox entries of %r not sent yet: %s", sid, exc),
-            )
-        return report
+        return sweep_host(self, now if now is not None else self._now())
 
 __all__ = ["Accepted", "DrainResult", "Host", "Redrive", "SweepReport"]

@@ -28,7 +28,9 @@ refused with a 413, as before.
 from __future__ import annotations
 
 import json
+import random
 import threading
+import time
 from collections import OrderedDict
 from datetime import timedelta
 from typing import Any
@@ -60,6 +62,18 @@ from archmax.session.ids import validate_delivery_id, validate_session_id
 from archmax.stores.riders import Riders
 
 _NAMES = {"#o": "lease_owner", "#e": "lease_expires_at", "#a": "arrivals"}
+
+
+class _Conflict(Exception):  # noqa: N818 - a signal inside this module, never raised to callers
+    """A transaction cancelled by ``TransactionConflict``: another write on the same items was in flight."""
+
+    def __init__(self, reasons: list[str]) -> None:
+        super().__init__(", ".join(reasons))
+        self.reasons = reasons
+
+
+_CONFLICT_PAUSE_S = 0.05
+"""Longest pause before retrying a put whose transaction conflicted (seconds, jittered from 0)."""
 
 
 class _ConditionFailed(Exception):
@@ -146,6 +160,8 @@ class DynamoInbox:
                     reasons = [str(r.get("Code", "None")) for r in cancelled]
                     if "ConditionalCheckFailed" in reasons:
                         raise _ConditionFailed(reasons, [r.get("Item") for r in cancelled]) from exc
+                    if "TransactionConflict" in reasons:  # another transaction on the same items, at once
+                        raise _Conflict(reasons) from exc
                 raise StoreError(f"inbox {method} failed: {code or 'unknown error'}: {exc}") from exc
             if isinstance(exc, BotoCoreError):
                 raise StoreError(f"inbox {method} failed: {exc}") from exc
@@ -205,6 +221,12 @@ class DynamoInbox:
             create, bump = put_writes(self.table_name, item, seen, body)
             try:
                 self._transact([{"Put": create}, {"Update": bump}, *(guards or [])])
+            except _Conflict:
+                # Two items for one session accepted at once (issue 21 item 7): retried here, on a
+                # counter read afresh after a short jittered pause, never surfaced as a 5xx.
+                guess = None
+                time.sleep(random.uniform(0, _CONFLICT_PAUSE_S))  # noqa: S311 - jitter, not a secret
+                continue
             except _ConditionFailed as failed:
                 if len(failed.reasons) > 1 and failed.reasons[1] == "ConditionalCheckFailed":
                     found = failed.items[1]  # the counter another put moved: the next try's guess

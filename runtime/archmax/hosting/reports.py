@@ -76,6 +76,10 @@ class SweepReport(BaseModel):
     redriven: list[Redrive] = Field(default_factory=list)
     stale: list[tuple[str, str]] = Field(default_factory=list)
     outbox: list[tuple[str, str]] = Field(default_factory=list)
+    oldest_park: str | None = None
+    """The session of the workflow's oldest open park (BEHAVIOUR.md §5.11), or ``None``."""
+    oldest_park_age_s: float | None = None
+    """That park's age in seconds at ``now``: the ``OldestParkAge`` metric."""
 
     @property
     def recovered(self) -> list[str]:

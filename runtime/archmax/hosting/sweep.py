@@ -16,13 +16,15 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterable
 from typing import TYPE_CHECKING, Any
 
-from archmax.clock import format_instant
+from archmax.clock import format_instant, parse_instant
 from archmax.errors import (
     ArchmaxError,
     SessionNotAwaitingInputError,
+    SessionNotParkedError,
     SessionNotResumableError,
     SessionStoreCapabilityError,
 )
+from archmax.session.records import SessionStatus
 from archmax.stores.base import Capability, SessionStore
 
 if TYPE_CHECKING:
@@ -31,13 +33,18 @@ if TYPE_CHECKING:
     from archmax.session.results import Outcome
 
 TIMER_TRIGGER = "timer"
-"""The trigger id every sweep delivery carries."""
+"""The trigger id a sweep delivery carries when a park's ``until`` came due."""
+
+TIMEOUT_TRIGGER = "timeout"
+"""The trigger id a sweep fires when a park's deadline (``timeout``) passed first (BEHAVIOUR.md §5.11)."""
 
 SKIPPED = "skipped"
 """The kind reported for a session another process resumed (or recovered) first."""
 
 ERROR = "error"
 """The kind reported for a delivery that raised an error other than :data:`SKIPPED`'s."""
+
+_PARKED = (SessionStatus.AWAITING_INPUT, SessionStatus.AWAITING_DECISION)
 
 RECOVERED = "recovered"
 """What ``archmax sweep`` prints for a dead turn :func:`recover_stale` continued (whatever its outcome)."""
@@ -90,6 +97,9 @@ def sweep(
         park = parks[session_id]
         if on_due is not None:
             on_due(session_id, park.resume_at)
+        deadline = _passed_deadline(agent, session_id, park.version, instant)
+        if deadline is not None:  # the park's timeout came first (§5.11)
+            return deadline()
         return agent.workflow.deliver(
             session_id, trigger=TIMER_TRIGGER, variables={"now": instant}, park_version=park.version
         )
@@ -97,9 +107,35 @@ def sweep(
     return _drive(
         list(parks),
         wake,
-        SessionNotAwaitingInputError,
+        (SessionNotAwaitingInputError, SessionNotParkedError),  # a decision park answered meanwhile too
         on_error,
         on_outcome,
+    )
+
+
+def _passed_deadline(agent: Agent, session_id: str, version: int, instant: str) -> Callable[[], Outcome] | None:
+    """The wake-up of a park whose ``timeout`` passed before its ``until`` (BEHAVIOUR.md §5.11), else ``None``.
+
+    ``until`` and ``timeout`` together: whichever comes first wakes the session, and the trigger
+    names which (``timer`` or ``timeout``). An input park gets the delivery ``timeout`` (its state
+    continues with an ``[event]`` note naming it); a decision park takes its ``on_timeout`` edge or
+    fails the turn (:func:`archmax.engine.expire.expire`). A record read here that moved on since
+    the listing is left to the versioned delivery, which refuses it.
+    """
+    rec = agent.store.load(session_id)
+    if rec is None or rec.version != version:
+        return None
+    park = rec.pending_input or rec.pending_decision
+    if park is None or park.timeout_at is None or park.timeout_at > instant:
+        return None
+    resume_at = rec.pending_input.resume_at if rec.pending_input is not None else None
+    if resume_at is not None and resume_at < park.timeout_at:
+        return None  # the timer came first
+    if rec.pending_decision is not None:
+        return lambda: agent.workflow.expire(session_id, park_version=version, now=instant)
+    variables = {"now": instant, "timeout": park.timeout}
+    return lambda: agent.workflow.deliver(
+        session_id, trigger=TIMEOUT_TRIGGER, variables=variables, park_version=version
     )
 
 
@@ -186,7 +222,7 @@ def _listing_instant(agent: Agent, now: str | None) -> str:
 def _drive(
     session_ids: list[str],
     call: Callable[[str], Outcome | None],
-    lost_race: type[ArchmaxError],
+    lost_race: type[ArchmaxError] | tuple[type[ArchmaxError], ...],
     on_error: Callable[[str, ArchmaxError], None] | None,
     on_outcome: Callable[[str, Outcome], None] | None,
 ) -> list[tuple[str, str]]:
@@ -262,6 +298,43 @@ def send_outbox(
     return results
 
 
+def oldest_park(agent: Agent, now: str | None = None) -> tuple[str, float] | None:
+    """The workflow's oldest open park and its age in seconds, so a wait nobody answers is seen (§5.11).
+
+    Reads every session head of the workflow and the checkpoint of each parked one (a park's
+    instant lives in its record): one listing per sweep, on top of the due listing.
+
+    Args:
+        agent: An assembled agent; its store needs the ``list`` capability.
+        now: The instant to measure at; ``None`` reads the agent's clock.
+
+    Returns:
+        ``(session_id, age_s)`` of the park made longest ago (ties: the lowest id), or ``None`` when
+        no session of the workflow is parked.
+
+    Raises:
+        SessionStoreCapabilityError: the store cannot list sessions.
+    """
+    instant = _listing_instant(agent, now)
+    oldest: tuple[str, str] | None = None
+    for session_id in sorted(agent.store.list()):
+        head = agent.store.head(session_id)
+        if head is None or head.workflow != agent.spec.slug or head.status not in _PARKED:
+            continue
+        rec = agent.store.load(session_id)
+        park = (rec.pending_input or rec.pending_decision) if rec is not None else None
+        if park is None:
+            continue
+        since = park.created_at if rec.pending_decision is not None else park.parked_at  # type: ignore[union-attr]
+        if oldest is None or since < oldest[1]:
+            oldest = (session_id, since)
+    if oldest is None:
+        return None
+    age = (parse_instant(instant) - parse_instant(oldest[1])).total_seconds()
+    return oldest[0], max(age, 0.0)
+
+
 def sweep_failed(results: list[tuple[str, str]]) -> bool:
     """Whether a sweep should exit 1: any delivery or recovered turn ended ``failed``/``rejected`` or raised (§11)."""
     return any(kind in ("failed", "rejected", ERROR) for _sid, kind in results)
+

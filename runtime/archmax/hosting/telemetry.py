@@ -41,6 +41,8 @@ metric              unit       extra dimension    counts
 ``TimerLateness``   Seconds                       ``resume_at`` -> the timer delivery returning
 ``StaleSessions``   Count                         per sweep: running sessions past their lease,
                                                   or whose re-driven item failed again
+``OldestParkAge``   Seconds                       per sweep: age of the workflow's oldest open
+                                                  park, so a wait nobody answers is seen
 ``RefusedMail``     Count                         SES mail refused by its spam/virus verdict
 ``ColdStart``       Count      ``function_name``  Powertools' cold-start metric
 ==================  =========  =================  ==============================================
@@ -254,6 +256,9 @@ class Telemetry:
             if any(family(str(x)) in ("ModelErrors", "Failures") for x in r.get("results", []) if x[:1].isupper())
         ]  # fmt: skip
         self.metrics.add_metric(name="StaleSessions", unit="Count", value=len(stale) + len(failing))
+        age = report.get("oldest_park_age_s")
+        if isinstance(age, int | float):  # the workflow's oldest open park (BEHAVIOUR.md §5.11)
+            self.metrics.add_metric(name="OldestParkAge", unit="Seconds", value=age)
         self.logger.info(
             "swept",
             extra={"due": len(report.get("due") or []), "redriven": len(report.get("redriven") or []),

@@ -12,7 +12,7 @@ body means:
 
 * ``POST /sessions/{id}/messages``: ``{"message"?, "trigger"?, "variables"?, "files"?}``
   (:func:`message_firing`); a file is ``{"name", "content", "encoding"?: "utf-8" | "base64"}``.
-* ``POST /sessions/{id}/deliveries``: ``{"trigger", "variables"?, "message"?}``
+* ``POST /sessions/{id}/deliveries``: ``{"trigger", "variables"?, "message"?, "park_id"?}``
   (:func:`delivery_firing`).
 * ``POST /triggers/{trigger}``: the body *is* the payload, mapped whole into variables; the
   session id comes from the trigger's ``session:`` path over it (:func:`trigger_firing`).
@@ -88,6 +88,8 @@ class DeliveryBody(_Strict):
     trigger: str | None = None
     variables: dict[str, Any] = Field(default_factory=dict)
     message: str | None = None
+    park_id: str | None = None
+    """The park this delivery answers (``Outcome.park_id``, BEHAVIOUR.md §5.11); a stale one is a 409."""
 
 
 def raw_body(event: ProxyEvent) -> bytes:
@@ -243,6 +245,7 @@ def delivery_firing(event: ProxyEvent, *, session_id: str) -> Firing:
         message=body.message,
         session_id=session_id,
         delivery_id=delivery_id_of(event),
+        park_id=body.park_id,
     )
 
 

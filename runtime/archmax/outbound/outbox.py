@@ -191,4 +191,5 @@ def _event_detail(record: Checkpoint, text: str) -> dict[str, Any]:
         "text": text,
         "exit": exit_.model_dump(exclude_none=True) if exit_ is not None else None,
         "version": record.version,
+        "park_id": record.park_id if parked else None,
     }

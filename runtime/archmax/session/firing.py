@@ -39,6 +39,8 @@ class Firing(BaseModel):
     delivery_id: str | None = None
     """A stable id of the event (SES message id, Idempotency-Key, EventBridge event id) for de-duplication."""
     warnings: list[str] = Field(default_factory=list)
+    park_id: str | None = None
+    """The park a delivery answers (BEHAVIOUR.md §5.11); ``None``: whatever park is current."""
 
 
 # ---------------------------------------------------------------------------------------- engine firings
@@ -84,6 +86,8 @@ class Deliver:
     files: Mapping[str, Any] | None = None
     delivery_id: str | None = None
     park_version: int | None = None
+    park_id: str | None = None
+    """The park this delivery answers (§5.11); one no longer current is refused, nothing changed."""
     kind: ClassVar[str] = "deliver"
 
 
@@ -93,6 +97,8 @@ class Reply:
 
     session_id: SessionId
     message: str
+    park_id: str | None = None
+    """The park this reply answers (§5.11); one no longer current is refused, nothing changed."""
     kind: ClassVar[str] = "reply"
 
 
@@ -103,6 +109,8 @@ class Decide:
     session_id: SessionId
     to: str | None = None
     comment: str | None = None
+    park_id: str | None = None
+    """The park this decision answers (§5.11); one no longer current is refused, nothing changed."""
     kind: ClassVar[str] = "decide"
 
 
@@ -114,5 +122,16 @@ class Recover:
     kind: ClassVar[str] = "recover"
 
 
-EngineFiring = Send | Turn | Deliver | Reply | Decide | Recover
+@dataclass(frozen=True)
+class Expire:
+    """A decision park's deadline passed: the sweep fires ``timeout`` into the park it found due (§5.11)."""
+
+    session_id: SessionId
+    park_version: int | None = None
+    now: str | None = None
+    """The sweep's instant (``None``: the runtime's clock); the deadline must have passed by then."""
+    kind: ClassVar[str] = "expire"
+
+
+EngineFiring = Send | Turn | Deliver | Reply | Decide | Recover | Expire
 """Every firing the engine's door takes."""

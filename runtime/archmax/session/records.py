@@ -178,6 +178,12 @@ class PendingDecision(_Record):
     transitions: list[TransitionRef]
     evidence: list[str] | None = None
     created_at: str
+    parked_version: int | None = None
+    """The version of the commit that parked the session here: the park's identity (§5.11, :func:`park_id`)."""
+    timeout: str | None = None
+    """The human state's ``timeout`` as written (``"3d"``), when it declares one (§5.11)."""
+    timeout_at: str | None = None
+    """When that timeout passes: ``created_at`` + the duration (§5.11)."""
 
 
 class PendingInput(_Record):
@@ -190,6 +196,12 @@ class PendingInput(_Record):
     parked_at: str
     resume_at: str | None = None
     """Only when the wait had ``until``; advice for whoever polls, never scheduled."""
+    parked_version: int | None = None
+    """The version of the commit that parked the session here: the park's identity (§5.11, :func:`park_id`)."""
+    timeout: str | None = None
+    """The wait's ``timeout`` as given (``"3d"``), when it had one (§5.11)."""
+    timeout_at: str | None = None
+    """When that timeout passes: ``parked_at`` + the duration (§5.11)."""
 
 
 class Lease(_Record):
@@ -365,6 +377,21 @@ class Checkpoint(_Record):
         return self.pending_input.resume_at if self.pending_input else None
 
     @property
+    def park_id(self) -> str | None:
+        """The current park's identity (§5.11), or ``None`` when the session is not parked; see :func:`park_id`."""
+        park = self.pending_decision or self.pending_input
+        return park_id(self.session_id, park) if park is not None else None
+
+    @property
+    def wake_at(self) -> str | None:
+        """The earliest instant the sweep wakes the current park: its ``resume_at`` or its ``timeout_at`` (§5.11)."""
+        park = self.pending_decision or self.pending_input
+        if park is None:
+            return None
+        due = [at for at in (getattr(park, "resume_at", None), park.timeout_at) if at]
+        return min(due) if due else None
+
+    @property
     def channel(self) -> Literal["decision", "input"] | None:
         """The park channel derived from the record present (§3.1)."""
         if self.pending_decision is not None:
@@ -372,3 +399,27 @@ class Checkpoint(_Record):
         if self.pending_input is not None:
             return "input"
         return None
+
+
+def park_id(session_id: str, park: PendingDecision | PendingInput) -> str:
+    """A park's identity (BEHAVIOUR.md §5.11): the session id and the version of the commit that parked it.
+
+    One opaque string, ``<session id>@v<version>``; callers compare it, never parse it. A record
+    written before parks carried their version is named by its park instant instead
+    (``<session id>@<instant>``), which is just as stable.
+    """
+    if park.parked_version is not None:
+        return f"{session_id}@v{park.parked_version}"
+    since = park.created_at if isinstance(park, PendingDecision) else park.parked_at
+    return f"{session_id}@{since}"
+
+
+def stamp_park(record: Checkpoint) -> None:
+    """Give a park made since the last commit its identity: the version being committed (§5.11).
+
+    Called by the commit that writes ``record`` at ``record.version``; a park that already has its
+    version (a reply, a handoff call, a later commit of the same park) keeps it.
+    """
+    park = record.pending_decision or record.pending_input
+    if park is not None and park.parked_version is None:
+        park.parked_version = record.version

@@ -60,6 +60,8 @@ class Outcome(_Result):
     """What this operation spent; ``None`` when nothing was spent."""
     recovered: bool = False
     warnings: list[str] = Field(default_factory=list)
+    park_id: str | None = None
+    """The park's identity when the session ended parked (BEHAVIOUR.md §5.11): what a delivery may name."""
     delegation: dict[str, Any] | None = None
 
 
@@ -102,6 +104,8 @@ class SessionSummary(_Result):
     updated_at: str
     lease_expires_at: str | None = None
     """Only while ``running``."""
+    park_id: str | None = None
+    """The current park's identity, only while parked (BEHAVIOUR.md §5.11)."""
     quarantined: list[str] | None = None
     """Delivery ids of mail held in the session's quarantine, not yet released (issue 13); only when some are."""
 
@@ -154,6 +158,7 @@ def summary_of(record: Checkpoint, parent_session_id: str | None = None, now: st
         state=park.state if parked and park else None,
         wait_reason=record.pending_input.reason if parked and record.pending_input else None,
         resume_at=record.pending_input.resume_at if parked and record.pending_input else None,
+        park_id=record.park_id if parked else None,
         exit=exit_of(record) if record.status == SessionStatus.FAILED else None,
         variables=variables or None,
         usage=None if record.usage.is_zero() else record.usage,

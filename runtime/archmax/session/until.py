@@ -138,3 +138,52 @@ def _format(moment: datetime) -> str:
     text = format_instant(moment)
     # strftime writes years before 1000 unpadded on glibc ('999-...'); pad so string order holds.
     return text if moment.year >= 1000 else f"{moment.year:04d}{text[text.index('-') :]}"
+
+
+TIMEOUT_HINT = "Expected a duration such as 30m, 2h or 1d (units ms, s, m, h, d)."
+
+
+def duration_ms(value: object, name: str = "timeout") -> int:
+    """Milliseconds of a §5.3 duration: a wait's or a human state's ``timeout`` (BEHAVIOUR.md §5.11).
+
+    Only the duration form of §5.3, exactly: ``^[0-9]+(ms|s|m|h|d)$`` after trimming, amount > 0.
+    An instant is not a timeout (a deadline is counted from the park).
+
+    Args:
+        value: The value as written.
+        name: The key's name, for the message (``timeout``).
+
+    Returns:
+        The duration in milliseconds (> 0).
+
+    Raises:
+        UntilError: ``'<name>' is empty.``; ``'<name>' value '<v>' must be a positive duration.``;
+            ``'<name>' value '<v>' is not a duration.`` (anything else, a non-string included).
+    """
+    text = value.strip() if isinstance(value, str) else None
+    if text == "":
+        raise UntilError(f"'{name}' is empty.")
+    match = _DURATION.fullmatch(text) if text is not None else None
+    if match is None:
+        raise UntilError(f"'{name}' value '{value}' is not a duration.")
+    amount = int(match.group(1))
+    if amount == 0:
+        raise UntilError(f"'{name}' value '{text}' must be a positive duration.")
+    return amount * _UNIT_MS[match.group(2)]
+
+
+def deadline(value: str, parked_at: datetime) -> str:
+    """The instant a ``timeout`` passes: ``parked_at + duration`` (§5.11), ``YYYY-MM-DDTHH:MM:SS.mmmZ``.
+
+    Raises:
+        UntilError: as :func:`duration_ms`, or a result after ``9999-12-31T23:59:59.999Z``.
+    """
+    ms = duration_ms(value)
+    start = parked_at if parked_at.tzinfo is not None else parked_at.replace(tzinfo=UTC)
+    try:
+        moment = start.astimezone(UTC) + timedelta(milliseconds=ms)
+    except OverflowError:
+        raise UntilError(f"'timeout' value '{value}' is not a duration.") from None
+    if moment > _LATEST:
+        raise UntilError(f"'timeout' value '{value}' is not a duration.")
+    return _format(moment.replace(microsecond=moment.microsecond // 1000 * 1000))

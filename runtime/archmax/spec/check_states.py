@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from archmax.session.until import TIMEOUT_HINT, UntilError, duration_ms
 from archmax.spec.check_hooks import hooks
 from archmax.spec.check_tools import tool_rules
 from archmax.spec.check_triggers import triggers_block
@@ -45,8 +46,9 @@ STATE_KEYS = (
     "requires",
     "metadata",
     "transitions",
+    "timeout",
 )
-_TRANSITION_KEYS = ("to", "description", "type")
+_TRANSITION_KEYS = ("to", "description", "type", "on_timeout")
 _TRANSITION_TYPES = ("approve", "reject", "refine", "none")
 _BUDGET_KEYS = {"maxTurns": "max_turns", "maxParks": "max_parks", "timeoutMs": "timeout_ms"}
 _STATE_TOOL_KEYS = ("allow", "forbid")
@@ -131,6 +133,7 @@ def _state(slug: Any, body: Any, declared: set[str], out: Collector) -> State | 
         elif on_error not in declared:
             out.error(at(path, "on_error"), f"State '{slug}' on_error routes to undefined state '{on_error}'")
     allow, forbid = _state_tools(body.get("tools"), at(path, "tools"), out)
+    timeout = _timeout(slug, type_, body, transitions, path, out)
     state: dict[str, Any] = {
         "slug": slug,
         "type": type_,
@@ -149,6 +152,7 @@ def _state(slug: Any, body: Any, declared: set[str], out: Collector) -> State | 
         "forbid_rules": forbid,
         "requires": _requires(body.get("requires"), at(path, "requires"), out),
         "transitions": transitions,
+        "timeout": timeout,
     }
     if len(out.errors) != before:
         return None
@@ -180,9 +184,56 @@ def _transitions(slug: str, value: Any, declared: set[str], path: str, out: Coll
         type_ = edge.get("type")
         if type_ is not None and type_ not in _TRANSITION_TYPES:
             out.error(at(edge_path, "type"), f"must be one of {'|'.join(_TRANSITION_TYPES)}")
+        on_timeout = edge.get("on_timeout", False)
+        if not isinstance(on_timeout, bool):
+            out.error(at(edge_path, "on_timeout"), "must be a boolean")
         if len(out.errors) == before and isinstance(to, str):  # a missing or odd target was reported above
-            edges.append(Transition.model_construct(to=to, description=edge["description"], type=type_))
+            edges.append(
+                Transition.model_construct(
+                    to=to, description=edge["description"], type=type_, on_timeout=on_timeout is True
+                )
+            )
     return edges
+
+
+def _timeout(
+    slug: str, type_: Any, body: dict[str, Any], transitions: list[Transition], path: str, out: Collector
+) -> str | None:
+    """A human state's ``timeout`` and its ``on_timeout`` edge (BEHAVIOUR.md §5.11).
+
+    ``timeout`` is a §5.3 duration, exactly, and only a human state takes one (an agent's wait
+    takes ``archmax_wait``'s own ``timeout``). At most one edge is marked ``on_timeout: true``; it
+    leads to another state, and it needs the state's ``timeout``.
+    """
+    value = body.get("timeout")
+    if "timeout" in body:
+        if type_ != "human":
+            out.error(
+                at(path, "timeout"), "only a human state takes a timeout: an agent waits with archmax_wait's timeout"
+            )
+            value = None
+        else:
+            try:
+                duration_ms(value)
+            except UntilError as exc:
+                out.error(at(path, "timeout"), f"{exc} {TIMEOUT_HINT}")
+                value = None
+    marked = [
+        i
+        for i, edge in enumerate(body.get("transitions") or [])
+        if isinstance(edge, dict) and edge.get("on_timeout") is True
+    ]
+    for n, index in enumerate(marked):
+        edge_path = at(path, "transitions", index, "on_timeout")
+        if type_ != "human":
+            out.error(edge_path, "only a human state's transition can be taken on a timeout")
+        elif "timeout" not in body:
+            out.error(edge_path, f"State '{slug}' marks a transition on_timeout but declares no timeout")
+        elif n > 0:
+            out.error(edge_path, f"State '{slug}' marks more than one transition on_timeout")
+        elif body["transitions"][index].get("to") == slug:
+            out.error(edge_path, "the on_timeout transition must lead to another state")
+    return value.strip() if isinstance(value, str) else None
 
 
 def _budget(value: Any, path: str, out: Collector) -> Budget:

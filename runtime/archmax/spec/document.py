@@ -58,7 +58,13 @@ class WebhookSignature(_Doc):
     secret: str = Field(description="Where the signing secret is: `ssm:<name>` or `secretsmanager:<name>`.")
     header: str | None = Field(None, description="The header carrying the signature.")
     timestamp_header: str | None = Field(None, description="The header carrying the signed timestamp.")
-    delivery_header: str | None = Field(None, description="The header carrying the delivery id.")
+    delivery_header: str | None = Field(
+        None,
+        description=(
+            "The header carrying the delivery id. It de-duplicates only when the sender signs it "
+            "(`<id>.<timestamp>.<body>`); a signature over `<timestamp>.<body>` is de-duplicated by itself."
+        ),
+    )
     tolerance_s: int | None = Field(None, ge=1, le=3600, description="Seconds a timestamp may be off (default 300).")
 
 
@@ -97,6 +103,13 @@ class Transition(_Doc):
     description: str = Field(description="When the edge applies; the agent (or the person) reads it.")
     type: Literal["approve", "reject", "refine", "none"] | None = Field(
         None, description="Shown to the person deciding at a human state."
+    )
+    on_timeout: bool | None = Field(
+        None,
+        description=(
+            "Human states with a `timeout`: the edge taken when nobody decided in time (at most one per state). "
+            "Without one, a timeout fails the turn with `wait timed out after <duration>`."
+        ),
     )
 
 
@@ -200,6 +213,15 @@ class State(_Doc):
     metadata: dict[str, Any] | None = Field(None, description="Free-form, not part of the spec hash.")
     transitions: list[Transition] | None = Field(
         None, description="Edges out; none makes the state terminal. A human state needs one to another state."
+    )
+    timeout: str | None = Field(
+        None,
+        pattern=r"^\s*[0-9]*[1-9][0-9]*(ms|s|m|h|d)\s*$",
+        description=(
+            "Human states: how long the park waits for a decision, a duration such as `30m`, `2h` or `3d` "
+            "(units ms, s, m, h, d), counted from the park. When it passes, the transition marked "
+            "`on_timeout: true` is taken (else the turn fails)."
+        ),
     )
 
 

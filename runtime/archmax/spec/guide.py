@@ -83,6 +83,32 @@ in the state it parked in, where the instructions say what to do when the timer 
 payment has not posted, wait another day"). To wake a park by hand before it is due:
 `archmax deliver <id> --trigger timer`.
 
+## Deadlines: `timeout`
+
+A wait can end even when nobody answers (BEHAVIOUR.md §5.11). `archmax_wait({reason, timeout: 3d})`
+and a human state's `timeout: 3d` take a duration of the `until` grammar (duration forms only: an
+instant is not a timeout), counted from the park. When it passes with nothing delivered, the sweep
+fires the trigger `timeout` into the park:
+
+- at a wait, the state continues with an `[event]` note naming `timeout` (variables `now` and
+  `timeout`), like any delivery;
+- at a human state, the transition marked `on_timeout: true` is taken (at most one per state, to
+  another state, and only with the state's `timeout`); without one the turn fails (`on_error`
+  routes it, else the session is rejected) with `wait timed out after 3d`.
+
+```yaml
+review:
+  type: human
+  timeout: 3d
+  transitions:
+    - {to: approved, description: The refund is approved.}
+    - {to: escalated, description: Nobody decided in three days., on_timeout: true}
+```
+
+With both `until` and `timeout`, whichever comes first wakes the session, and the trigger says
+which (`timer` or `timeout`). A person's answer before the deadline wins; the deadline then fires
+nothing. Every sweep reports the oldest open park's age (`OldestParkAge`).
+
 ## Scripted models: `model.yaml`
 
 `--model scripted:<file>` (or `ARCHMAX_MODEL=scripted:<file>`, or `model:` in a test case) replays

@@ -41,9 +41,11 @@ class WebhookSignature(_Value):
 
     A request to ``POST /webhooks/{trigger}`` is accepted only when the header ``header`` holds
     ``sha256=<hex>`` (or bare hex; several comma-separated values allow secret rotation) equal to
-    HMAC-SHA256(secret, ``<timestamp>.<raw body>``), the header ``timestamp_header`` holds Unix
-    seconds within ``tolerance_s`` of now, and ``delivery_header`` holds the delivery id that
-    de-duplicates replays.
+    HMAC-SHA256(secret, ``<delivery id>.<timestamp>.<raw body>``) or HMAC-SHA256(secret,
+    ``<timestamp>.<raw body>``), and the header ``timestamp_header`` holds Unix seconds within
+    ``tolerance_s`` of now. The request is de-duplicated by the ``delivery_header`` value when the
+    signature covers it, else by an id derived from the signed string: one signature, one event
+    (issue 21 item 2, :mod:`archmax.inbound.webhook`).
     """
 
     secret: str
@@ -99,6 +101,8 @@ class Transition(_Value):
     """When the edge applies (non-blank)."""
     type: Literal["approve", "reject", "refine", "none"] | None = None
     """Shown to the person at a human state."""
+    on_timeout: bool = False
+    """The edge a human state's ``timeout`` takes when nobody decided in time (BEHAVIOUR.md §5.11)."""
 
 
 class Budget(_Value):
@@ -164,6 +168,13 @@ class State(_Value):
     requires: list[str] = Field(default_factory=list)
     """Variables that must be set before ``archmax_advance`` may leave (§5.1)."""
     transitions: list[Transition] = Field(default_factory=list)
+    timeout: str | None = None
+    """A human state's deadline, a §5.3 duration as written (``"3d"``), counted from the park (§5.11)."""
+
+    @property
+    def timeout_transition(self) -> Transition | None:
+        """The edge marked ``on_timeout: true``, or ``None`` (then a timeout fails the turn, §5.11)."""
+        return next((t for t in self.transitions if t.on_timeout), None)
 
     @property
     def is_terminal(self) -> bool:
@@ -179,6 +190,10 @@ class State(_Value):
     def tools_forbid(self) -> list[str]:
         """Tool names this state's ``tools.forbid`` removes outright (bare denials; ``*`` = all)."""
         return [rule.tool for rule in self.forbid_rules if not rule.guarded]
+
+
+UNDECLARED_TRIGGERS = ("timer", "timeout", "manual")
+"""Triggers a delivery may name that no workflow declares: the sweep's wake-ups and ``manual``."""
 
 
 class Workflow(_Value):
@@ -220,6 +235,22 @@ class Workflow(_Value):
     def declared_triggers(self) -> list[str]:
         """Declared trigger ids in document order (an undeclared ``manual`` is not listed)."""
         return list(self.triggers())
+
+    def near_miss_trigger(self, trigger: str) -> str | None:
+        """The known trigger ``trigger`` looks like a typo of, or ``None`` (issue 25 item 4).
+
+        A delivery's trigger is never matched against the workflow (§3.5): any event name of the
+        host's own is delivered as given. Only an id that is not known but within a typo of a
+        declared one (or of ``timer``, ``timeout``, ``manual``: §5.11, §2.2) is taken for a typo by
+        the hosts (CLI ``deliver``, ``POST /sessions/{id}/deliveries``), which refuse it.
+        """
+        import difflib
+
+        known = [*self.declared_triggers(), *(t for t in UNDECLARED_TRIGGERS if t not in self.declared_triggers())]
+        if not trigger or trigger.strip() in known:
+            return None
+        close = difflib.get_close_matches(trigger, known, n=1, cutoff=0.8)
+        return close[0] if close else None
 
     def entry_state_for(self, trigger: str) -> str | None:
         """The state a turn under ``trigger`` opens in (§2.2).

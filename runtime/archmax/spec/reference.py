@@ -44,11 +44,14 @@ and, as the first line of the YAML file:
   email's `conversation_id`), so a reply finds its conversation. `requires:` is checked when a turn
   opens, `returns:` when it completes. A delivery into a park is never matched against them.
 - **Agent states** (the default): the model works, and moves with `archmax_advance` along a
-  `transitions` edge. It parks with `archmax_wait({reason, until?})` in any state and continues in
-  the same state when an event is delivered.
+  `transitions` edge. It parks with `archmax_wait({reason, until?, timeout?})` in any state and
+  continues in the same state when an event is delivered; `timeout` (a duration such as `3d`) wakes
+  it with the trigger `timeout` if nothing was delivered by then.
 - **Human states** (`type: human`): the session parks for a person's decision. `archmax decide
   <id> --to <state> [--comment ...]` picks one of the state's transitions; `archmax reply` answers
-  a question without moving. `approvers` and `evidence` are shown to the person.
+  a question without moving. `approvers` and `evidence` are shown to the person. `timeout: 3d`
+  bounds the wait: when it passes, the transition marked `on_timeout: true` is taken (without
+  one, the turn fails with `wait timed out after 3d`).
 - **Terminal states** have no transitions; a session can still answer and park in one.
 - **Budgets** (`budget: {maxTurns, maxParks, timeoutMs}`) bound a state visit; exhausting one is a
   turn failure, which `on_error` routes to another state (else the session is rejected).

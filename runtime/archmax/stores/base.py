@@ -36,7 +36,7 @@ from typing import Any, NamedTuple, Protocol, runtime_checkable
 from pydantic import BaseModel, ConfigDict
 
 from archmax.errors import InvalidFilePathError
-from archmax.session.records import Checkpoint, Lease, SessionStatus
+from archmax.session.records import PARKED_STATUSES, Checkpoint, Lease, SessionStatus
 from archmax.stores.riders import Riders
 
 
@@ -177,7 +177,8 @@ class SessionHead(BaseModel):
     status: SessionStatus
     lease: Lease | None = None
     resume_at: str | None = None
-    """Present only while parked on ``input`` with a ``resume_at``."""
+    """Present only while parked with a wake instant: an input park's ``resume_at``, or a park's
+    deadline (``timeout_at``) when that comes first (BEHAVIOUR.md §5.11)."""
     updated_at: str
 
 
@@ -424,7 +425,8 @@ def head_of(record: Checkpoint) -> SessionHead:
         workflow=record.workflow,
         status=record.status,
         lease=record.lease,
-        resume_at=record.resume_at if record.status == SessionStatus.AWAITING_INPUT else None,
+        # the park's wake instant: its until or its deadline, whichever comes first (§5.11)
+        resume_at=record.wake_at if record.status in PARKED_STATUSES else None,
         updated_at=record.updated_at,
     )
 

@@ -84,7 +84,7 @@ def due_parks_of(heads: Iterable[SessionHead], now: str, workflow: str | None) -
     due = [
         DuePark(h.session_id, h.resume_at, h.version)
         for h in heads
-        if h.status == SessionStatus.AWAITING_INPUT
+        if h.status in (SessionStatus.AWAITING_INPUT, SessionStatus.AWAITING_DECISION)  # deadlines too (§5.11)
         and h.resume_at is not None
         and h.resume_at <= now
         and (workflow is None or h.workflow == workflow)

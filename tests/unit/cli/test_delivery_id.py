@@ -129,3 +129,28 @@ def test_reply_with_a_delivery_id_to_a_session_not_at_a_human_state_is_refused_a
     run = cli(*examples, "reply", "m-1", "hello", "--delivery-id", "x-1", "--model", script([]))
     assert run.code == 1 and "is not parked awaiting a decision" in run.err
     assert user_messages(store_of(examples), "m-1") == ["Where is my order?"]
+
+
+ASK_ADDRESS = {"say": "And the delivery address?", "call": {"archmax_wait": {"reason": "the address"}}}
+
+
+def test_deliver_with_a_stale_park_id_is_refused_and_with_the_current_one_is_applied(cli, examples, script):
+    """BEHAVIOUR.md §5.11 (issue 21 item 6): ``--park-id`` names the question an answer is for."""
+    model = script([ADVANCE, ASK, ASK_ADDRESS, {"say": "Shipping ORD-1 there."}])
+    asked = cli(*examples, "run", "support-inbox", "Where is my order?", "--trigger", "email_received",
+                "--variables", VARS, "--model", model)  # fmt: skip
+    assert asked.code == 0, asked.err
+    first = cli(*examples, "sessions", "m-1", "--json").json()["park_id"]
+    answered = cli(*examples, "deliver", "m-1", "--trigger", "email_reply", "--message", "ORD-1",
+                   "--park-id", first, "--model", model)  # fmt: skip
+    assert answered.code == 0, answered.err
+    second = cli(*examples, "sessions", "m-1", "--json").json()["park_id"]
+    assert second != first
+    before = sorted(p.name for p in (store_of(examples) / "m-1" / "checkpoints").iterdir())
+    late = cli(*examples, "deliver", "m-1", "--trigger", "email_reply", "--message", "ORD-1",
+               "--park-id", first, "--model", model)  # fmt: skip
+    assert late.code != 0 and first in late.err and second in late.err
+    assert sorted(p.name for p in (store_of(examples) / "m-1" / "checkpoints").iterdir()) == before
+    current = cli(*examples, "deliver", "m-1", "--trigger", "email_reply", "--message", "12 Main St",
+                  "--park-id", second, "--model", model)  # fmt: skip
+    assert current.code == 0, current.err

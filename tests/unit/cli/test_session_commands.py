@@ -123,3 +123,19 @@ def test_reply_to_a_session_parked_on_input_exits_1(cli, parked_inbox):
     run = cli(*parked_inbox, "reply", "c-1", "hello", "--model", INBOX_SCRIPT)
     assert run.code == 1
     assert "is not parked awaiting a decision" in run.err
+
+
+def test_reply_and_decide_take_park_id_and_refuse_one_that_is_not_the_current_park(cli, parked_refund):
+    """BEHAVIOUR.md §5.11 (issue 21 item 6): ``--park-id`` on ``reply`` and ``decide``."""
+    flags, model = parked_refund([{"say": "It is order 7."}, {"expect_state": "refunded", "say": "Refunded."}])
+    current = cli(*flags, "sessions", "r-1", "--json").json()["park_id"]
+    stale = "r-1@v1"  # the session's first commit: not its park now
+    assert current and current != stale
+    for args in (("reply", "r-1", "Which order?"), ("decide", "r-1", "--to", "refunded")):
+        refused = cli(*flags, *args, "--park-id", stale, "--model", model)
+        assert refused.code == 1 and stale in refused.err and current in refused.err
+        assert cli(*flags, "sessions", "r-1", "--json").json()["status"] == "awaiting_decision"
+    replied = cli(*flags, "reply", "r-1", "Which order?", "--park-id", current, "--model", model)
+    assert replied.code == 0, replied.err
+    decided = cli(*flags, "decide", "r-1", "--to", "refunded", "--park-id", current, "--model", model)
+    assert (decided.code, decided.out) == (0, "Refunded.\n"), decided.err

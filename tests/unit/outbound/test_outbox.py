@@ -39,7 +39,9 @@ def test_a_park_on_an_email_records_the_threaded_question_and_a_parked_event_in_
         "text": outcome.reply,
         "exit": None,
         "version": record.version,
+        "park_id": outcome.park_id,  # the park a late answer may name (BEHAVIOUR.md §5.11)
     }
+    assert outcome.park_id == record.park_id
 
 
 def test_the_answer_after_a_reply_threads_on_the_reply_and_keeps_the_question_entries():

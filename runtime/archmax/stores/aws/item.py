@@ -40,7 +40,7 @@ from datetime import timedelta
 from typing import Any
 
 from archmax.clock import parse_instant
-from archmax.session.records import Checkpoint, Lease, SessionStatus, is_finished
+from archmax.session.records import PARKED_STATUSES, Checkpoint, Lease, SessionStatus, is_finished
 from archmax.stores.aws.layout import due_shard, lease_shard, outbox_shard
 from archmax.stores.base import SessionHead
 from archmax.stores.common import outbox_mark as _common_outbox_mark
@@ -124,9 +124,10 @@ def item_attributes(record: Checkpoint, *, ttl_days: int | None) -> dict[str, di
         else:
             attrs["parked_at"] = _s(record.pending_decision.created_at)  # type: ignore[union-attr]
     # The due-parks index is sparse: only an input park with a resume_at carries its keys.
-    if record.status == SessionStatus.AWAITING_INPUT and record.resume_at:
+    # A park's wake instant: an input park's until, or any park's deadline when it comes first (§5.11).
+    if record.status in PARKED_STATUSES and record.wake_at:
         attrs["due_shard"] = _s(due_shard(record.session_id))
-        attrs["resume_at"] = _s(record.resume_at)
+        attrs["resume_at"] = _s(record.wake_at)
     if ttl_days is not None and is_finished(record.status):
         expires = parse_instant(record.updated_at) + timedelta(days=ttl_days)
         attrs["ttl"] = _n(int(expires.timestamp()))
@@ -269,7 +270,7 @@ def head_of_item(item: dict[str, Any]) -> SessionHead:
         workflow=item["workflow"]["S"],
         status=status,
         lease=Lease(owner=owner, expires_at=expires) if owner and expires else None,
-        resume_at=_str(item, "resume_at") if status == SessionStatus.AWAITING_INPUT else None,
+        resume_at=_str(item, "resume_at") if status in PARKED_STATUSES else None,
         updated_at=item["updated_at"]["S"],
     )
 

@@ -125,8 +125,12 @@ class AwsStore(AwsFiles, StoreFallbacks):
             "#pk": "pk",
             "#version": "version",
         }
-        filters = ["#status = :waiting"]
-        values: dict[str, Any] = {":now": {"S": now}, ":waiting": {"S": str(SessionStatus.AWAITING_INPUT)}}
+        filters = ["#status IN (:waiting, :deciding)"]  # a decision park is due at its deadline (§5.11)
+        values: dict[str, Any] = {
+            ":now": {"S": now},
+            ":waiting": {"S": str(SessionStatus.AWAITING_INPUT)},
+            ":deciding": {"S": str(SessionStatus.AWAITING_DECISION)},
+        }
         if workflow is not None:
             names["#wf"] = "workflow"
             filters.append("#wf = :wf")

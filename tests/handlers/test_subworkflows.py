@@ -106,3 +106,31 @@ def test_a_decision_sent_to_the_caller_through_the_deliver_function_decides_the_
     body = json.loads(answer["body"])
     assert (body["kind"], body["reply"]) == ("completed", "Your refund of 40 EUR is approved.")
     assert d.collaborators.agent.store.load("refund-7~ask:lookup:1").position == "approved"
+
+
+def deliver_event(session_id: str) -> dict[str, Any]:
+    evt = event("apigw_deliver.json")
+    evt["rawPath"] = f"/sessions/{session_id}/deliveries"
+    evt["pathParameters"] = {"id": session_id}
+    return evt
+
+
+def test_a_delivery_addressed_to_the_childs_id_through_the_deliver_function_finishes_the_pair(deploy, caller):
+    """Issue 22 item 2: the child's id (its lifecycle events name it) reaches the pair through its caller."""
+    script = [
+        {"call": {"archmax_workflow_lookup": {}}},
+        {"say": "Which order?", "call": {"archmax_wait": {"reason": "the order number"}}},  # the child
+        {"say": "ORD-1001 is on its way."},  # the child, resumed by the delivery
+        {"say": "Your order ORD-1001 is on its way."},  # the caller, back in 'ask'
+    ]
+    d = deploy(script, caller)
+    agent = d.collaborators.agent
+    agent.workflow.send("AAQk-1", "Where is my order?")
+
+    answer = d.call("deliver", deliver_event("AAQk-1~ask:lookup:1"))
+
+    assert answer["statusCode"] == 200, answer
+    assert agent.sessions.get("AAQk-1~ask:lookup:1").status == "completed"
+    assert agent.sessions.get("AAQk-1").status == "completed"
+    notes = [m.content for m in agent.sessions.messages("AAQk-1") if m.role == "tool"]
+    assert "[sub-workflow: lookup] ORD-1001 is on its way." in notes

@@ -643,3 +643,58 @@ def stream_batch(positions: list[tuple[str, int]]) -> dict[str, Any]:
 
 def _sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+# --------------------------------------------------------------------------- caller and child (issue 22)
+
+SUB_SLUG = "sub"
+PAIR_WORKFLOW = {
+    **WORKFLOW,
+    "states": {
+        **WORKFLOW["states"],
+        "work": {**WORKFLOW["states"]["work"], "tools": {"allow": ["lookup", f"archmax_workflow_{SUB_SLUG}"]}},
+    },
+}
+"""The reliability workflow whose ``work`` state may call the child ``sub`` (§5.10)."""
+SUB_WORKFLOW = {
+    "instructions": "Do what the plan asks: act:<word> names the move.",
+    "states": {
+        "work": {
+            "triggers": {"manual": {"requires": [{"name": "plan", "type": "string"}]}},
+            "tools": {"allow": ["lookup"]},
+            "transitions": [{"to": "review", "description": "A person checks the work."}],
+        },
+        "review": WORKFLOW["states"]["review"],
+        "done": None,
+    },
+}
+"""The child: the same shape (so a decision's edges fit both), its plan passed as the call's argument."""
+
+
+@dataclass
+class PairWorld(World):
+    """A :class:`World` whose sessions call the child workflow ``sub``; children live in the same store.
+
+    The model is :class:`~.model.PairReactiveModel` (on the world's clock). ``restart`` builds the agent
+    with the child given at assembly (``create_agent(workflows=...)``).
+    """
+
+    def __post_init__(self) -> None:
+        from .model import PairReactiveModel
+
+        self.model = PairReactiveModel(self.clock)
+        super().__post_init__()
+
+    def restart(self) -> None:
+        super().restart()
+        self.workflow = workflow_from_dict(PAIR_WORKFLOW, "reliability")
+        self.agent = create_agent(
+            self.workflow,
+            self.store,
+            FaultyModel(self.model, self.faults),
+            clock=self.clock,
+            lease_ttl_s=LEASE_TTL_S,
+            tools=[lookup],
+            workflows={SUB_SLUG: workflow_from_dict(SUB_WORKFLOW, SUB_SLUG)},
+        )
+        self.host = Host(self.agent, self.inbox, clock=self.clock, lease_ttl_s=LEASE_TTL_S)

@@ -114,8 +114,18 @@ def check_inbox(ledger: Ledger, inbox: Any, records: dict[str, Checkpoint]) -> N
         check(item.status != "failed", f"{where} was accepted but marked failed: {item.error}")
         rec = records.get(event.session_id)
         tokens = applied_tokens(rec.messages) if rec else []
-        check(tokens.count(event.n) == 1, f"{where} is done but its event was applied {tokens.count(event.n)} times")
-        if record.fresh:
+        # A caller parked through its child forwards the event to the child, and one addressed to a child
+        # reaches the pair through its caller (§5.10): the caller and its children count together.
+        root = event.session_id.split("~", 1)[0]
+        family = [
+            n
+            for sid, r in records.items()
+            if sid != event.session_id and sid.split("~", 1)[0] == root
+            for n in applied_tokens(r.messages)
+        ]
+        count = tokens.count(event.n) + family.count(event.n)
+        check(count == 1, f"{where} is done but its event was applied {count} times")
+        if record.fresh and event.n in tokens:  # arrival order within the session's own transcript
             by_session.setdefault(event.session_id, []).append((item.seq, tokens.index(event.n)))
     for sid, pairs in by_session.items():
         positions = [pos for _seq, pos in sorted(pairs)]
@@ -241,3 +251,115 @@ def check_outbox(committed: set[str], sent: list[str], unrecorded: set[str], rec
     for key, count in sorted(counts.items()):
         allowed = 2 if key in unrecorded else 1
         check(count <= allowed, f"outbox entry {key} was sent {count} times (at most {allowed})")
+
+
+# --------------------------------------------------------------------------- caller and child (issue 22)
+
+
+def order_problems(messages: list[Message]) -> list[str]:
+    """The stored transcript's rule: each assistant message's tool calls are answered by the tool
+    messages directly after it, in order, and no tool message stands anywhere else (§5, §7)."""
+    problems: list[str] = []
+    i = 0
+    while i < len(messages):
+        m = messages[i]
+        if m.role == "assistant" and m.tool_calls:
+            ids = [c.id for c in m.tool_calls]
+            got = [x.tool_call_id for x in messages[i + 1 : i + 1 + len(ids)] if x.role == "tool"]
+            if got != ids:
+                problems.append(f"message {i} calls {ids}, the next messages answer {got}")
+            i += 1 + len(ids)
+            continue
+        if m.role == "tool":
+            problems.append(f"tool message {i} answers no call right before it")
+        i += 1
+    return problems
+
+
+def openai_order_problems(kwargs: dict[str, Any]) -> list[str]:
+    """OpenAI chat completions (``to_chat``): an assistant message with ``tool_calls`` is followed by one
+    ``tool`` message per call id before any other message; no ``tool`` message stands elsewhere."""
+    messages = kwargs["messages"]
+    problems: list[str] = []
+    i = 0
+    while i < len(messages):
+        m = messages[i]
+        if m["role"] == "assistant" and m.get("tool_calls"):
+            ids = [c["id"] for c in m["tool_calls"]]
+            got = [x.get("tool_call_id") for x in messages[i + 1 : i + 1 + len(ids)] if x["role"] == "tool"]
+            if sorted(got) != sorted(ids):
+                problems.append(f"openai message {i} calls {ids}, answered next by {got}")
+            i += 1 + len(ids)
+            continue
+        if m["role"] == "tool":
+            problems.append(f"openai tool message {i} answers no call right before it")
+        i += 1
+    return problems
+
+
+def converse_order_problems(kwargs: dict[str, Any]) -> list[str]:
+    """Bedrock Converse (``to_converse``): turns alternate, and an assistant turn's ``toolUse`` ids are
+    answered by the ``toolResult`` blocks of the very next turn; no ``toolResult`` answers anything else."""
+    turns = kwargs["messages"]
+    problems: list[str] = []
+    for i, turn in enumerate(turns):
+        if i and turns[i - 1]["role"] == turn["role"]:
+            problems.append(f"converse turns {i - 1} and {i} are both {turn['role']}")
+        asked = [b["toolUse"]["toolUseId"] for b in turn["content"] if "toolUse" in b]
+        results = [b["toolResult"]["toolUseId"] for b in turn["content"] if "toolResult" in b]
+        before = [b["toolUse"]["toolUseId"] for b in turns[i - 1]["content"] if "toolUse" in b] if i else []
+        if results and sorted(results) != sorted(before):
+            problems.append(f"converse turn {i} answers {results}, the turn before asked {before}")
+        if asked and i + 1 < len(turns):
+            answered = [b["toolResult"]["toolUseId"] for b in turns[i + 1]["content"] if "toolResult" in b]
+            if sorted(answered) != sorted(asked):
+                problems.append(f"converse turn {i} asks {asked}, the next turn answers {answered}")
+    return problems
+
+
+def request_order_problems(request: Any) -> list[str]:
+    """Every adapter's view of one model request: the engine's messages (what ``ScriptedModel`` and the
+    reactive model read), the OpenAI chat request and the Bedrock Converse request built from it."""
+    from archmax.models.bedrock import to_converse
+    from archmax.models.openai import to_chat
+
+    return (
+        [f"request: {p}" for p in order_problems(list(request.messages))]
+        + openai_order_problems(to_chat(request, "gpt-test"))
+        + converse_order_problems(to_converse(request, "amazon.nova-lite-v1:0", max_tokens=256))
+    )
+
+
+def check_requests(problems: list[tuple[str, str]]) -> None:
+    """No model request of the schedule broke tool-call order in any adapter (collected as they were made)."""
+    if problems:
+        sid, text = problems[0]
+        raise Violation(f"{sid}: a model request breaks tool-call order: {text} ({len(problems)} in all)")
+
+
+def unleased_running(records: dict[str, Checkpoint], now: str) -> set[str]:
+    """Sessions ``running`` whose lease is missing or expired at ``now``: nobody is working on them."""
+    return {
+        sid
+        for sid, rec in records.items()
+        if rec.status == SessionStatus.RUNNING and (rec.lease is None or not rec.lease.live_at(now))
+    }
+
+
+def check_pairs(records: dict[str, Checkpoint]) -> None:
+    """After recovery, each caller and its child agree (§5.10).
+
+    A caller parked through a child names an existing child parked on the same channel, so a finished
+    child's completion reached its caller: no caller still waits on it. (A child whose caller moved on
+    is an ordinary session: a firing may open a turn on it like on any finished session.)
+    """
+    for sid, rec in records.items():
+        d = rec.delegation
+        if d is not None and rec.status in (SessionStatus.AWAITING_INPUT, SessionStatus.AWAITING_DECISION):
+            child = records.get(d.session_id)
+            check(child is not None, f"{sid} is parked through child {d.session_id}, which does not exist")
+            check(
+                child.status == rec.status,
+                f"{sid} is {rec.status} through child {d.session_id}, which is {child.status}: "
+                "the child's news never reached its caller",
+            )

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from archmax.engine import decide, deliver, expire, recover, reply, turn
+from archmax.engine import decide, deliver, expire, forwarding, recover, reply, turn
 from archmax.engine.claims import Applied
 from archmax.engine.runtime import Runtime
 from archmax.session.firing import Decide, Deliver, EngineFiring, Expire, Recover, Reply, Send, Turn
@@ -49,7 +49,8 @@ def apply(rt: Runtime, firing: EngineFiring, *, riders: Riders | None = None) ->
     Raises:
         Every typed refusal of the firing's kind (BEHAVIOUR.md §3.4–§3.9, §3.12); nothing is written.
     """
-    return _route(rt, firing, riders)
+    rt, firing = forwarding.addressed(rt, firing)  # a child's id reaches the pair through its caller (§5.10)
+    return forwarding.caught_up(rt, firing, _route(rt, firing, riders))  # and the child's news reaches it
 
 
 def _route(rt: Runtime, firing: EngineFiring, riders: Riders | None) -> Applied:
@@ -71,8 +72,12 @@ def _route(rt: Runtime, firing: EngineFiring, riders: Riders | None) -> Applied:
 
 
 def run_child(rt: Runtime, firing: EngineFiring) -> Applied:
-    """The :class:`~archmax.engine.runtime.FiringRunner` of sub-workflow children: :func:`apply`, nothing riding."""
-    return apply(rt, firing)
+    """The :class:`~archmax.engine.runtime.FiringRunner` of sub-workflow children: nothing riding.
+
+    The caller drives its own child here, so the firing goes to the child itself, never back through
+    the caller (:func:`~archmax.engine.forwarding.addressed` is for firings from outside).
+    """
+    return _route(rt, firing, None)
 
 
 __all__ = ["Applied", "Door", "apply", "run_child"]

@@ -10,21 +10,26 @@ never imports the kinds it forwards for.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any, NamedTuple
 
 from archmax.engine.claims import Applied, build_outcome, claim_park, guarded, open_work
-from archmax.engine.deliveries import remember_delivery
+from archmax.engine.deliveries import refuse_duplicate, remember_delivery
 from archmax.engine.firing_rule import parked_channel, preflight_model
 from archmax.engine.loop import TurnLoop
 from archmax.engine.runtime import Runtime
 from archmax.engine.subworkflows import forwarded
-from archmax.engine.work import Work
+from archmax.engine.work import Work, waiting_on_child
 from archmax.errors import (
     CommitConflictError,
     InvalidDecisionTargetError,
     SessionNotAwaitingInputError,
     SessionNotParkedError,
+    SessionStateError,
+    WorkflowSpecError,
 )
+from archmax.session.firing import EngineFiring, Recover, Turn
+from archmax.session.ids import SessionId, parent_session_id
 from archmax.session.records import Checkpoint, ForwardedDelivery, SessionStatus
 from archmax.session.results import Outcome
 from archmax.stores.riders import Riders
@@ -85,20 +90,44 @@ def forward_delivery(
         delivery_id=parts.delivery_id,
         child_version=child.version,
     )
+    park = rec.model_copy(update={})  # the caller's park as it stands (fields only; messages are shared)
     work = _claim_caller(rt, rec, warnings, riders, after="delivery", delivery_id=parts.delivery_id, forward=forward)
     answers: list[Outcome | None] = []
 
     def body() -> None:
-        answers.append(
-            resume(
-                child_rt, child, parts.trigger, parts.variables, parts.message, parts.prepared, "deliver", [],
-                parts.delivery_id,
-            ).outcome
-        )  # fmt: skip
+        try:
+            with waiting_on_child(work):
+                answers.append(
+                    resume(
+                        child_rt, child, parts.trigger, parts.variables, parts.message, parts.prepared, "deliver", [],
+                        parts.delivery_id,
+                    ).outcome
+                )  # fmt: skip
+        except SessionStateError:
+            _refused_by_child(rt, work, park, child_rt, child.session_id)
+            raise
         forwarded(work.record)
         TurnLoop(rt, work).run()
 
     return _with_child_reply(guarded(rt, work, body, disposition), answers)
+
+
+def _refused_by_child(rt: Runtime, work: Work, park: Checkpoint, child_rt: Runtime, child_id: str) -> None:
+    """The child moved on after the caller was claimed: the delivery was not applied (issue 22 item 1).
+
+    It is not remembered, and the caller is not left ``running`` without a lease: while the child's
+    own turn runs the caller goes back to its park; otherwise it catches up with its child now.
+    """
+    record = work.record
+    record.delivery_ids = list(park.delivery_ids)
+    forwarded(record)
+    now = child_rt.store.load(child_id)
+    if now is not None and now.status == SessionStatus.RUNNING:
+        record.status, record.pending_input, record.park_phase = park.status, park.pending_input, park.park_phase
+        record.delegation = park.delegation
+        work.release()
+        return
+    TurnLoop(rt, work).run()
 
 
 def forward_reply(
@@ -118,6 +147,9 @@ def forward_reply(
     result carries the child's answer and ``delegation``.
     """
     child_rt, child = child_of(rt, rec, "decision")
+    # The child remembers the reply's delivery id (the caller stays parked, unclaimed): a redelivery to
+    # the caller is a duplicate there (issue 22: each event applied once across the pair).
+    refuse_duplicate(child_rt.store, child, delivery_id, child.session_id)
     child_answer = answer(child_rt, child, message, [], delivery_id).outcome
     assert child_answer is not None  # a reply always answers
     work = open_work(rt, rec, rec.version, warnings=warnings)  # nothing claimed
@@ -172,7 +204,8 @@ def forward_decision(
     answers: list[Outcome | None] = []
 
     def body() -> None:
-        answers.append(decide(child_rt, child, target, comment).outcome)
+        with waiting_on_child(work):
+            answers.append(decide(child_rt, child, target, comment).outcome)
         TurnLoop(rt, work).run()
 
     return _with_child_reply(guarded(rt, work, body, "decide"), answers)
@@ -184,7 +217,7 @@ def _claim_caller(
     warnings: list[str],
     riders: Riders | None,
     *,
-    after: str,
+    after: str | None,
     delivery_id: str | None = None,
     forward: ForwardedDelivery | None = None,
 ) -> Work:
@@ -220,3 +253,75 @@ def _with_child_reply(applied: Applied, answers: list[Outcome | None]) -> Applie
     if outcome is None or outcome.reply or not answers or answers[0] is None:
         return applied
     return Applied(outcome.model_copy(update={"reply": answers[0].reply}), applied.record)
+
+
+# ---------------------------------------------------------------------------------------- addressing
+
+
+def addressed(rt: Runtime, firing: EngineFiring) -> tuple[Runtime, EngineFiring]:
+    """Where a firing goes: one addressed to a child's id reaches the pair through its caller (§5.10).
+
+    A child id (``<caller>~<state>:<slug>:<n>``, §4.1) whose caller's call in flight names it is
+    applied as if sent to the caller (delivery, reply, decision, send, recovery of a turn the caller
+    runs): the caller is claimed first, so of a firing at the caller and one at its child exactly one
+    proceeds, and the child's news always reaches the caller. Any other session of another workflow
+    (a child whose caller moved on) runs under its own workflow's runtime. Ids without a caller, and
+    ``Turn`` firings, go where they were sent. The caller's own caller is looked up the same way.
+
+    Returns:
+        ``(runtime, firing)`` to apply.
+    """
+    sid = getattr(firing, "session_id", None)
+    parent = parent_session_id(sid) if sid is not None and not isinstance(firing, Turn) else None
+    if parent is None:
+        return rt, firing
+    caller = rt.store.load(parent)
+    d = caller.delegation if caller is not None else None
+    recovering_a_parked_caller = (
+        isinstance(firing, Recover) and caller is not None and caller.status != SessionStatus.RUNNING
+    )
+    if caller is not None and d is not None and d.session_id == sid and not recovering_a_parked_caller:
+        caller_rt = _runtime_of(rt, caller.workflow)
+        if caller_rt is not None:
+            return addressed(caller_rt, replace(firing, session_id=SessionId(parent)))
+    rec = rt.store.load(sid)
+    own = _runtime_of(rt, rec.workflow) if rec is not None else None
+    return (own or rt), firing
+
+
+def _runtime_of(rt: Runtime, slug: str) -> Runtime | None:
+    """The runtime of workflow ``slug`` as ``rt``'s registry finds it; ``None`` when it cannot."""
+    if slug == rt.workflow.slug:
+        return rt
+    try:
+        return rt.workflows.runtime(slug, rt.workflow)
+    except WorkflowSpecError:
+        return None
+
+
+def caught_up(rt: Runtime, firing: EngineFiring, applied: Applied) -> Applied:
+    """After a firing applied to a child itself, its caller learns the child's news (§5.10).
+
+    A caller parked through a child whose status no longer matches (the child finished, or parks on
+    another channel: a pair written before firings at a child went through its caller, or a child
+    recovered on its own) is claimed and settles now: it mirrors the child's park or takes its result.
+    Firings to any other session are answered as they were.
+    """
+    sid = getattr(firing, "session_id", None)
+    parent = parent_session_id(sid) if sid is not None and not isinstance(firing, Turn) else None
+    caller = rt.store.load(parent) if parent is not None else None
+    if caller is None or caller.delegation is None or caller.delegation.session_id != sid:
+        return applied
+    child = rt.store.load(sid)
+    if child is None or child.status == caller.status or child.status == SessionStatus.RUNNING:
+        return applied
+    if caller.status not in (SessionStatus.AWAITING_INPUT, SessionStatus.AWAITING_DECISION):
+        return applied
+    caller_rt = _runtime_of(rt, caller.workflow)
+    if caller_rt is None:
+        return applied
+    try:
+        work = _claim_caller(caller_rt, caller, [], None, after=caller.delegation.after)
+    except SessionStateError:
+        return applied  # another firing claimed the caller first: it settles with the child
+    return guarded(caller_rt, work, lambda: TurnLoop(caller_rt, work).run(), "turn")

@@ -127,6 +127,10 @@ class HookRunner:
         """
         rec = self.loop.rec
         moves = {"from_state": source, "to_state": target, "reason": reason}
+        # A hook's verdict is a commit point (§9.3): the batch that ran it ends in a commit, so a crash
+        # after it never runs the hook again and a `correct` it spent stays spent (issue 22 item 5).
+        if self.wf.states[source].after or self.wf.states[target].before:
+            self.loop.side_effect()
         result = self.run(source, "after", **moves)
         if result.passed:
             result = self.run(target, "before", **moves)

@@ -63,6 +63,8 @@ class TurnLoop:
         self.handoff_directive: str | None = None
         self.hooks = HookRunner(self)
         self._side_effects = False
+        self.after_batch: list[Message] = []
+        """Messages a tool call adds for after its message's results (a child's park message, §5.10)."""
 
     @property
     def rec(self) -> Checkpoint:
@@ -195,7 +197,9 @@ class TurnLoop:
                 except concurrent.futures.TimeoutError:
                     pool.shutdown(wait=False, cancel_futures=True)
                     if handoff is None:
-                        rec.pending_failure = f"state '{slug}' model call exceeded its time budget (timeoutMs: {timeout_ms})"
+                        rec.pending_failure = (
+                            f"state '{slug}' model call exceeded its time budget (timeoutMs: {timeout_ms})"
+                        )
                     return None
                 pool.shutdown(wait=False)
         except TURN_FAILING_MODEL_ERRORS as exc:  # a retry cannot cure it: the turn fails (§5.7)
@@ -226,7 +230,9 @@ class TurnLoop:
         if text.strip() and announce:
             self.rt.events.emit(rec, "agent_text", text=text)
         for call in calls:
-            self._append_result(call, blocked(f"{call.name} rejected: the session is parked; this call only writes a message"))
+            self._append_result(
+                call, blocked(f"{call.name} rejected: the session is parked; this call only writes a message")
+            )
 
     # ------------------------------------------------------------------ parks
 
@@ -341,8 +347,16 @@ class TurnLoop:
         """Run one message's tool calls in order (§5)."""
         self._advanced_to: str | None = None
         self._batch_size = len(calls)
+        self.after_batch = []
         for call in calls:
             self._append_result(call, self._dispatch(slug, call))
+        # Every call is answered right after its message; what a call adds for the reader comes after.
+        self.rec.messages.extend(self.after_batch)
+        self.after_batch = []
+
+    def side_effect(self) -> None:
+        """Something outside the record happened in this batch (a hook's verdict): commit it with the batch (§9.3)."""
+        self._side_effects = True
 
     def _is_parked(self) -> bool:
         return self.rec.status in PARKED_STATUSES

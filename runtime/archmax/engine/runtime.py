@@ -17,7 +17,7 @@ from archmax.engine.events import EventEmitter
 from archmax.engine.tools import HostTool
 from archmax.models.base import Model
 from archmax.session.paths import SessionPath
-from archmax.session.records import Checkpoint, TrailStep
+from archmax.session.records import Checkpoint, Message, TrailStep
 from archmax.spec import Workflow
 from archmax.stores.base import SessionStore
 
@@ -52,9 +52,16 @@ class RunningTurn(Protocol):
     rt: Runtime
     work: Work
 
+    after_batch: list[Message]
+    """Messages to add after the current message's tool results (never between a call and its result)."""
+
     @property
     def rec(self) -> Checkpoint:
         """The record the turn is building."""
+        ...
+
+    def side_effect(self) -> None:
+        """Mark the current batch as having a side effect outside the record: the batch ends in a commit."""
         ...
 
 

@@ -24,6 +24,7 @@ from typing import Any
 from archmax.engine.firing_rule import lease_live, parked_channel
 from archmax.engine.placement import place_files, prepare_files, session_file_exists
 from archmax.engine.runtime import RunningTurn, Runtime
+from archmax.engine.work import waiting_on_child
 from archmax.errors import (
     ArchmaxError,
     CallerError,
@@ -261,13 +262,15 @@ def settle(loop: RunningTurn, *, answering: bool = False) -> tuple[str, str] | N
     d = rec.delegation
     assert d is not None
     child_rt = rt.workflows.runtime(d.workflow, rt.workflow)
-    if d.forward is not None:  # a delivery claimed for the child by a process that died before handing it over
-        _hand_over(child_rt, d)
-        forwarded(rec)
-        d = rec.delegation
-        assert d is not None
+    with waiting_on_child(loop.work):
+        if d.forward is not None:  # a delivery claimed for the child by a process that died before handing it over
+            _hand_over(child_rt, d)
+            forwarded(rec)
+            d = rec.delegation
+            assert d is not None
     try:
-        child = _drive(child_rt, d, rec)
+        with waiting_on_child(loop.work):
+            child = _drive(child_rt, d, rec)
     except SessionStateError:
         raise  # another writer holds the child: nothing is decided, the caller's turn stays resumable
     except (CallerError, WorkflowError, SessionStoreCapabilityError) as exc:
@@ -281,7 +284,12 @@ def settle(loop: RunningTurn, *, answering: bool = False) -> tuple[str, str] | N
         try:
             text = _result_text(rt, child_rt, rec, child)
         except ArchmaxError as exc:
-            return _finish(loop, "failed", f"sub-workflow '{d.workflow}' returned a file that could not be copied: {exc}", answering)
+            return _finish(
+                loop,
+                "failed",
+                f"sub-workflow '{d.workflow}' returned a file that could not be copied: {exc}",
+                answering,
+            )
         return _finish(loop, "ok", text, answering)
     if child.status == SessionStatus.FAILED and child.raised is not None:
         why = f"raised '{child.raised.code}' in state '{child.raised.state}': {child.raised.reason}"
@@ -389,7 +397,11 @@ def _mirror_park(loop: RunningTurn, child: Checkpoint, channel: str, answering: 
     rec.park_phase = "suspend"  # the child wrote the park message; the caller spends no handoff call
     message = _park_message(child)
     if message:  # what the person reads is the caller's too (its Outcome.reply, a mail a host sends)
-        rec.messages.append(Message(role="assistant", content=message, handoff=True))
+        # Answering the call, the message goes after the call's result: never between a call and its
+        # result, which OpenAI-compatible endpoints refuse (issue 22 item 4).
+        (loop.after_batch if answering else rec.messages).append(
+            Message(role="assistant", content=message, handoff=True)
+        )
         rt.events.emit(rec, "agent_text", text=message)
     text = (
         f"Sub-workflow '{d.workflow}' (session '{d.session_id}') is parked, {waiting}. This session is parked "

@@ -13,6 +13,9 @@ crash repeats at most model calls and control tools, never a side effect.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import timedelta
 
@@ -22,6 +25,25 @@ from archmax.outbound.settled import settled_in
 from archmax.session.records import Checkpoint, Lease, Usage, stamp_park
 from archmax.stores.base import SessionStore
 from archmax.stores.riders import Riders
+
+_WAITING: ContextVar[tuple[Work, ...]] = ContextVar("archmax_callers_waiting_on_a_child", default=())
+"""The operations of the callers whose child runs in this context, outermost first."""
+
+
+@contextmanager
+def waiting_on_child(caller: Work) -> Iterator[None]:
+    """While a caller's child runs, every lease commit of the child renews the caller's lease when due.
+
+    The caller waits inside its ``archmax_workflow_*`` call (or a forwarded firing) for as long as the
+    child's turn takes; without this a sweep would take the caller over once its own lease ran out
+    (§3.12), and the live operation would lose it. A renewal commits the caller's record as it stands,
+    which is what it last committed (the call in flight, or the claim of a forwarded firing).
+    """
+    token = _WAITING.set((*_WAITING.get(), caller))
+    try:
+        yield
+    finally:
+        _WAITING.reset(token)
 
 
 @dataclass
@@ -110,7 +132,9 @@ class Work:
             if message.ts is None:
                 message.ts = ms
         rec.lease = (
-            Lease(owner=self.owner, expires_at=format_instant(now + timedelta(seconds=self.lease_ttl_s))) if lease else None
+            Lease(owner=self.owner, expires_at=format_instant(now + timedelta(seconds=self.lease_ttl_s)))
+            if lease
+            else None
         )
         if not lease:
             # the turn's outbound messages ride its last commit; only entries known sent leave (issue 20 item 1)
@@ -126,6 +150,11 @@ class Work:
         self.holds_lease = lease
         self._unstamped = len(rec.messages)
         self._renew_at = now + timedelta(seconds=self.lease_ttl_s / 2)
+        waiting = _WAITING.get()
+        if lease and all(caller is not self for caller in waiting):
+            for caller in waiting:  # a child's progress keeps its callers' leases alive (issue 22 item 3)
+                if caller.holds_lease:
+                    caller.step()
 
     def spend(self, usage: Usage | None) -> None:
         """Add a model call's usage to the operation's and the session's totals."""

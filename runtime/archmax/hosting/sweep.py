@@ -13,7 +13,7 @@ stream record ran out of retries), a finished session's too.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterable
 from typing import TYPE_CHECKING, Any
 
 from archmax.clock import format_instant, parse_instant
@@ -25,7 +25,7 @@ from archmax.errors import (
     SessionStoreCapabilityError,
 )
 from archmax.session.records import SessionStatus
-from archmax.stores.base import Capability
+from archmax.stores.base import Capability, SessionStore
 
 if TYPE_CHECKING:
     from archmax.agent import Agent
@@ -150,7 +150,8 @@ def recover_stale(
     """Continue every turn of the agent's workflow whose process died (DESIGN.md §3 "Inbox").
 
     Selection: sessions of ``agent.spec.slug`` whose status is ``running`` and whose lease expired
-    (``expires_at <= now``) or is missing (``store.stale``), sorted by id, less ``exclude``. Each is
+    (``expires_at <= now``) or is missing (``store.stale``), sorted by id, then the stale children
+    whose first caller is of that workflow (issue 22), less ``exclude``. Each is
     handed to ``agent.workflow.recover``, which takes the lease over (§3.12) and continues the turn
     with nothing added. A session another process got to first (its lease live again, or a commit
     lost: ``SessionNotResumableError``), or that is no longer mid-turn (``recover`` answers
@@ -178,9 +179,33 @@ def recover_stale(
     """
     instant = _listing_instant(agent, now)
     skip = set(exclude)
-    stale = [session_id for session_id in agent.store.stale(instant, workflow=agent.spec.slug) if session_id not in skip]
+    own = agent.store.stale(instant, workflow=agent.spec.slug)
+    stale = [session_id for session_id in own + _stale_children(agent, instant) if session_id not in skip]
     # SessionNotResumableError covers CommitConflictError: another sweep took the session over first.
     return _drive(stale, agent.workflow.recover, SessionNotResumableError, on_error, on_outcome)
+
+
+def _stale_children(agent: Agent, instant: str) -> list[str]:
+    """Stale children (sub-workflow sessions, §5.10) whose first caller is of the agent's workflow, sorted.
+
+    A child runs another workflow, so the workflow's own listing misses it; its caller's stack
+    recovers it (``recover`` on a child's id reaches the pair through its caller while the caller
+    runs, else continues the child under its own workflow).
+    """
+    return _children_of(agent.store, agent.store.stale(instant), agent.spec.slug)
+
+
+def _children_of(store: SessionStore, session_ids: Iterable[str], workflow: str) -> list[str]:
+    """The child ids (``<caller>~...``, §4.1) among ``session_ids`` whose first caller runs ``workflow``, sorted."""
+    out = []
+    for session_id in session_ids:
+        root = session_id.split("~", 1)[0]
+        if root == session_id:
+            continue
+        head = store.head(root)
+        if head is not None and head.workflow == workflow:
+            out.append(session_id)
+    return sorted(out)
 
 
 def _listing_instant(agent: Agent, now: str | None) -> str:
@@ -254,7 +279,10 @@ def send_outbox(
     if dispatcher is None or Capability.LIST not in store.capabilities:
         return []
     results: list[tuple[str, str]] = []
-    for session_id in store.outbox_pending(workflow=workflow):
+    pending = list(store.outbox_pending(workflow=workflow))
+    if workflow is not None:  # children run other workflows: their caller's stack sends theirs too (issue 22)
+        pending += _children_of(store, store.outbox_pending(), workflow)
+    for session_id in pending:
         try:
             record = store.load(session_id)
             if record is None:

@@ -23,6 +23,7 @@ CASES = [
     (e.MissingDeliveryTriggerError("s"), 400),
     (e.UnknownTriggerError("t", ["a"], session_id="s"), 400),
     (e.UnknownSessionTriggerError("t", ["a"], session_id="s"), 400),
+    (e.MisspeltTriggerError("email_replly", ["email_reply"], "email_reply", session_id="s"), 400),
     (e.UnknownArtifactError("x", ["trail"], session_id="s"), 400),
     (e.InvalidDecisionTargetError("x", ["a"], session_id="s"), 400),
     (e.UnauthenticatedEventError("no signature"), 401),

@@ -26,6 +26,7 @@ ERROR_STATUS: dict[type[e.ArchmaxError], int] = {
     e.EmptyMessageError: 400,
     e.MissingDeliveryTriggerError: 400,
     e.UnknownTriggerError: 400,
+    e.MisspeltTriggerError: 400,
     e.UnknownSessionTriggerError: 400,
     e.InvalidDecisionTargetError: 400,
     e.AttachmentLimitError: 413,

@@ -41,6 +41,7 @@ def template_model() -> str:
     template = yaml.load((REPO / "template.yaml").read_text(), Loader=_Template)  # noqa: S506 (SafeLoader subclass)
     return str(template["Parameters"]["ModelId"]["Default"])
 
+
 _PROBE = """
 import sys, time
 started = time.perf_counter()

@@ -363,7 +363,10 @@ def main(argv: list[str] | None = None) -> int:
     rows.append(
         [
             f"cycle bytes written at ~{SMALL} → ~{LARGE} msgs",
-            *[f"{written[label][0] / 1024:.1f} → {written[label][1] / 1024:.1f} KB (×{growth[label]:.1f})" for label in labels],
+            *[
+                f"{written[label][0] / 1024:.1f} → {written[label][1] / 1024:.1f} KB (×{growth[label]:.1f})"
+                for label in labels
+            ],
             "≤ ×1.5",
             _verdict(growth[pub] <= 1.5 and growth[lam] <= 1.5),
         ]

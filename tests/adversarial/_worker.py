@@ -52,16 +52,12 @@ def die_mid_tool(root: Path) -> None:
 
     store = FilesystemStore(root)
     clock = FakeClock("2025-01-01T00:00:00.000Z")
-    agent = create_agent(
-        workflow_from_dict(TOOLED, "demo"), store, _Charge(), clock=clock, tools=[charge_card]
-    )
+    agent = create_agent(workflow_from_dict(TOOLED, "demo"), store, _Charge(), clock=clock, tools=[charge_card])
     agent.workflow.send("z", "charge me")
 
 
 def deliver(root: Path, session_id: str, now: str) -> None:
-    agent = create_agent(
-        workflow_from_dict(CHAT, "demo"), FilesystemStore(root), _Done(), clock=FakeClock(now)
-    )
+    agent = create_agent(workflow_from_dict(CHAT, "demo"), FilesystemStore(root), _Done(), clock=FakeClock(now))
     _wait_for_start(root)
     try:
         out = agent.workflow.deliver(session_id, trigger="timer", variables={"now": now})

@@ -308,8 +308,18 @@ def test_an_ses_receipt_with_missing_or_unsafe_fields_is_a_typed_400(deploy: Any
         lambda e: e.__setitem__("id", ["a"]),
         lambda e: e.__setitem__("source", ["aws.events"]),
     ],
-    ids=["source-ec2", "source-custom", "detail-type", "detail-list", "detail-not-json", "blank-id",
-         "replay-name-number", "replay-name-object", "id-list", "source-list"],  # fmt: skip
+    ids=[
+        "source-ec2",
+        "source-custom",
+        "detail-type",
+        "detail-list",
+        "detail-not-json",
+        "blank-id",
+        "replay-name-number",
+        "replay-name-object",
+        "id-list",
+        "source-list",
+    ],  # fmt: skip
 )
 def test_a_timer_event_of_the_wrong_shape_sweeps_nothing(deploy: Any, clock: FakeClock, mutate: Any) -> None:
     d = deploy(

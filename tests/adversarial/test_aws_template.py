@@ -199,7 +199,9 @@ def conditions(output: dict[str, Any], function: str, action: str) -> list[dict[
     ]
 
 
-@pytest.mark.parametrize(("function", "name"), [("SendFunction", "send"), ("DeliverFunction", "deliver"), ("TimerFunction", "timer")])
+@pytest.mark.parametrize(
+    ("function", "name"), [("SendFunction", "send"), ("DeliverFunction", "deliver"), ("TimerFunction", "timer")]
+)
 def test_a_function_may_invoke_exactly_itself(output: Any, function: str, name: str) -> None:
     arn = "arn:aws:lambda:us-east-1:123456789012:function:stk-"
     assert allowed(output, function, "lambda:InvokeFunction", arn + name)
@@ -211,15 +213,23 @@ def test_a_function_may_invoke_exactly_itself(output: Any, function: str, name: 
 
 @pytest.mark.parametrize("function", ["SendFunction", "DeliverFunction", "TimerFunction"])
 def test_bedrock_is_limited_to_the_model_the_model_id_parameter_names(output: Any, function: str) -> None:
-    assert allowed(output, function, "bedrock:InvokeModel", f"arn:aws:bedrock:us-east-1::foundation-model/{DEFAULT_MODEL}")
-    assert allowed(output, function, "bedrock:InvokeModel", f"arn:aws:bedrock:us-west-2::foundation-model/{DEFAULT_MODEL}")
+    assert allowed(
+        output, function, "bedrock:InvokeModel", f"arn:aws:bedrock:us-east-1::foundation-model/{DEFAULT_MODEL}"
+    )
+    assert allowed(
+        output, function, "bedrock:InvokeModel", f"arn:aws:bedrock:us-west-2::foundation-model/{DEFAULT_MODEL}"
+    )
     assert allowed(
         output, function, "bedrock:InvokeModel",
         f"arn:aws:bedrock:us-east-1:123456789012:inference-profile/{DEFAULT_MODEL}",
     )  # fmt: skip
     for other in ("anthropic.claude-3-opus-20240229-v1:0", "meta.llama3-70b-instruct-v1:0"):
-        assert not allowed(output, function, "bedrock:InvokeModel", f"arn:aws:bedrock:us-east-1::foundation-model/{other}")
-    assert not allowed(output, function, "bedrock:InvokeModel", "arn:aws:bedrock:us-east-1:123456789012:inference-profile/x")
+        assert not allowed(
+            output, function, "bedrock:InvokeModel", f"arn:aws:bedrock:us-east-1::foundation-model/{other}"
+        )
+    assert not allowed(
+        output, function, "bedrock:InvokeModel", "arn:aws:bedrock:us-east-1:123456789012:inference-profile/x"
+    )
 
 
 @pytest.mark.parametrize("function", FUNCTIONS)

@@ -63,9 +63,7 @@ def test_a_variables_file_that_is_not_utf8_is_a_usage_error(ws, capsys):
 
 @pytest.mark.parametrize("literal", ["NaN", "Infinity", "-Infinity"])
 def test_variables_holding_a_non_json_number_are_refused_not_stored_as_null(ws, capsys, literal):
-    code, _out, err = _run(
-        capsys, "run", "hi", "--session", "s1", "--variables", f'{{"x": {literal}}}', *ws["flags"]
-    )
+    code, _out, err = _run(capsys, "run", "hi", "--session", "s1", "--variables", f'{{"x": {literal}}}', *ws["flags"])
     assert code == 2
     assert err.startswith("error:")
     assert _stored(ws) == []

@@ -170,9 +170,7 @@ def test_a_host_tool_result_with_a_lone_surrogate_does_not_wedge_the_session():
         """Look something up."""
         return "half a pair: \udc80"
 
-    model = Answers(
-        ModelResponse(tool_calls=[ToolCall(id="c1", name="lookup", args={})]), ModelResponse(text="done")
-    )
+    model = Answers(ModelResponse(tool_calls=[ToolCall(id="c1", name="lookup", args={})]), ModelResponse(text="done"))
     agent, store = _agent(doc, model, tools=[lookup])
     assert agent.workflow.send("s", "hello").kind == "completed"
     rec = store.load("s")
@@ -192,9 +190,7 @@ def test_file_text_that_cannot_be_encoded_on_a_delivery_leaves_the_park_byte_for
     agent, store = _parked_chat()
     before = _snapshot(store, "s")
     with pytest.raises((ArchmaxError, ValueError)):
-        agent.workflow.deliver(
-            "s", trigger="email_reply", files={"f": {"name": "a.txt", "content": "\ud800"}}
-        )
+        agent.workflow.deliver("s", trigger="email_reply", files={"f": {"name": "a.txt", "content": "\ud800"}})
     assert _snapshot(store, "s") == before
 
 
@@ -207,10 +203,7 @@ def test_a_file_requirement_naming_an_unsafe_path_rejects_the_start_instead_of_c
     agent, store = _agent(UPLOAD, Answers(ModelResponse(text="never")))
     out = agent.workflow.send("s", "hello", trigger="upload", variables={"doc": path})
     assert out.kind == "rejected"
-    assert (
-        out.rejected
-        == "Refusing to start: trigger 'upload' requires 'doc', which this firing does not supply."
-    )
+    assert out.rejected == "Refusing to start: trigger 'upload' requires 'doc', which this firing does not supply."
     rec = store.load("s")
     assert rec.status == SessionStatus.REJECTED and rec.lease is None
 

@@ -77,9 +77,7 @@ class _Finish:
 def test_a_process_killed_mid_tool_call_is_taken_over_after_expiry_with_the_call_answered_interrupted(
     tmp_path,
 ):
-    proc = subprocess.run(
-        [sys.executable, str(WORKER), "die-mid-tool", str(tmp_path)], timeout=120, check=False
-    )
+    proc = subprocess.run([sys.executable, str(WORKER), "die-mid-tool", str(tmp_path)], timeout=120, check=False)
     assert proc.returncode == 17
 
     def charge_card(amount: int) -> str:
@@ -93,9 +91,7 @@ def test_a_process_killed_mid_tool_call_is_taken_over_after_expiry_with_the_call
 
     # Within the lease the session is still held by the dead writer.
     clock = FakeClock("2025-01-01T00:10:00.000Z")
-    agent = create_agent(
-        workflow_from_dict(TOOLED, "demo"), store, _Finish(), clock=clock, tools=[charge_card]
-    )
+    agent = create_agent(workflow_from_dict(TOOLED, "demo"), store, _Finish(), clock=clock, tools=[charge_card])
     before = crashed.model_dump_json()
     with pytest.raises(SessionNotResumableError):
         agent.workflow.send("z", "hello?")

@@ -166,9 +166,7 @@ def test_eight_processes_delivering_to_one_park_let_exactly_one_proceed_and_lose
     model = ScriptedModel(
         [{"say": "Checking tomorrow.", "call": {"archmax_wait": {"reason": "the posting", "until": "1d"}}}]
     )
-    agent = create_agent(
-        workflow_from_dict(CHAT, "demo"), store, model, clock=FakeClock("2025-01-01T00:00:00.000Z")
-    )
+    agent = create_agent(workflow_from_dict(CHAT, "demo"), store, model, clock=FakeClock("2025-01-01T00:00:00.000Z"))
     assert agent.workflow.send("b-1", "watch for the payment").kind == "parked"
 
     now = "2025-01-02T00:00:00.000Z"

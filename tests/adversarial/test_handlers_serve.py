@@ -148,7 +148,14 @@ def test_a_no_cors_post_from_a_web_page_is_refused_and_writes_nothing(server: An
 
 
 @pytest.mark.parametrize(
-    "origin", ["https://evil.example", "null", "http://127.0.0.1:1", "https://127.0.0.1:{port}", "http://localhost.evil.example:{port}"]
+    "origin",
+    [
+        "https://evil.example",
+        "null",
+        "http://127.0.0.1:1",
+        "https://127.0.0.1:{port}",
+        "http://localhost.evil.example:{port}",
+    ],
 )
 def test_a_cross_origin_request_is_a_403_even_with_a_json_body(server: Any, origin: str) -> None:
     origin = origin.format(port=server.port)
@@ -157,8 +164,12 @@ def test_a_cross_origin_request_is_a_403_even_with_a_json_body(server: Any, orig
     assert files(server.root) == []
 
 
-@pytest.mark.parametrize("host", ["rebind.evil.example", "rebind.evil.example:{port}", "127.0.0.1.evil.example", "", "127.0.0.1:1"])
-def test_a_host_that_does_not_name_the_loopback_is_refused_so_dns_rebinding_reads_nothing(server: Any, host: str) -> None:
+@pytest.mark.parametrize(
+    "host", ["rebind.evil.example", "rebind.evil.example:{port}", "127.0.0.1.evil.example", "", "127.0.0.1:1"]
+)
+def test_a_host_that_does_not_name_the_loopback_is_refused_so_dns_rebinding_reads_nothing(
+    server: Any, host: str
+) -> None:
     host = host.format(port=server.port)
     header = f"Host: {host}\r\n" if host else ""
     status, _, body = raw(server.url, f"GET /sessions/victim HTTP/1.1\r\n{header}Connection: close\r\n\r\n".encode())
@@ -172,14 +183,17 @@ def test_same_origin_requests_naming_the_loopback_are_served(server: Any) -> Non
             server, f"Host: {host}\r\nOrigin: {origin}\r\nContent-Type: application/json; charset=utf-8\r\n"
         )
         assert status == 202, answer
-        status, _, _ = raw(server.url, f"GET /sessions/victim HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n".encode())
+        status, _, _ = raw(
+            server.url, f"GET /sessions/victim HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n".encode()
+        )
         assert status == 200
 
 
 @pytest.mark.parametrize("method", ["HEAD", "OPTIONS", "TRACE", "CONNECT", "BREW", "PROPFIND"])
 def test_every_other_method_is_a_json_405(server: Any, method: str) -> None:
     status, headers, body = raw(
-        server.url, f"{method} /sessions/victim HTTP/1.1\r\nHost: {authority(server)}\r\nConnection: close\r\n\r\n".encode()
+        server.url,
+        f"{method} /sessions/victim HTTP/1.1\r\nHost: {authority(server)}\r\nConnection: close\r\n\r\n".encode(),
     )
     assert status == 405 and headers["content-type"] == "application/json" and "GET" in headers["allow"]
     if method != "HEAD":
@@ -189,7 +203,14 @@ def test_every_other_method_is_a_json_405(server: Any, method: str) -> None:
 
 @pytest.mark.parametrize(
     "request_line",
-    [b"GET /sessions/victim", b"GARBAGE", b"GET /x HTTP/9.9", b"GET /x HTTP/1.1 extra", b"GET /x FTP/1.0", b"\x00\xff\xfe"],
+    [
+        b"GET /sessions/victim",
+        b"GARBAGE",
+        b"GET /x HTTP/9.9",
+        b"GET /x HTTP/1.1 extra",
+        b"GET /x FTP/1.0",
+        b"\x00\xff\xfe",
+    ],
 )
 def test_a_malformed_or_http_0_9_request_line_gets_a_json_4xx_not_html(server: Any, request_line: bytes) -> None:
     status, headers, body = raw(server.url, request_line + b"\r\n\r\n")

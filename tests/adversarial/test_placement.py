@@ -49,9 +49,7 @@ def test_short_names_keep_the_seed_naming_exactly():
 
 @pytest.mark.parametrize("store_kind", ["memory", "filesystem"])
 @pytest.mark.parametrize("name", list(LONG_NAMES.values()), ids=list(LONG_NAMES))
-def test_three_turns_placing_the_same_longest_name_all_complete_and_keep_every_file(
-    tmp_path, store_kind, name
-):
+def test_three_turns_placing_the_same_longest_name_all_complete_and_keep_every_file(tmp_path, store_kind, name):
     store = MemoryStore() if store_kind == "memory" else FilesystemStore(tmp_path)
     agent = create_agent(
         workflow_from_dict(CHAT, "demo"),

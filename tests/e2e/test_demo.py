@@ -14,7 +14,12 @@ def test_demo_tells_the_email_and_timer_stories_and_exits_0():
     env = {k: v for k, v in os.environ.items() if k != "ARCHMAX_MODEL"}
     done = subprocess.run(
         [sys.executable, str(REPO / "examples" / "demo.py")],
-        capture_output=True, text=True, cwd=REPO, env=env, timeout=300, check=False,
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=env,
+        timeout=300,
+        check=False,
     )
     assert done.returncode == 0, done.stdout + done.stderr
     out = done.stdout
@@ -30,4 +35,6 @@ def test_demo_tells_the_email_and_timer_stories_and_exits_0():
     pages = [line.split(": ", 1)[1] for line in out.splitlines() if line.startswith("-> page of '")]
     assert len(pages) == 2 and all(p.startswith("file://") and p.endswith(".html") for p in pages)
     assert "bank-INV-1042'  workflow bank-check  completed (finished)" in out
-    assert out.count("  PARK ") == 5 and out.count("  DELIVERY ") == 5 and "  ON_ERROR " in out  # the 6th wait was refused
+    assert (
+        out.count("  PARK ") == 5 and out.count("  DELIVERY ") == 5 and "  ON_ERROR " in out
+    )  # the 6th wait was refused

@@ -22,16 +22,30 @@ def test_two_processes_sweeping_the_same_instant_wake_the_session_exactly_once(t
     store = tmp_path / "sessions"
     env = {**os.environ, "NO_COLOR": "1"}
     parked = subprocess.run(
-        _archmax(store, "run", "bank-check", "Payment due", "--session", "b-1", "--trigger", "payment_expected",
-                 "--variables", '{"reference": "INV-1042"}'),
-        capture_output=True, text=True, env=env, check=False,
+        _archmax(
+            store,
+            "run",
+            "bank-check",
+            "Payment due",
+            "--session",
+            "b-1",
+            "--trigger",
+            "payment_expected",
+            "--variables",
+            '{"reference": "INV-1042"}',
+        ),
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
     )
     assert parked.returncode == 0, parked.stderr
     due = FilesystemStore(store).load("b-1").pending_input.resume_at
 
     racers = [
-        subprocess.Popen(_archmax(store, "sweep", "--now", due), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         text=True, env=env)
+        subprocess.Popen(
+            _archmax(store, "sweep", "--now", due), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+        )
         for _ in range(2)
     ]
     results = [(p.wait(timeout=120), p.stdout.read(), p.stderr.read()) for p in racers]

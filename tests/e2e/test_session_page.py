@@ -34,8 +34,10 @@ SUPPORT_INBOX = REPO / "examples" / "workflows" / "support-inbox"
 SCRIPT = [
     {"call": {"archmax_advance": {"to": "clarify", "reason": "no order number"}}},
     {"say": "Which order is this about?", "call": {"archmax_wait": {"reason": "the customer's order number"}}},
-    {"say": "Thanks, still checking: one more detail please.",
-     "call": {"archmax_wait": {"reason": "the delivery address", "until": "2d"}}},
+    {
+        "say": "Thanks, still checking: one more detail please.",
+        "call": {"archmax_wait": {"reason": "the delivery address", "until": "2d"}},
+    },
     {"call": {"archmax_advance": {"to": "answer", "reason": "the reply names ORD-1001"}}},
     {"say": "ORD-1001 ships tomorrow."},
 ]
@@ -49,8 +51,12 @@ def _chromium() -> str:
 
 
 def _post(url: str, body: dict[str, Any], key: str) -> tuple[int, dict[str, str], dict[str, Any]]:
-    req = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
-                                 headers={"Content-Type": "application/json", "Idempotency-Key": key})
+    req = urllib.request.Request(
+        url,
+        data=json.dumps(body).encode(),
+        method="POST",
+        headers={"Content-Type": "application/json", "Idempotency-Key": key},
+    )
     with urllib.request.urlopen(req, timeout=30) as answer:
         return answer.status, dict(answer.headers), json.loads(answer.read())
 
@@ -71,16 +77,22 @@ def _drive_support_inbox(server: Any) -> None:
     """The webhook's 202, then two replies: the session parks twice and completes in 'answer'."""
     status, headers, _accepted = _post(
         f"{server.url}/triggers/email_received",
-        {"conversation_id": "AAQk-1", "message": "Where is the thing we discussed?"}, "k-1")
+        {"conversation_id": "AAQk-1", "message": "Where is the thing we discussed?"},
+        "k-1",
+    )
     assert status == 202 and headers["Location"].startswith("/sessions/AAQk-1/transcript?delivery_id=")
     for n, reply in enumerate(["It's ORD-1001.", "12 Harbour Street."], start=2):
-        _post(f"{server.url}/sessions/AAQk-1/deliveries",
-              {"trigger": "email_reply", "variables": {"reply_body": reply}, "message": reply}, f"k-{n}")
+        _post(
+            f"{server.url}/sessions/AAQk-1/deliveries",
+            {"trigger": "email_reply", "variables": {"reply_body": reply}, "message": reply},
+            f"k-{n}",
+        )
 
 
 def test_the_page_of_a_support_inbox_session_in_chromium(tmp_path: Path, browser: Any) -> None:
-    server = serve(SUPPORT_INBOX, root=tmp_path / "sessions", port=0, sweep_interval_s=None,
-                   model=ScriptedModel(SCRIPT), env={})
+    server = serve(
+        SUPPORT_INBOX, root=tmp_path / "sessions", port=0, sweep_interval_s=None, model=ScriptedModel(SCRIPT), env={}
+    )
     try:
         _drive_support_inbox(server)
 
@@ -134,8 +146,9 @@ PHONE = {"width": 390, "height": 844}
 def test_the_page_at_390_px_stacks_the_timeline_inside_the_viewport_with_readable_times(
     tmp_path: Path, browser: Any
 ) -> None:
-    server = serve(SUPPORT_INBOX, root=tmp_path / "sessions", port=0, sweep_interval_s=None,
-                   model=ScriptedModel(SCRIPT), env={})
+    server = serve(
+        SUPPORT_INBOX, root=tmp_path / "sessions", port=0, sweep_interval_s=None, model=ScriptedModel(SCRIPT), env={}
+    )
     try:
         _drive_support_inbox(server)
         page = browser.new_page(viewport=PHONE)
@@ -154,8 +167,9 @@ def test_the_page_at_390_px_stacks_the_timeline_inside_the_viewport_with_readabl
                 assert box is not None and box["width"] > 0 and box["height"] > 0, part.inner_html()
                 assert box["x"] >= 0 and box["x"] + box["width"] <= PHONE["width"], (part.inner_html(), box)
         words = entries.locator("> span:last-child")
-        assert all(w["width"] > 150 for w in words.evaluate_all(
-            "els => els.map(e => e.getBoundingClientRect().toJSON())"))  # the words get the row, not a sliver
+        assert all(
+            w["width"] > 150 for w in words.evaluate_all("els => els.map(e => e.getBoundingClientRect().toJSON())")
+        )  # the words get the row, not a sliver
         assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]  # nothing runs off the side
 
         first = entries.first.locator("time")
@@ -175,11 +189,20 @@ def test_the_page_at_390_px_stacks_the_timeline_inside_the_viewport_with_readabl
 
 
 def test_held_mail_is_on_the_page_with_its_sender_reason_and_time(tmp_path: Path, browser: Any) -> None:
-    server = serve(SUPPORT_INBOX, root=tmp_path / "sessions", port=0, sweep_interval_s=None,
-                   model=ScriptedModel(SCRIPT[:2]), env={})
+    server = serve(
+        SUPPORT_INBOX,
+        root=tmp_path / "sessions",
+        port=0,
+        sweep_interval_s=None,
+        model=ScriptedModel(SCRIPT[:2]),
+        env={},
+    )
     try:
-        _post(f"{server.url}/triggers/email_received",
-              {"conversation_id": "AAQk-1", "message": "Where is the thing we discussed?"}, "k-1")
+        _post(
+            f"{server.url}/triggers/email_received",
+            {"conversation_id": "AAQk-1", "message": "Where is the thing we discussed?"},
+            "k-1",
+        )
         mail = QuarantinedMail(session_id="AAQk-1", delivery_id="ses-held-1", reason="DKIM verdict FAIL",
                                sender="mallory@evil.example", subject="Re: order", trigger="email_reply",
                                quarantined_at="2026-12-02T06:46:05.123Z")  # fmt: skip
@@ -193,7 +216,9 @@ def test_held_mail_is_on_the_page_with_its_sender_reason_and_time(tmp_path: Path
         text = row.inner_text()
         assert "mallory@evil.example" in text and "DKIM verdict FAIL" in text and "2026-12-02 06:46:05 UTC" in text
         box = row.bounding_box()
-        assert box is not None and box["height"] < 200 and box["x"] + box["width"] <= PHONE["width"]  # no column of single letters
+        assert (
+            box is not None and box["height"] < 200 and box["x"] + box["width"] <= PHONE["width"]
+        )  # no column of single letters
         held = page.locator('#timeline li.entry[data-kind="quarantined"]')
         assert held.count() == 1 and "held in quarantine: DKIM verdict FAIL" in held.inner_text()
         assert held.locator("time").get_attribute("datetime") == "2026-12-02T06:46:05.123Z"

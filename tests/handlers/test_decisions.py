@@ -82,7 +82,11 @@ def test_a_decision_moves_the_parked_session_on_and_answers_the_outcome(deploy: 
     answer = d.call("deliver", event("apigw_decision.json"))  # {"to": "approved", "comment": ...}
     assert answer["statusCode"] == 200
     out = body(answer)
-    assert (out["kind"], out["state"], out["reply"]) == ("completed", "approved", "Your refund of 40 EUR is on its way.")
+    assert (out["kind"], out["state"], out["reply"]) == (
+        "completed",
+        "approved",
+        "Your refund of 40 EUR is on its way.",
+    )
     assert "messages" not in out and "trail" not in out  # like deliveries: GET has the rest
     summary = d.collaborators.agent.sessions.get("refund-7")
     assert summary is not None and summary.status == "completed"

@@ -60,9 +60,7 @@ def test_the_same_message_webhook_twice_is_a_duplicate_that_runs_nothing_new(dep
 
 
 def test_a_trigger_webhook_takes_the_session_id_from_the_triggers_session_path(deploy: Any) -> None:
-    d = deploy(
-        [{"call": {"archmax_advance": {"to": "answer", "reason": "names ORD-1001"}}}, {"say": "Shipped."}]
-    )
+    d = deploy([{"call": {"archmax_advance": {"to": "answer", "reason": "names ORD-1001"}}}, {"say": "Shipped."}])
     answer = d.call("send", event("apigw_trigger_webhook.json"))  # base64-encoded JSON body
     assert answer["statusCode"] == 202
     assert body(answer)["session_id"] == "AAQk-2"
@@ -77,11 +75,7 @@ def test_a_delivery_over_http_resumes_the_park_and_answers_the_outcome(deploy: A
     answer = d.call("deliver", event("apigw_deliver.json"))
     assert answer["statusCode"] == 200
     out = body(answer)
-    assert (
-        out["kind"] == "completed"
-        and out["disposition"] == "deliver"
-        and out["reply"] == "ORD-1001 ships tomorrow."
-    )
+    assert out["kind"] == "completed" and out["disposition"] == "deliver" and out["reply"] == "ORD-1001 ships tomorrow."
 
 
 def test_a_delivery_to_a_session_that_does_not_exist_is_a_404_naming_the_error_and_changes_nothing(
@@ -153,9 +147,7 @@ def test_a_drain_invocation_applies_what_waits_in_the_inbox(deploy: Any) -> None
 
 
 @pytest.mark.parametrize("name", ["scheduled_sweep.json", "scheduler_sweep.json"])
-def test_both_schedule_shapes_sweep_a_due_park_with_the_timer_trigger(
-    deploy: Any, clock: Any, name: str
-) -> None:
+def test_both_schedule_shapes_sweep_a_due_park_with_the_timer_trigger(deploy: Any, clock: Any, name: str) -> None:
     park_until = [
         {"call": {"archmax_advance": {"to": "clarify", "reason": "no order number"}}},
         {"say": "I'll check tomorrow.", "call": {"archmax_wait": {"reason": "overnight", "until": "1d"}}},

@@ -61,9 +61,7 @@ def test_the_send_function_runs_a_turn_and_the_resolve_function_reads_it(setting
     evt = json.loads((EVENTS / "apigw_send_message.json").read_text())
     answer = send.lambda_handler(evt, FakeLambdaContext())
     assert answer["statusCode"] == 202
-    got = resolve.lambda_handler(
-        json.loads((EVENTS / "apigw_get_session.json").read_text()), FakeLambdaContext()
-    )
+    got = resolve.lambda_handler(json.loads((EVENTS / "apigw_get_session.json").read_text()), FakeLambdaContext())
     assert got["statusCode"] == 200 and json.loads(got["body"])["status"] == "completed"
 
 
@@ -98,7 +96,11 @@ def test_a_function_whose_host_wakes_sessions_may_read_the_inbox_and_invoke_itse
     """The waker self-invokes the running function (AWS_LAMBDA_FUNCTION_NAME) with {"drain": id}."""
     props = _template_functions()[function]
     statements = [st for policy in props["Policies"] for st in policy.get("Statement", [])]
-    inbox = [st for st in statements if isinstance(st["Resource"], list) and {"Fn::GetAtt": ["InboxTable", "Arn"]} in st["Resource"]]
+    inbox = [
+        st
+        for st in statements
+        if isinstance(st["Resource"], list) and {"Fn::GetAtt": ["InboxTable", "Arn"]} in st["Resource"]
+    ]
     assert inbox and {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query"} <= set(
         inbox[0]["Action"]
     )

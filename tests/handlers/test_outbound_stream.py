@@ -58,11 +58,15 @@ class Aws:
         client = self.server.client
         self.ddb, self.s3 = self.env.dynamodb, self.env.s3
         self.streams, self.ses, self.events, self.sqs = (
-            client("dynamodbstreams"), client("sesv2"), client("events"), client("sqs")
+            client("dynamodbstreams"),
+            client("sesv2"),
+            client("events"),
+            client("sqs"),
         )
         table = env.template_resource("SessionsTable")
         self.ddb.create_table(
-            TableName=TABLE, StreamSpecification={"StreamEnabled": True, **table["StreamSpecification"]},
+            TableName=TABLE,
+            StreamSpecification={"StreamEnabled": True, **table["StreamSpecification"]},
             **env.table_definition(),
         )
         self.events.create_event_bus(Name=BUS)
@@ -74,8 +78,11 @@ class Aws:
         events = env.template_resource("OutboundFunction")["Events"]["SessionChanges"]["Properties"]
         self.filters = [json.loads(f["Pattern"]) for f in events["FilterCriteria"]["Filters"]]
         self.settings = {
-            "SESSIONS_TABLE": TABLE, "SESSIONS_BUCKET": env.BUCKET, "SESSIONS_PREFIX": PREFIX,
-            "ARCHMAX_MAIL_TRANSPORT": "ses", "ARCHMAX_MAIL_FROM": "Example Shop Support <support@example.com>",
+            "SESSIONS_TABLE": TABLE,
+            "SESSIONS_BUCKET": env.BUCKET,
+            "SESSIONS_PREFIX": PREFIX,
+            "ARCHMAX_MAIL_TRANSPORT": "ses",
+            "ARCHMAX_MAIL_FROM": "Example Shop Support <support@example.com>",
             "ARCHMAX_EVENT_BUS": BUS,
         }
         self.clients = {"dynamodb": self.ddb, "s3": self.s3, "sesv2": self.ses, "events": self.events}
@@ -96,8 +103,11 @@ class Aws:
             for record in self.streams.get_records(ShardIterator=iterator)["Records"]:
                 stream = dict(record["dynamodb"])
                 stream["ApproximateCreationDateTime"] = stream["ApproximateCreationDateTime"].timestamp()
-                shaped = {**{k: v for k, v in record.items() if k != "dynamodb"}, "dynamodb": stream,
-                          "eventSourceARN": arn}
+                shaped = {
+                    **{k: v for k, v in record.items() if k != "dynamodb"},
+                    "dynamodb": stream,
+                    "eventSourceARN": arn,
+                }
                 if any(_matches(f, shaped) for f in self.filters):
                     records.append(shaped)
         return {"Records": records}
@@ -194,14 +204,21 @@ def test_a_crash_between_send_and_record_resends_at_most_once_with_the_same_mess
     park(aws)
     event = aws.stream_event()
     d = aws.dispatcher
-    crashing = Dispatcher(CrashOnRecord(aws.store), mailer=d.mailer, publisher=d.publisher, aliases=d.aliases,
-                          sender=d.sender)
+    crashing = Dispatcher(
+        CrashOnRecord(aws.store), mailer=d.mailer, publisher=d.publisher, aliases=d.aliases, sender=d.sender
+    )
     assert outbound.build(aws.store, crashing)(event, FakeLambdaContext())["batchItemFailures"]
     for _ in range(2):  # the retried batch: the dead sender's claim still holds the mail
         assert aws.handle(event, FakeLambdaContext()) == {"batchItemFailures": []}
     assert len(aws.sent_mail()) == 1
-    later = Dispatcher(aws.store, mailer=d.mailer, publisher=d.publisher, aliases=d.aliases, sender=d.sender,
-                       clock=FakeClock(datetime.now(UTC) + timedelta(seconds=CLAIM_TTL_S + 1)))
+    later = Dispatcher(
+        aws.store,
+        mailer=d.mailer,
+        publisher=d.publisher,
+        aliases=d.aliases,
+        sender=d.sender,
+        clock=FakeClock(datetime.now(UTC) + timedelta(seconds=CLAIM_TTL_S + 1)),
+    )
     for _ in range(2):  # once the claim expired (the sweep's backstop, or a late retry)
         assert outbound.build(aws.store, later)(event, FakeLambdaContext()) == {"batchItemFailures": []}
     first, second = (parse_raw(raw) for raw in aws.sent_mail())  # the documented window: two, not three
@@ -224,7 +241,10 @@ def test_a_reply_threaded_only_to_our_message_id_or_only_to_the_ses_id_finds_the
     assert S3Aliases(aws.s3, moto_env().BUCKET, PREFIX).get(ours) == CUSTOMER_ID
     assert _threaded(aws, reply_mail(In_Reply_To=f"<{ours}>")) == CUSTOMER_ID
     assert _threaded(aws, reply_mail(In_Reply_To=f"<{ses_id}@email.amazonses.com>")) == CUSTOMER_ID
-    assert _threaded(aws, reply_mail(References=f"<unrelated@example.org> <{ses_id}@us-east-1.amazonses.com>")) == CUSTOMER_ID
+    assert (
+        _threaded(aws, reply_mail(References=f"<unrelated@example.org> <{ses_id}@us-east-1.amazonses.com>"))
+        == CUSTOMER_ID
+    )
     assert _threaded(aws, reply_mail(In_Reply_To="<1.0.guess@example.com>")) == "1.0.guess@example.com"
     # and the reply resumes the session, whose answer the stream then mails back on the same thread
     reply = reply_threader(aws.store, {}, s3_client=aws.s3, s3_prefix=PREFIX)(
@@ -255,8 +275,12 @@ def test_a_bccd_mail_is_answered_from_the_address_ses_received_it_for_with_the_d
     settings = {k: v for k, v in aws.settings.items() if k != "ARCHMAX_MAIL_FROM"}  # the template's default
     store, dispatcher = outbound_from_environment(settings, clients=aws.clients)
     handle = outbound.build(store, dispatcher)
-    receipt = SesMail(message_id="o3vrnil0e2ic28trm7dfk3kc2v0cnbeccl4nbp0g1", bucket=None, key="inbound/x",
-                      recipients=["support@example.com"])
+    receipt = SesMail(
+        message_id="o3vrnil0e2ic28trm7dfk3kc2v0cnbeccl4nbp0g1",
+        bucket=None,
+        key="inbound/x",
+        recipients=["support@example.com"],
+    )
     agent = support_agent(aws.store, outbound=False)
     assert send_mail(agent, ses_firing(receipt, _bccd_mail())).kind == "parked"
     assert handle(aws.stream_event(), FakeLambdaContext()) == {"batchItemFailures": []}
@@ -270,8 +294,12 @@ def test_a_bccd_mail_is_answered_from_the_address_ses_received_it_for_with_the_d
 def test_a_long_upper_case_message_id_goes_out_through_ses_whole_and_as_written(aws):
     aws.verify_domain()
     long_id = "<AM0PR01MB12342AB24BBC6F1E4C4DB1F37A5E0C9D2B7E0001@AM0PR01MB1234.EURPRD01.PROD.EXCHANGELABS.COM>"
-    receipt = SesMail(message_id="o3vrnil0e2ic28trm7dfk3kc2v0cnbeccl4nbp0g2", bucket=None, key="inbound/y",
-                      recipients=["support@example.com"])
+    receipt = SesMail(
+        message_id="o3vrnil0e2ic28trm7dfk3kc2v0cnbeccl4nbp0g2",
+        bucket=None,
+        key="inbound/y",
+        recipients=["support@example.com"],
+    )
     agent = support_agent(aws.store, outbound=False)
     assert send_mail(agent, ses_firing(receipt, _bccd_mail(long_id))).kind == "parked"
     assert aws.handle(aws.stream_event(), FakeLambdaContext()) == {"batchItemFailures": []}

@@ -93,9 +93,7 @@ def as_trigger_webhook(evt: dict[str, Any]) -> dict[str, Any]:
 
 def test_the_tables_cover_every_sample(shared_samples: Path) -> None:
     names = {p.name for p in (shared_samples / "events").glob("*.json")}
-    known = (
-        set(AS_TRIGGER_WEBHOOK) | set(SES) | set(SCHEDULES) | set(NOT_FOR_ANY_HANDLER) | set(NOT_A_SCHEDULE)
-    )
+    known = set(AS_TRIGGER_WEBHOOK) | set(SES) | set(SCHEDULES) | set(NOT_FOR_ANY_HANDLER) | set(NOT_A_SCHEDULE)
     assert names == known
 
 
@@ -123,9 +121,7 @@ def test_an_http_sample_body_sent_as_a_trigger_webhook_is_accepted_or_refused_by
     assert answer["statusCode"] == status, answer["body"]
     payload = json.loads(answer["body"])
     if error is None:
-        assert (
-            payload["disposition"] == "turn" and payload["warnings"]
-        )  # no conversation_id: a minted session
+        assert payload["disposition"] == "turn" and payload["warnings"]  # no conversation_id: a minted session
         assert d.snapshot() != before
     else:
         assert payload["error"] == error and payload["message"]

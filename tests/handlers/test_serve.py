@@ -18,9 +18,7 @@ from archmax.serve import http_event, serve
 from .conftest import PARK, SUPPORT_INBOX
 
 
-def request(
-    url: str, method: str = "GET", body: Any = None, headers: dict[str, str] | None = None
-) -> tuple[int, Any]:
+def request(url: str, method: str = "GET", body: Any = None, headers: dict[str, str] | None = None) -> tuple[int, Any]:
     data = None if body is None else (body if isinstance(body, bytes) else json.dumps(body).encode())
     req = urllib.request.Request(url, data=data, method=method, headers=headers or {})
     try:
@@ -114,7 +112,10 @@ def test_a_handler_that_raises_is_answered_500_json_and_the_server_keeps_serving
     server = serve(SUPPORT_INBOX, root=tmp_path / "sessions", port=0, sweep_interval_s=None,
                    model=ScriptedModel(PARK), clock=clock, env={})  # fmt: skip
     resolve = server.handlers["resolve"]
-    raised: list[Exception] = [RuntimeError("a bug's private detail"), ConfigurationError("no region to read the secret")]
+    raised: list[Exception] = [
+        RuntimeError("a bug's private detail"),
+        ConfigurationError("no region to read the secret"),
+    ]
 
     def failing(event: Any, context: Any) -> Any:
         raise raised.pop(0)

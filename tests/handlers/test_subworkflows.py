@@ -100,7 +100,11 @@ def test_a_decision_sent_to_the_caller_through_the_deliver_function_decides_the_
     ]
     d = deploy(script, caller)
     out = d.collaborators.agent.workflow.send("refund-7", "Refund ORD-7, please.")
-    assert (out.kind, out.parked_channel, out.delegation["session_id"]) == ("parked", "decision", "refund-7~ask:lookup:1")
+    assert (out.kind, out.parked_channel, out.delegation["session_id"]) == (
+        "parked",
+        "decision",
+        "refund-7~ask:lookup:1",
+    )
     answer = d.call("deliver", event("apigw_decision.json"))  # {"to": "approved", ...}
     assert answer["statusCode"] == 200
     body = json.loads(answer["body"])

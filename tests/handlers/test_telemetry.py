@@ -75,7 +75,9 @@ class Stdout:
             dims = {name: blob[name] for name in directive["Dimensions"][0]}
             for metric in directive["Metrics"]:
                 value = blob[metric["Name"]]
-                found.append((metric["Name"], [float(v) for v in (value if isinstance(value, list) else [value])], dims))
+                found.append(
+                    (metric["Name"], [float(v) for v in (value if isinstance(value, list) else [value])], dims)
+                )
         return found
 
     def metric(self, name: str) -> list[tuple[Any, dict[str, str]]]:
@@ -105,7 +107,9 @@ def test_a_send_then_a_delivery_log_one_outcome_each_with_correlation_and_count_
     (accepted,) = out.lines("accepted")
     assert accepted["delivery_id"] == "msg-AAQk-1-0001" and accepted["duplicate"] is False
     assert accepted["correlation_id"] == outcome["correlation_id"]
-    assert out.metric("Turns") == [([1.0], {"service": deployed["POWERTOOLS_SERVICE_NAME"], "Workflow": "support-inbox"})]
+    assert out.metric("Turns") == [
+        ([1.0], {"service": deployed["POWERTOOLS_SERVICE_NAME"], "Workflow": "support-inbox"})
+    ]
     assert out.metric("Parks") == [
         ([1.0], {"service": deployed["POWERTOOLS_SERVICE_NAME"], "Workflow": "support-inbox", "Channel": "input"})
     ]

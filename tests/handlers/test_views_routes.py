@@ -73,7 +73,9 @@ def test_a_delivery_whose_turn_stopped_on_a_model_failure_is_applied_but_not_ans
     d.call("send", event("apigw_send_message.json"))
     second = event("apigw_send_message.json")
     second["headers"]["idempotency-key"] = "msg-AAQk-1-0002"
-    second["body"] = json.dumps({"message": "It is ORD-1001.", "trigger": "email_reply", "variables": {"conversation_id": "AAQk-1"}})
+    second["body"] = json.dumps(
+        {"message": "It is ORD-1001.", "trigger": "email_reply", "variables": {"conversation_id": "AAQk-1"}}
+    )
     accepted = d.call("send", second)
     assert accepted["statusCode"] == 202
     t = body(d.call("resolve", get(accepted["headers"]["Location"])))

@@ -51,8 +51,12 @@ def webhook(trigger: str, body: bytes, headers: dict[str, str]) -> dict[str, Any
         "rawPath": f"/webhooks/{trigger}",
         "rawQueryString": "",
         "headers": {"content-type": "application/json", **{k.lower(): v for k, v in headers.items()}},
-        "requestContext": {"http": {"method": "POST", "path": f"/webhooks/{trigger}", "sourceIp": "203.0.113.7"},
-                           "routeKey": "POST /webhooks/{trigger}", "stage": "$default", "requestId": "r1"},  # fmt: skip
+        "requestContext": {
+            "http": {"method": "POST", "path": f"/webhooks/{trigger}", "sourceIp": "203.0.113.7"},
+            "routeKey": "POST /webhooks/{trigger}",
+            "stage": "$default",
+            "requestId": "r1",
+        },  # fmt: skip
         "body": body.decode(),
         "isBase64Encoded": False,
     }
@@ -154,8 +158,18 @@ def test_a_second_event_with_its_own_signature_is_applied(signed: Any, sign_id: 
         lambda: headers(body=BODY + b" "),  # signed another body
         lambda: headers(delivery="evt.1"),  # a signed id holds no "."
     ],
-    ids=["wrong-secret", "zero-mac", "stale", "future", "unsigned", "no-timestamp", "no-delivery", "float-ts",
-         "other-body", "dotted-id"],  # fmt: skip
+    ids=[
+        "wrong-secret",
+        "zero-mac",
+        "stale",
+        "future",
+        "unsigned",
+        "no-timestamp",
+        "no-delivery",
+        "float-ts",
+        "other-body",
+        "dotted-id",
+    ],  # fmt: skip
 )
 def test_a_bad_stale_or_unsigned_request_is_a_401_and_writes_nothing(signed: Any, forge: Any) -> None:
     before = signed.snapshot()

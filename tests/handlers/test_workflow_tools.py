@@ -93,7 +93,11 @@ def test_each_cold_start_replays_the_script_per_session_and_loads_the_tools(
     statement.write_text(json.dumps({"transactions": []}), encoding="utf-8")  # not posted on day 0
     entries = [
         {"expect_state": "check-bank", "call": {"lookup_transaction": {"reference": "INV-1042"}}},
-        {"expect_state": "check-bank", "say": "Not posted yet.", "call": {"archmax_wait": {"reason": "not yet", "until": "1d"}}},
+        {
+            "expect_state": "check-bank",
+            "say": "Not posted yet.",
+            "call": {"archmax_wait": {"reason": "not yet", "until": "1d"}},
+        },
         *FOUND,
     ]
     env = lambda_env(tmp_path, BANK_CHECK, script(tmp_path, entries))

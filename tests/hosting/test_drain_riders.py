@@ -56,7 +56,9 @@ def _drain_item(aws: Any, sid: str) -> dict[str, Any]:
 
 
 def _put(inbox: DynamoInbox, sid: str, delivery_id: str) -> None:
-    inbox.put(InboxItem(session_id=sid, delivery_id=delivery_id, arrived_at=T0, firing=Firing(trigger="t", message="m")))
+    inbox.put(
+        InboxItem(session_id=sid, delivery_id=delivery_id, arrived_at=T0, firing=Firing(trigger="t", message="m"))
+    )
 
 
 def _ended(sid: str, version: int, delivery_id: str) -> Any:

@@ -46,17 +46,13 @@ def ack(n: int) -> dict[str, Any]:
     return {"say": f"ack {n}", "call": {"archmax_wait": {"reason": "more mail"}}, "expect_state": "clarify"}
 
 
-def email(
-    text: str, delivery_id: str | None = None, *, trigger: str = "email_received", **extra: Any
-) -> Firing:
+def email(text: str, delivery_id: str | None = None, *, trigger: str = "email_received", **extra: Any) -> Firing:
     variables = {"conversation_id": SID, **extra.pop("variables", {})}
     return Firing(trigger=trigger, message=text, variables=variables, delivery_id=delivery_id, **extra)
 
 
 def user_texts(host: Any, sid: str = SID) -> list[str]:
-    return [
-        m.content for m in host.agent.sessions.messages(sid) if m.role == "user" and not is_runtime_note(m)
-    ]
+    return [m.content for m in host.agent.sessions.messages(sid) if m.role == "user" and not is_runtime_note(m)]
 
 
 # ---------------------------------------------------------------- accept

@@ -212,9 +212,7 @@ def test_dynamo_inbox_gives_done_items_a_ttl_and_keeps_pending_ones_forever(aws,
     inbox.mark("conv-1", "m-1", "done")
 
     def raw(sk: str) -> dict[str, Any]:
-        return aws.dynamodb.get_item(TableName=INBOX_TABLE, Key={"pk": {"S": "conv-1"}, "sk": {"S": "d#" + sk}})[
-            "Item"
-        ]
+        return aws.dynamodb.get_item(TableName=INBOX_TABLE, Key={"pk": {"S": "conv-1"}, "sk": {"S": "d#" + sk}})["Item"]
 
     assert int(raw("m-1")["ttl"]["N"]) == int(clock.now().timestamp()) + 7 * 86400
     assert "pending_shard" not in raw("m-1")

@@ -610,7 +610,10 @@ class World:
             }
         env = self.aws
         items = env.dynamodb.scan(TableName=env.table_name, ConsistentRead=True)["Items"]
-        out = {f"ddb/{i['pk']['S']}/{i.get('sk', {}).get('S', '')}": _sha(json.dumps(i, sort_keys=True).encode()) for i in items}
+        out = {
+            f"ddb/{i['pk']['S']}/{i.get('sk', {}).get('S', '')}": _sha(json.dumps(i, sort_keys=True).encode())
+            for i in items
+        }
         listing = env.s3.list_objects_v2(Bucket=env.bucket).get("Contents", [])
         out.update({f"s3/{o['Key']}": o["ETag"] for o in listing if "/.inbox/" not in o["Key"]})
         return out

@@ -68,9 +68,7 @@ class ReactiveModel:
             )
         if act == "until":
             return ModelResponse(
-                tool_calls=[
-                    ToolCall(id=f"call_{n}", name="archmax_wait", args={"reason": "a timer", "until": "5m"})
-                ]
+                tool_calls=[ToolCall(id=f"call_{n}", name="archmax_wait", args={"reason": "a timer", "until": "5m"})]
             )
         if act == "human":
             return ModelResponse(

@@ -213,7 +213,9 @@ class AwsFault:
     Use as a context manager; ``fired`` counts the faults injected.
     """
 
-    def __init__(self, client: Any, operation: str, kind: str, *, times: int = 1, when: Callable[[Any], bool] | None = None) -> None:
+    def __init__(
+        self, client: Any, operation: str, kind: str, *, times: int = 1, when: Callable[[Any], bool] | None = None
+    ) -> None:
         self.client, self.operation, self.kind, self.left = client, operation, kind, times
         self.when = when or (lambda request: True)
         self.fired = 0

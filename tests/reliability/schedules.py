@@ -320,8 +320,11 @@ class Driver:
             if before is not None:
                 after = world.snapshot()
                 changed = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
-                self._check(not changed, f"{channel} of {event.token} was refused ({type(exc).__name__}) "
-                            f"but changed stored bytes: {changed[:5]}")
+                self._check(
+                    not changed,
+                    f"{channel} of {event.token} was refused ({type(exc).__name__}) "
+                    f"but changed stored bytes: {changed[:5]}",
+                )
             return
         finally:
             if not nested:
@@ -380,7 +383,9 @@ class Driver:
             for event in list(self.ledger.events.values()):
                 if event.status == "doubt" and event.delivery_id:
                     self.call(event, event.channel, None, None)
-            running = [sid for sid in world.raw_store.list() if world.raw_store.head(sid).status == SessionStatus.RUNNING]
+            running = [
+                sid for sid in world.raw_store.list() if world.raw_store.head(sid).status == SessionStatus.RUNNING
+            ]
             doubts = [e for e in self.ledger.events.values() if e.status == "doubt" and e.delivery_id]
             if not running and not world.raw_inbox.sessions_with_pending() and not doubts:
                 return

@@ -50,11 +50,13 @@ def _accept(env: Env, workflow: Any, firing: Firing, session_id: str) -> None:
 
 def test_an_inboxed_message_that_loses_an_input_park_race_is_applied_once_after_the_winning_turn(env: Env) -> None:
     vars_ = {"conversation_id": "s1"}
-    env.agent([{"say": "Checking.", "call": {"archmax_wait": {"reason": "the transfer", "until": "1h"}}}]).workflow.send(
-        "s1", "Has my transfer arrived?", trigger="email_received", variables=vars_
-    )
+    env.agent(
+        [{"say": "Checking.", "call": {"archmax_wait": {"reason": "the transfer", "until": "1h"}}}]
+    ).workflow.send("s1", "Has my transfer arrived?", trigger="email_received", variables=vars_)
     host, racing = _racing_host(env, SUPPORT_INBOX, [{"say": "Thanks, it arrived today."}])
-    _accept(env, SUPPORT_INBOX, Firing(trigger="email_reply", message="Any news?", variables=vars_, delivery_id="d-2"), "s1")
+    _accept(
+        env, SUPPORT_INBOX, Firing(trigger="email_reply", message="Any news?", variables=vars_, delivery_id="d-2"), "s1"
+    )
     direct = env.agent([{"say": "Still waiting.", "call": {"archmax_wait": {"reason": "a reply"}}}])
     racing.arm(lambda: direct.workflow.deliver("s1", trigger="timer", variables={"now": "t"}, delivery_id="d-3"))
 
@@ -106,7 +108,9 @@ def test_a_direct_delivery_that_loses_the_race_is_still_refused_to_its_caller(en
         loser.workflow.deliver("s2", trigger="timer")
 
     assert refused.value.lost_race
-    assert [m.content for m in env.other_store().load("s2").messages if m.role == "assistant" and m.content][-1] == "It arrived."
+    assert [m.content for m in env.other_store().load("s2").messages if m.role == "assistant" and m.content][
+        -1
+    ] == "It arrived."
 
 
 def test_a_refusal_that_is_not_a_race_is_not_retryable() -> None:

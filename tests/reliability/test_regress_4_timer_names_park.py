@@ -50,7 +50,9 @@ def _timer_notes(env: Env, sid: str) -> int:
 def _park_two(env: Env) -> None:
     agent = env.agent([PARK, PARK])
     for sid in ("s1", "s2"):
-        out = agent.workflow.send(sid, "Has my transfer arrived?", trigger="email_received", variables={"conversation_id": sid})
+        out = agent.workflow.send(
+            sid, "Has my transfer arrived?", trigger="email_received", variables={"conversation_id": sid}
+        )
         assert out.kind == "parked" and out.pending.resume_at is not None
     env.clock.set(T_DUE)
 
@@ -85,7 +87,9 @@ def test_a_timer_naming_a_park_that_was_resumed_is_refused_and_changes_nothing(e
     assert f"version {found['s1']}" in str(refused.value)
     assert env.other_store().load("s1").model_dump_json() == before
     # the park it names still being there, the same timer wakes it
-    out = env.agent([REPARK]).workflow.deliver("s2", trigger="timer", variables={"now": T_DUE}, park_version=found["s2"])
+    out = env.agent([REPARK]).workflow.deliver(
+        "s2", trigger="timer", variables={"now": T_DUE}, park_version=found["s2"]
+    )
     assert out.kind == "parked"
 
 

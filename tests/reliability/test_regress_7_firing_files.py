@@ -36,7 +36,10 @@ from archmax.spec import workflow_from_dict
 from reliability.regress_env import *  # noqa: F403 - the fixtures
 from reliability.regress_env import AwsFault, DieAfterCommitWhere, Env, LoadsThen, ProcessDied
 
-FILES = {f"attachment_{i}": FileIn(name=f"{n}.pdf", content=b"%PDF-1.7\x00\xff" + n.encode() * 64) for i, n in enumerate("abcd", 1)}
+FILES = {
+    f"attachment_{i}": FileIn(name=f"{n}.pdf", content=b"%PDF-1.7\x00\xff" + n.encode() * 64)
+    for i, n in enumerate("abcd", 1)
+}
 ANSWER = {"say": "I have your four files."}
 
 
@@ -155,7 +158,11 @@ def test_a_direct_delivery_killed_right_after_its_claim_is_recovered_with_its_fi
     _park(env, "s1")
     with pytest.raises(ProcessDied):
         Host(_dying(env), env.inbox).deliver_now(
-            "s1", trigger="ping", message="ev9", files={"f9": FileIn(name="ev9.pdf", content=PDF)}, delivery_id=delivery_id
+            "s1",
+            trigger="ping",
+            message="ev9",
+            files={"f9": FileIn(name="ev9.pdf", content=PDF)},
+            delivery_id=delivery_id,
         )
     stored = env.other_store().load("s1")
     assert stored.status == SessionStatus.RUNNING
@@ -171,7 +178,11 @@ def test_a_direct_delivery_killed_right_after_its_claim_is_recovered_with_its_fi
     if delivery_id is not None:  # the caller retries after the sweep finished the turn: a duplicate
         with pytest.raises(DuplicateDeliveryError):
             env.host([], DOCS).deliver_now(
-                "s1", trigger="ping", message="ev9", files={"f9": FileIn(name="ev9.pdf", content=PDF)}, delivery_id=delivery_id
+                "s1",
+                trigger="ping",
+                message="ev9",
+                files={"f9": FileIn(name="ev9.pdf", content=PDF)},
+                delivery_id=delivery_id,
             )
         assert env.other_store().list_files("s1", ATTACHMENTS) == [ATTACHMENTS + "ev9.pdf"]
 
@@ -283,7 +294,9 @@ def test_a_claim_that_fails_takes_back_its_files_and_one_that_landed_keeps_them(
 
 def test_requires_see_the_placed_file_and_a_turn_killed_after_its_claim_is_recovered_with_it(env: Env) -> None:
     with pytest.raises(ProcessDied):
-        _dying(env).workflow.send("s2", "Here it is.", trigger="docs", files={"doc": FileIn(name="doc.pdf", content=PDF)})
+        _dying(env).workflow.send(
+            "s2", "Here it is.", trigger="docs", files={"doc": FileIn(name="doc.pdf", content=PDF)}
+        )
     assert env.other_store().load("s2").status == SessionStatus.RUNNING  # requires met by the placed file
     env.clock.advance(seconds=LEASE_S + 1)
 

@@ -34,9 +34,7 @@ def _cases(kind: str, *, protocol_only: bool = False) -> dict[str, type]:
     out = {}
     for shard in range(shards):
         case = type(f"Test{name}Schedules{shard if shards > 1 else ''}", (machine.TestCase,), {})
-        case.settings = settings(
-            settings.get_profile(PROFILE), max_examples=schedules, stateful_step_count=STEPS[kind]
-        )
+        case.settings = settings(settings.get_profile(PROFILE), max_examples=schedules, stateful_step_count=STEPS[kind])
         out[case.__name__] = case
     return out
 

@@ -216,10 +216,7 @@ def test_processes_racing_to_commit_the_same_version_have_exactly_one_winner(roo
     ctx = multiprocessing.get_context("spawn")
     n = 4
     barrier, results = ctx.Barrier(n), ctx.Queue()
-    procs = [
-        ctx.Process(target=worker.commit_once, args=(str(root), "raced", i, barrier, results))
-        for i in range(n)
-    ]
+    procs = [ctx.Process(target=worker.commit_once, args=(str(root), "raced", i, barrier, results)) for i in range(n)]
     for p in procs:
         p.start()
     outcomes = dict(results.get(timeout=120) for _ in range(n))

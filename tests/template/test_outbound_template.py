@@ -50,7 +50,9 @@ def test_the_outbound_function_reads_the_stream_with_a_filter_batch_failures_and
     assert mapping["FunctionName"] == {"Ref": "OutboundFunction"}
     assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
     assert mapping["BisectBatchOnFunctionError"] is True and mapping["MaximumRetryAttempts"] >= 1
-    assert mapping["DestinationConfig"]["OnFailure"]["Destination"] == {"Fn::GetAtt": ["OutboundDeadLetterQueue", "Arn"]}
+    assert mapping["DestinationConfig"]["OnFailure"]["Destination"] == {
+        "Fn::GetAtt": ["OutboundDeadLetterQueue", "Arn"]
+    }
     assert resources["OutboundDeadLetterQueue"]["Type"] == "AWS::SQS::Queue"
     (only,) = mapping["FilterCriteria"]["Filters"]
     pattern = json.loads(only["Pattern"])

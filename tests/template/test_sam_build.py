@@ -44,7 +44,7 @@ TEAM_SCRIPT = [
 ]
 
 # Runs in a fresh interpreter started with -I -S: no site-packages, no PYTHON* variables.
-DRIVER = r'''
+DRIVER = r"""
 import importlib.util, json, os, sys
 layer, functions, provided, events, work = sys.argv[1:6]
 sys.path[:0] = [provided, os.path.join(layer, "python")]
@@ -82,7 +82,7 @@ answers["team_session"] = load("resolve", "b").lambda_handler({"action": "get", 
 import archmax, botocore, openai, pydantic
 answers["from"] = {m.__name__: m.__file__ for m in (archmax, botocore, openai, pydantic)}
 print(json.dumps(answers, default=str))
-'''
+"""
 
 
 def sam_binary() -> str | None:

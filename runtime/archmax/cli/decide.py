@@ -20,7 +20,10 @@ def add_parser(add: AddCommand) -> None:
         "--comment",
         help="why the person chose this; kept on the session's trail and told to the agent in the next state",
     )
-    p.add_argument("--park-id", help="the park this answers (Outcome.park_id, shown by archmax sessions); refused if the session has moved on")
+    p.add_argument(
+        "--park-id",
+        help="the park this answers (Outcome.park_id, shown by archmax sessions); refused if the session has moved on",
+    )
     flags.workflow(p)
     flags.record(p)
 

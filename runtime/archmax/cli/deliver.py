@@ -23,7 +23,10 @@ def add_parser(add: AddCommand) -> None:
     p.add_argument("session")
     p.add_argument("--trigger", help="the event's trigger id (required)")
     p.add_argument("--message", help="text that arrived with the event")
-    p.add_argument("--park-id", help="the park this answers (Outcome.park_id, shown by archmax sessions); refused if the session has moved on")
+    p.add_argument(
+        "--park-id",
+        help="the park this answers (Outcome.park_id, shown by archmax sessions); refused if the session has moved on",
+    )
     flags.firing(p)
     flags.delivery(p)
     flags.workflow(p)

@@ -18,7 +18,10 @@ def add_parser(add: AddCommand) -> None:
     p = add("reply", "Send a message to a session parked at a human state (it stays parked).")
     p.add_argument("session")
     p.add_argument("words", nargs="*", metavar="<message...>")
-    p.add_argument("--park-id", help="the park this answers (Outcome.park_id, shown by archmax sessions); refused if the session has moved on")
+    p.add_argument(
+        "--park-id",
+        help="the park this answers (Outcome.park_id, shown by archmax sessions); refused if the session has moved on",
+    )
     flags.delivery(p)
     flags.workflow(p)
     flags.record(p)

@@ -161,7 +161,9 @@ class ArtifactWriter:
         texts = {name: render(name, record, self.workflow) for name in ARTIFACTS if name != "trajectory"}
         digests = {name: _digest(text) for name, text in texts.items()}
         changed = {
-            FILES[name]: text for name, text in texts.items() if before is None or before.digests.get(name) != digests[name]
+            FILES[name]: text
+            for name, text in texts.items()
+            if before is None or before.digests.get(name) != digests[name]
         }
         new_lines = record.messages[before.lines :] if before is not None else []
         append = Capability.APPEND_TEXT in self.store.capabilities  # else a rewrite is cheaper than an append

@@ -53,6 +53,12 @@ def final_answer_committed(messages: list[Message]) -> bool:
     return last.role == "assistant" and not last.tool_calls and not last.handoff
 
 
+_GO = object()
+"""A loop step's answer: loop again."""
+_STOP = object()
+"""A loop step's answer: the turn is over (finished or suspended)."""
+
+
 class TurnLoop:
     """Drives one session's open turn until it finishes or suspends; commits along the way."""
 
@@ -75,74 +81,86 @@ class TurnLoop:
 
     def run(self) -> None:
         """Run until finished or suspended. The final commit lets the lease go."""
-        rec = self.rec
         while True:
-            if rec.pending_failure is not None:
-                if not self._route_failure():
-                    return
-                continue
-            if rec.delegation is not None and rec.status == SessionStatus.RUNNING:
-                subworkflows.settle(self)  # a forwarded resume or a recovery: bring the child's news (§5.10)
+            step = self._settle()
+            if step is None:
+                step = self._next_call()
+            if step is _STOP:
+                return
+
+    def _settle(self) -> object | None:
+        """What the record owes before another model call: ``_GO`` (loop again), ``_STOP``, or ``None``."""
+        rec = self.rec
+        if rec.pending_failure is not None:
+            return _GO if self._route_failure() else _STOP
+        if rec.delegation is not None and rec.status == SessionStatus.RUNNING:
+            subworkflows.settle(self)  # a forwarded resume or a recovery: bring the child's news (§5.10)
+            self.work.commit()
+            return _GO
+        if self._is_parked():
+            if rec.park_phase == "closing":
+                # The park is on record before its handoff call: if the lease runs out during
+                # that call, the session counts as parked without a message (§3.1).
                 self.work.commit()
-                continue
-            if self._is_parked():
-                if rec.park_phase == "closing":
-                    # The park is on record before its handoff call: if the lease runs out during
-                    # that call, the session counts as parked without a message (§3.1).
-                    self.work.commit()
-                    self._handoff_call(self.handoff_directive or "wait")
-                rec.park_phase = "suspend"
-                self.handoff_directive = None
-                self.work.release()
-                return
-            if rec.status != SessionStatus.RUNNING:
-                self.work.release()
-                return
-            if final_answer_committed(rec.messages):
-                # The turn's last answer is in: completion is owed, never another model call. The loop
-                # comes here right after the answer, and so does a takeover (§3.12) of a process that
-                # died after a commit holding it: one path for both.
-                if rec.pending_rejection is not None:  # a failed sub-workflow call routes now (§5.7, §5.8)
-                    rec.pending_failure, rec.pending_rejection = rec.pending_rejection.reason, None
-                    continue
-                if self.hooks.at_completion():  # a terminal state's after hooks may send it back (§5.8)
-                    continue
-                self._complete()
-                return
-            state = self.wf.states[rec.position]
-            if state.type == "human":
-                self.park_decision(directive=self.handoff_directive or "introduce")
-                continue
-            if self.hooks.before_visit():  # a visit's first call runs its before hooks (§2.4)
-                continue
-            max_turns = state.budget.max_turns if state.budget else None
-            if max_turns and rec.state_turns + 1 > max_turns:
-                rec.pending_failure = f"state '{state.slug}' exhausted its turn budget (maxTurns: {max_turns})"
-                continue
-            response = self._call_model(handoff=None)
-            if response is None:
-                continue  # timed out: pending_failure is set
-            rec.state_turns += 1
-            calls = list(response.tool_calls)
-            rec.messages.append(
-                Message(role="assistant", content=response.text or "", tool_calls=calls, usage=response.usage)
-            )
-            if (response.text or "").strip():
-                self.rt.events.emit(rec, "agent_text", text=response.text)
-            if any(call.name in self.rt.host_tools for call in calls):
-                # A host tool has side effects: its call is on record before it runs, so a crash
-                # answers it `interrupted` (§3.12) instead of running it again.
-                self.work.commit()
-            else:
-                self.work.step()  # a model call repeats harmlessly: no commit of its own (issue 10)
-            if not calls:
-                continue  # the final answer: completion is the next step (above), in the turn's last commit
-            self._side_effects = False
-            self._dispatch_batch(state.slug, calls)
-            if self._side_effects:
-                self.work.commit()  # a host tool or a child ran: its result is on record before anything else
-            else:
-                self.work.step()  # control tools only change the record
+                self._handoff_call(self.handoff_directive or "wait")
+            rec.park_phase = "suspend"
+            self.handoff_directive = None
+            self.work.release()
+            return _STOP
+        if rec.status != SessionStatus.RUNNING:
+            self.work.release()
+            return _STOP
+        if final_answer_committed(rec.messages):
+            # The turn's last answer is in: completion is owed, never another model call. The loop
+            # comes here right after the answer, and so does a takeover (§3.12) of a process that
+            # died after a commit holding it: one path for both.
+            if rec.pending_rejection is not None:  # a failed sub-workflow call routes now (§5.7, §5.8)
+                rec.pending_failure, rec.pending_rejection = rec.pending_rejection.reason, None
+                return _GO
+            if self.hooks.at_completion():  # a terminal state's after hooks may send it back (§5.8)
+                return _GO
+            self._complete()
+            return _STOP
+        return None
+
+    def _next_call(self) -> object:
+        """One model call in the current state and its tool calls; ``_GO`` (the loop goes on)."""
+        rec = self.rec
+        state = self.wf.states[rec.position]
+        if state.type == "human":
+            self.park_decision(directive=self.handoff_directive or "introduce")
+            return _GO
+        if self.hooks.before_visit():  # a visit's first call runs its before hooks (§2.4)
+            return _GO
+        max_turns = state.budget.max_turns if state.budget else None
+        if max_turns and rec.state_turns + 1 > max_turns:
+            rec.pending_failure = f"state '{state.slug}' exhausted its turn budget (maxTurns: {max_turns})"
+            return _GO
+        response = self._call_model(handoff=None)
+        if response is None:
+            return _GO  # timed out: pending_failure is set
+        rec.state_turns += 1
+        calls = list(response.tool_calls)
+        rec.messages.append(
+            Message(role="assistant", content=response.text or "", tool_calls=calls, usage=response.usage)
+        )
+        if (response.text or "").strip():
+            self.rt.events.emit(rec, "agent_text", text=response.text)
+        if any(call.name in self.rt.host_tools for call in calls):
+            # A host tool has side effects: its call is on record before it runs, so a crash
+            # answers it `interrupted` (§3.12) instead of running it again.
+            self.work.commit()
+        else:
+            self.work.step()  # a model call repeats harmlessly: no commit of its own (issue 10)
+        if not calls:
+            return _GO  # the final answer: completion is the next step (above), in the turn's last commit
+        self._side_effects = False
+        self._dispatch_batch(state.slug, calls)
+        if self._side_effects:
+            self.work.commit()  # a host tool or a child ran: its result is on record before anything else
+        else:
+            self.work.step()  # control tools only change the record
+        return _GO
 
     # ------------------------------------------------------------------ model calls
 

@@ -129,7 +129,9 @@ def host_tools_from(tools: Iterable[Any] | Mapping[str, Any] | None) -> dict[str
     items: list[HostTool] = []
     if isinstance(tools, Mapping):
         for name, fn in tools.items():
-            items.append(fn if isinstance(fn, HostTool) else HostTool(name, fn, inspect.getdoc(fn) or "", _schema_of(fn)))
+            items.append(
+                fn if isinstance(fn, HostTool) else HostTool(name, fn, inspect.getdoc(fn) or "", _schema_of(fn))
+            )
     else:
         for tool in tools:
             if isinstance(tool, HostTool):

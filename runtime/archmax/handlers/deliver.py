@@ -79,9 +79,7 @@ def decision_body(data: dict[str, Any]) -> DecisionBody:
     try:
         return DecisionBody.model_validate(data)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']) or 'body'}: {err['msg']}" for err in exc.errors()
-        )
+        problems = "; ".join(f"{'.'.join(str(p) for p in err['loc']) or 'body'}: {err['msg']}" for err in exc.errors())
         raise InvalidEventError(f"the decision body is not usable: {problems}") from exc
 
 
@@ -145,7 +143,9 @@ def build(c: Collaborators) -> Handler:
         @router.get("/sessions/<session_id>/quarantine")
         def get_quarantine(session_id: str) -> Any:
             sid = validate_session_id(session_id)
-            return json_response(200, {"session_id": sid, "mails": [m.model_dump(mode="json") for m in listing(c.agent.store, sid)]})
+            return json_response(
+                200, {"session_id": sid, "mails": [m.model_dump(mode="json") for m in listing(c.agent.store, sid)]}
+            )
 
         @router.post("/sessions/<session_id>/quarantine/<delivery_id>/release")
         def post_release(session_id: str, delivery_id: str) -> Any:

@@ -56,8 +56,9 @@ def html_response(status: int, body: str) -> Response:
 
 
 def _not_found(session_id: str) -> Response:
-    return json_response(404, {"error": "NotFound", "message": f"session '{session_id}' does not exist",
-                               "session_id": session_id})
+    return json_response(
+        404, {"error": "NotFound", "message": f"session '{session_id}' does not exist", "session_id": session_id}
+    )
 
 
 def _record(c: Collaborators, session_id: str) -> Checkpoint | None:
@@ -232,5 +233,12 @@ def register(router: Any, c: Collaborators) -> None:
         found = listing(c, params(), base)
         filters = {k: v for k, v in params().items() if k not in ("limit", "after")}
         nxt = found.get("next")
-        return html_response(200, render_list(found["sessions"], base=base, filters=filters,
-                                              next_href=nxt.replace("/sessions?", "/?", 1) if nxt else None))
+        return html_response(
+            200,
+            render_list(
+                found["sessions"],
+                base=base,
+                filters=filters,
+                next_href=nxt.replace("/sessions?", "/?", 1) if nxt else None,
+            ),
+        )

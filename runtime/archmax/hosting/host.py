@@ -482,4 +482,5 @@ class Host:
         """
         return sweep_host(self, now if now is not None else self._now())
 
+
 __all__ = ["Accepted", "DrainResult", "Host", "Redrive", "SweepReport"]

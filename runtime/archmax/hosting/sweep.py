@@ -337,4 +337,3 @@ def oldest_park(agent: Agent, now: str | None = None) -> tuple[str, float] | Non
 def sweep_failed(results: list[tuple[str, str]]) -> bool:
     """Whether a sweep should exit 1: any delivery or recovered turn ended ``failed``/``rejected`` or raised (§11)."""
     return any(kind in ("failed", "rejected", ERROR) for _sid, kind in results)
-

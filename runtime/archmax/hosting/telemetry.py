@@ -230,7 +230,9 @@ class Telemetry:
             self._report_answer(str(answer.get("error", "Error")), str(answer.get("message", "")), answer.get("status"))
         for record in answer.get("records", []) or []:
             if "error" in record:
-                self._report_answer(record["error"], record.get("message", ""), None, message_id=record.get("message_id"))
+                self._report_answer(
+                    record["error"], record.get("message", ""), None, message_id=record.get("message_id")
+                )
             elif "session_id" in record:
                 self._accepted(record)
         if isinstance(answer.get("report"), Mapping):

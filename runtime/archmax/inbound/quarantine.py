@@ -179,7 +179,9 @@ def release(host: Any, session_id: str, delivery_id: str, *, parse: Any) -> dict
     if store.get(sid, f"{base}.released.json") is not None:
         _hint(store, sid, delivery_id, held=False)  # a release that stopped after its stamp: tidy the hint
         return {**answer, "duplicate": True, "disposition": None}  # released before: nothing else is written
-    firing = parse(raw, mail.trigger)  # the mail's own delivery id (its Message-ID): the inbox and session apply it once
+    firing = parse(
+        raw, mail.trigger
+    )  # the mail's own delivery id (its Message-ID): the inbox and session apply it once
     accepted = host.accept(firing, session_id=sid)
     from archmax.inbound.mail_auth import record_participant
 

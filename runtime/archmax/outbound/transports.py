@@ -198,7 +198,9 @@ class FileEventWriter:
     def publish(self, session_id: str, entry: OutboxEntry) -> Delivery:
         """See :class:`Publisher`."""
         path = f"outbox/{entry.id}.event.json"
-        _create(self.store, session_id, path, (json.dumps(event_of(entry), indent=2, ensure_ascii=False) + "\n").encode())
+        _create(
+            self.store, session_id, path, (json.dumps(event_of(entry), indent=2, ensure_ascii=False) + "\n").encode()
+        )
         return Delivery("file", session_path(self.store, session_id, path))
 
 

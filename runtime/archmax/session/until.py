@@ -13,9 +13,7 @@ from datetime import UTC, datetime, timedelta, timezone
 
 from archmax.clock import format_instant
 
-UNTIL_HINT = (
-    "Expected a duration such as 30m, 2h or 1d (units ms, s, m, h, d) or an ISO-8601 date or date-time."
-)
+UNTIL_HINT = "Expected a duration such as 30m, 2h or 1d (units ms, s, m, h, d) or an ISO-8601 date or date-time."
 
 _DURATION = re.compile(r"([0-9]+)(ms|s|m|h|d)")
 _UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}

@@ -210,9 +210,7 @@ class CallLog:
     def __enter__(self) -> Self:
         for client in self._clients:
             service = client.meta.service_model.service_name
-            client.meta.events.register(
-                f"before-call.{service}.*", self._record, unique_id=f"calllog-{id(self)}"
-            )
+            client.meta.events.register(f"before-call.{service}.*", self._record, unique_id=f"calllog-{id(self)}")
         return self
 
     def __exit__(self, *exc: object) -> None:

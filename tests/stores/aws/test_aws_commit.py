@@ -152,15 +152,11 @@ def test_losing_commit_removes_its_own_body(aws_env: Any) -> None:
 
 
 def _item(aws_env: Any, sid: str) -> dict[str, Any]:
-    return aws_env.dynamodb.get_item(
-        TableName=aws_env.table_name, Key={"pk": {"S": sid}}, ConsistentRead=True
-    )["Item"]
+    return aws_env.dynamodb.get_item(TableName=aws_env.table_name, Key={"pk": {"S": sid}}, ConsistentRead=True)["Item"]
 
 
 @pytest.mark.parametrize("status", [SessionStatus.COMPLETED, SessionStatus.FAILED, SessionStatus.REJECTED])
-def test_finished_session_item_gets_ttl_days_after_its_last_update(
-    aws_env: Any, status: SessionStatus
-) -> None:
+def test_finished_session_item_gets_ttl_days_after_its_last_update(aws_env: Any, status: SessionStatus) -> None:
     sid = f"ttl-{status}"
     store = aws_env.store(finished_ttl_days=30)
     store.commit(sid, record(sid, 1), 0)

@@ -51,9 +51,7 @@ def test_resumed_and_finished_sessions_leave_the_due_index(aws_store: Any, aws_e
 def test_due_queries_each_shard_of_the_index_and_never_scans(aws_store: Any, aws_env: Any) -> None:
     for i in range(12):
         sid = f"park-{i:02d}"
-        aws_store.commit(
-            sid, record(sid, 1, status=SessionStatus.AWAITING_INPUT, resume_at=DAY1 if i < 6 else DAY2), 0
-        )
+        aws_store.commit(sid, record(sid, 1, status=SessionStatus.AWAITING_INPUT, resume_at=DAY1 if i < 6 else DAY2), 0)
 
     with CallLog(aws_env.dynamodb, aws_env.s3) as log:
         due = aws_store.due(DAY1)

@@ -30,9 +30,7 @@ def _client_error(code: str, item: dict[str, Any] | None = None) -> ClientError:
 
 @pytest.mark.parametrize("code", sorted(ERROR_KINDS))
 def test_every_mapped_code_becomes_its_archmax_error(code: str) -> None:
-    mapped = map_client_error(
-        _client_error(code), operation="op", session_id="s-1", expected_version=3, path="a.txt"
-    )
+    mapped = map_client_error(_client_error(code), operation="op", session_id="s-1", expected_version=3, path="a.txt")
     assert type(mapped) is EXPECTED[ERROR_KINDS[code]]
     if mapped is not None:
         assert mapped.session_id == "s-1"

@@ -35,9 +35,7 @@ def test_everything_lives_under_the_prefix_in_the_session_folder(aws_env: Any, p
 
     keys = _keys(aws_env)
     assert keys[0] == "tenant-a/_specs/abc123.json"
-    assert keys[1].startswith("tenant-a/mail%2Fthread%5C1/checkpoints/0000000001-") and keys[1].endswith(
-        ".json"
-    )
+    assert keys[1].startswith("tenant-a/mail%2Fthread%5C1/checkpoints/0000000001-") and keys[1].endswith(".json")
     assert keys[2] == "tenant-a/mail%2Fthread%5C1/scratchpad/notes.md"
     assert len(keys) == 3
 

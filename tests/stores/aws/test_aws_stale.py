@@ -46,9 +46,7 @@ def test_only_running_sessions_are_in_the_stale_index_keyed_by_lease_expiry_or_l
     assert aws_store.head("let-go").lease is None
 
 
-def test_a_session_leaves_the_stale_index_in_the_commit_that_parks_or_finishes_it(
-    aws_store: Any, aws_env: Any
-) -> None:
+def test_a_session_leaves_the_stale_index_in_the_commit_that_parks_or_finishes_it(aws_store: Any, aws_env: Any) -> None:
     aws_store.commit("a", _running("a"), 0)
     aws_store.commit("b", _running("b"), 0)
     assert set(_indexed(aws_env)) == {"a", "b"}

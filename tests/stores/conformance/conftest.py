@@ -146,10 +146,7 @@ def make_record(
             "reply_body": Variable(value="It's ORD-1001 — ünïcödé", locked=True),
             "n": Variable(value=version),
         },
-        trail=[
-            TrailStep(to="clarify", kind="agent", reason=f"step {i}", ts=1735689600000 + i)
-            for i in range(trail)
-        ],
+        trail=[TrailStep(to="clarify", kind="agent", reason=f"step {i}", ts=1735689600000 + i) for i in range(trail)],
         pending_input=pending_input,
         pending_decision=pending_decision,
         park_counts={"clarify": version},
@@ -169,6 +166,4 @@ def _message(i: int) -> Message:
             content=f"looking {i}",
             tool_calls=[ToolCall(id=f"call_{i}", name="lookup", args={"q": i})],
         )
-    return Message(
-        role="tool", content=f"result {i}", tool_call_id=f"call_{i - 1}", name="lookup", status="success"
-    )
+    return Message(role="tool", content=f"result {i}", tool_call_id=f"call_{i - 1}", name="lookup", status="success")

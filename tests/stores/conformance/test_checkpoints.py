@@ -25,9 +25,7 @@ def test_first_commit_creates_version_one_and_load_returns_the_whole_record(stor
 
 def test_load_returns_the_latest_of_several_versions(store, session_id):
     for version in range(1, 6):
-        store.commit(
-            session_id, make_record(session_id, version, messages=version * 2, trail=version), version - 1
-        )
+        store.commit(session_id, make_record(session_id, version, messages=version * 2, trail=version), version - 1)
     assert store.load(session_id) == make_record(session_id, 5, messages=10, trail=5)
 
 
@@ -64,26 +62,20 @@ def test_commit_after_the_lease_was_taken_over_is_refused(store, session_id):
     store.commit(session_id, make_record(session_id, 1, lease_owner="worker-a"), 0)
     store.commit(session_id, make_record(session_id, 2, lease_owner="worker-b"), 1)  # takeover
     with pytest.raises(CommitConflictError):
-        store.commit(
-            session_id, make_record(session_id, 3, lease_owner="worker-a"), 2, lease_owner="worker-a"
-        )
+        store.commit(session_id, make_record(session_id, 3, lease_owner="worker-a"), 2, lease_owner="worker-a")
     assert store.load(session_id).lease.owner == "worker-b"
 
 
 def test_commit_claiming_a_lease_on_a_session_holding_none_is_refused(store, session_id):
     store.commit(session_id, make_record(session_id, 1, status=SessionStatus.AWAITING_INPUT), 0)
     with pytest.raises(CommitConflictError):
-        store.commit(
-            session_id, make_record(session_id, 2, lease_owner="worker-a"), 1, lease_owner="worker-a"
-        )
+        store.commit(session_id, make_record(session_id, 2, lease_owner="worker-a"), 1, lease_owner="worker-a")
     assert store.load(session_id).version == 1
 
 
 def test_commit_claiming_a_lease_on_a_new_session_is_refused(store, session_id):
     with pytest.raises(CommitConflictError):
-        store.commit(
-            session_id, make_record(session_id, 1, lease_owner="worker-a"), 0, lease_owner="worker-a"
-        )
+        store.commit(session_id, make_record(session_id, 1, lease_owner="worker-a"), 0, lease_owner="worker-a")
     assert store.load(session_id) is None
 
 
@@ -102,13 +94,9 @@ def test_record_of_another_session_is_a_store_error(store, session_id):
 
 def test_long_session_across_full_chunk_boundaries_loads_exactly(store, session_id):
     for version in range(1, 121):
-        store.commit(
-            session_id, make_record(session_id, version, messages=version, trail=version // 3), version - 1
-        )
+        store.commit(session_id, make_record(session_id, version, messages=version, trail=version // 3), version - 1)
         if version in (1, 49, 50, 51, 52, 100, 101, 120):
-            assert store.load(session_id) == make_record(
-                session_id, version, messages=version, trail=version // 3
-            )
+            assert store.load(session_id) == make_record(session_id, version, messages=version, trail=version // 3)
 
 
 def test_transcript_that_shrank_still_loads_exactly(store, session_id):
@@ -121,9 +109,7 @@ def test_transcript_that_shrank_still_loads_exactly(store, session_id):
 def test_transcript_rewritten_in_place_is_reloaded_as_committed_when_it_shrank(store, session_id):
     first = make_record(session_id, 1, messages=3)
     store.commit(session_id, first, 0)
-    rewritten = make_record(session_id, 2).model_copy(
-        update={"messages": [Message(role="user", content="compacted")]}
-    )
+    rewritten = make_record(session_id, 2).model_copy(update={"messages": [Message(role="user", content="compacted")]})
     store.commit(session_id, rewritten, 1)
     assert store.load(session_id).messages == [Message(role="user", content="compacted")]
 

@@ -85,9 +85,7 @@ def test_threads_retrying_after_conflicts_lose_no_update(store, session_id):
 
 
 def test_threads_claiming_the_same_name_create_only_have_exactly_one_winner(store, session_id):
-    results = _race(
-        lambda i: store.seed(session_id, {"scratchpad/attachments/x.txt": f"writer {i}"}, create_only=True)
-    )
+    results = _race(lambda i: store.seed(session_id, {"scratchpad/attachments/x.txt": f"writer {i}"}, create_only=True))
     assert sum(r is None for r in results) == 1
     assert all(isinstance(r, PathExistsError) for r in results if r is not None)
     winner = results.index(None)
@@ -96,8 +94,6 @@ def test_threads_claiming_the_same_name_create_only_have_exactly_one_winner(stor
 
 @pytest.mark.parametrize("writers", [THREADS])
 def test_threads_committing_to_different_sessions_all_succeed(store, session_id, writers):
-    results = _race(
-        lambda i: store.commit(f"{session_id}-{i}", make_record(f"{session_id}-{i}", 1), 0), writers
-    )
+    results = _race(lambda i: store.commit(f"{session_id}-{i}", make_record(f"{session_id}-{i}", 1), 0), writers)
     assert results == [None] * writers
     assert all(store.load(f"{session_id}-{i}").version == 1 for i in range(writers))

@@ -89,9 +89,7 @@ def test_due_filters_by_workflow_when_asked(store):
     run = uuid.uuid4().hex[:8]
     _park(store, f"{run}-bank", "2025-01-01T08:00:00.000Z", workflow="bank-check")
     _park(store, f"{run}-mail", "2025-01-01T08:00:00.000Z", workflow="support-inbox")
-    assert store.due("2025-01-01T09:00:00.000Z", workflow="bank-check") == [
-        (f"{run}-bank", "2025-01-01T08:00:00.000Z")
-    ]
+    assert store.due("2025-01-01T09:00:00.000Z", workflow="bank-check") == [(f"{run}-bank", "2025-01-01T08:00:00.000Z")]
 
 
 def test_resumed_session_is_no_longer_due(store, session_id):

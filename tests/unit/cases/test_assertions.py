@@ -51,13 +51,7 @@ SCENARIOS = {
     ),
     "raised": (
         [{"send": "Fetch the data."}],
-        [
-            {
-                "call": {
-                    "archmax_raise": {"code": "source-down", "reason": "The data source is down (HTTP 503)."}
-                }
-            }
-        ],
+        [{"call": {"archmax_raise": {"code": "source-down", "reason": "The data source is down (HTTP 503)."}}}],
     ),
     # a forbidden tool is blocked; a bad wait is an error result; then plain text
     "blocked": (
@@ -173,9 +167,7 @@ def test_assertion_outcome(run, desk, scenario, assertion, expected):
 
 def test_reply_records_one_result_per_token(run, desk):
     actions, model = SCENARIOS["completed"]
-    doc = case_doc(
-        [*actions, {"reply": {"includes": ["T-7", "nope"], "excludes": ["zzz"]}}], model, mocks=LOOKUP
-    )
+    doc = case_doc([*actions, {"reply": {"includes": ["T-7", "nope"], "excludes": ["zzz"]}}], model, mocks=LOOKUP)
     write_case(desk, "case.test.yaml", doc)
 
     (case,) = run(desk)["results"]

@@ -90,9 +90,7 @@ def test_each_case_gets_a_fresh_memory_store_by_default(desk, clock):
 
 
 def test_a_skipped_case_runs_nothing(desk, clock):
-    write_case(
-        desk, "later.test.yaml", case_doc([{"send": "x"}], [{"say": "x"}], skip="waiting on the billing API")
-    )
+    write_case(desk, "later.test.yaml", case_doc([{"send": "x"}], [{"say": "x"}], skip="waiting on the billing API"))
 
     result = run_tests(desk, clock=clock)
 

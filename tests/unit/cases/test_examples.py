@@ -41,9 +41,7 @@ def test_the_seeds_case_runs_green_against_support_inbox(clock):
 
 
 def test_the_seeds_case_holds_the_seeds_steps_verbatim():
-    doc = yaml.safe_load(
-        (EXAMPLES / "support-inbox/tests/park-and-resume.test.yaml").read_text(encoding="utf-8")
-    )
+    doc = yaml.safe_load((EXAMPLES / "support-inbox/tests/park-and-resume.test.yaml").read_text(encoding="utf-8"))
 
     assert doc["variables"] == {"conversation_id": "AAQk-test-1"}
     assert doc["steps"] == [

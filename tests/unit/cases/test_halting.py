@@ -98,9 +98,7 @@ def test_a_delivery_to_a_session_that_is_not_parked_kills_the_case(run, desk):
 
 
 def test_a_decision_on_a_session_not_parked_at_a_human_state_kills_the_case(run, desk):
-    write_case(
-        desk, "c.test.yaml", case_doc([{"send": "hi"}, {"decide": {"to": "done"}}], [{"say": "Hello."}])
-    )
+    write_case(desk, "c.test.yaml", case_doc([{"send": "hi"}, {"decide": {"to": "done"}}], [{"say": "Hello."}]))
 
     (case,) = run(desk)["results"]
 
@@ -157,9 +155,7 @@ def test_an_expect_state_mismatch_kills_the_case_with_the_scripts_message(run, d
 
     (case,) = run(desk)["results"]
 
-    assert (
-        case.error == "ModelScriptError: model response 1 expected state 'done' but the session is in 'start'"
-    )
+    assert case.error == "ModelScriptError: model response 1 expected state 'done' but the session is in 'start'"
     assert statuses(case) == [("send", "failed"), ("succeeded", "not-executed")]
 
 
@@ -192,9 +188,7 @@ def test_tool_call_ids_count_from_one_in_every_case(run, desk):
     model = [{"call": {"lookup": {"q": 1}}}, {"say": "ok"}]
     mocks = [{"tool": "lookup", "result": "fine"}]
     for name in ("a", "b"):
-        write_case(
-            desk, f"{name}.test.yaml", case_doc([{"send": "x"}, {"succeeded": True}], model, mocks=mocks)
-        )
+        write_case(desk, f"{name}.test.yaml", case_doc([{"send": "x"}, {"succeeded": True}], model, mocks=mocks))
     stores = []
 
     def factory():
@@ -206,9 +200,7 @@ def test_tool_call_ids_count_from_one_in_every_case(run, desk):
     results = run(desk, store_factory=factory)["results"]
 
     for case, store in zip(results, stores, strict=True):
-        calls = [
-            c.id for m in store.load(case.session_id).messages for c in m.tool_calls if c.name == "lookup"
-        ]
+        calls = [c.id for m in store.load(case.session_id).messages for c in m.tool_calls if c.name == "lookup"]
         assert calls == ["call_1"]
 
 
@@ -295,9 +287,7 @@ def test_a_case_without_model_uses_the_model_given_to_run_tests(run, desk):
     assert case.verdict.status == "passed", case.verdict.failures
 
 
-def test_a_case_without_model_and_no_configured_model_dies_with_the_configuration_error(
-    run, desk, monkeypatch
-):
+def test_a_case_without_model_and_no_configured_model_dies_with_the_configuration_error(run, desk, monkeypatch):
     monkeypatch.delenv("ARCHMAX_MODEL", raising=False)
     write_case(desk, "c.test.yaml", case_doc([{"send": "x"}, {"succeeded": True}]))
 

@@ -22,9 +22,7 @@ def test_each_case_gets_a_verdict_line_and_failures_are_detailed(desk, clock):
     write_case(
         desk,
         "b-fail.test.yaml",
-        case_doc(
-            [{"send": "x"}, {"reachedState": "done"}, {"succeeded": True}], [{"say": "ok"}], title="Fails"
-        ),
+        case_doc([{"send": "x"}, {"reachedState": "done"}, {"succeeded": True}], [{"say": "ok"}], title="Fails"),
     )
     write_case(desk, "c-skip.test.yaml", case_doc([{"send": "x"}], title="Later", skip="not yet"))
 
@@ -50,9 +48,7 @@ def test_a_dead_case_shows_its_error_first(desk, clock):
     lines = format_results(run_tests(desk, clock=clock)).splitlines()
 
     assert lines[0] == "✖ a — Dies"
-    assert lines[1].startswith(
-        "    SessionNotAwaitingInputError: session 'test-1735689600000-a' is not parked"
-    )
+    assert lines[1].startswith("    SessionNotAwaitingInputError: session 'test-1735689600000-a' is not parked")
 
 
 def test_a_disabled_suite_and_an_empty_filter_say_so():

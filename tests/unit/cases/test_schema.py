@@ -179,9 +179,7 @@ def test_a_workspace_fixture_is_read_from_tests_and_seeded(run, desk):
 
 
 def test_a_case_trigger_the_workflow_does_not_declare_kills_the_case_before_any_step(run, desk):
-    write_case(
-        desk, "t.test.yaml", case_doc([SEND, {"succeeded": True}], [{"say": "x"}], trigger={"id": "nope"})
-    )
+    write_case(desk, "t.test.yaml", case_doc([SEND, {"succeeded": True}], [{"say": "x"}], trigger={"id": "nope"}))
 
     (case,) = run(desk)["results"]
 

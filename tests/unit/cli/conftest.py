@@ -62,5 +62,3 @@ def refunds(tmp_path: Path) -> list[str]:
 def examples(tmp_path: Path) -> list[str]:
     """Flags for the shipped examples (read in place) with a fresh store."""
     return ["--root", str(EXAMPLES), "--store", str(tmp_path / "examples-store")]
-
-

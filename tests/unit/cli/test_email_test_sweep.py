@@ -67,8 +67,20 @@ def test_archmax_test_of_a_disabled_workflow_skips_the_suite(cli, tmp_path):
 
 
 def _park_bank(cli, flags, sid="b-1"):
-    run = cli(*flags, "run", "bank-check", "Payment due", "--session", sid, "--trigger", "payment_expected",
-              "--variables", '{"reference": "INV-1042"}', "--model", BANK_SCRIPT)
+    run = cli(
+        *flags,
+        "run",
+        "bank-check",
+        "Payment due",
+        "--session",
+        sid,
+        "--trigger",
+        "payment_expected",
+        "--variables",
+        '{"reference": "INV-1042"}',
+        "--model",
+        BANK_SCRIPT,
+    )
     assert run.code == 0
     return cli(*flags, "sessions", sid, "--json").json()["resume_at"]
 
@@ -78,7 +90,8 @@ def test_sweep_wakes_a_due_session_with_the_timer_trigger(cli, examples):
     run = cli(*examples, "sweep", "--now", due, "--model", BANK_SCRIPT)
     # the wake parked again with a message for a person: printed, indented, under its line
     assert (run.code, run.out) == (
-        0, "b-1  parked\n    Payment INV-1042 has not posted yet (check 2). I will look again tomorrow.\n"
+        0,
+        "b-1  parked\n    Payment INV-1042 has not posted yet (check 2). I will look again tomorrow.\n",
     )
     shown = cli(*examples, "sessions", "b-1", "--json").json()
     assert shown["variables"]["trigger"]["value"] == "timer"
@@ -114,10 +127,12 @@ def test_sweep_exits_1_when_a_wake_ends_failed(cli, tmp_path, script):
     waiting = {**CHORES["states"]["work"], "budget": {}}
     root = make_workspace(tmp_path / "ws", chores={"title": "Chores", "states": {"work": waiting}})
     flags = ["--root", str(root), "--store", str(tmp_path / "store")]
-    model = script([
-        {"say": "Tomorrow.", "call": {"archmax_wait": {"reason": "the weekend", "until": "1d"}}},
-        {"call": {"archmax_raise": {"code": "gave-up", "reason": "Too tired."}}},
-    ])
+    model = script(
+        [
+            {"say": "Tomorrow.", "call": {"archmax_wait": {"reason": "the weekend", "until": "1d"}}},
+            {"call": {"archmax_raise": {"code": "gave-up", "reason": "Too tired."}}},
+        ]
+    )
     assert cli(*flags, "run", "Sweep", "--session", "w-1", "--model", model).code == 0
     run = cli(*flags, "sweep", "--now", "2999-01-01", "--model", model)
     assert (run.code, run.out) == (1, "w-1  failed\n")

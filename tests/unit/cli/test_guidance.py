@@ -20,9 +20,7 @@ FOUND = ", ".join(sorted(p.parent.name for p in (EXAMPLES / "workflows").glob("*
 def test_a_misspelt_workflow_is_named_with_what_was_found_and_the_closest_slug(cli, examples):
     run = cli(*examples, "run", "expense-aproval", "Lunch", "receipt", "--model", INBOX_SCRIPT)
     assert run.code == 2 and run.out == ""
-    assert run.err.startswith(
-        f"error: no workflow 'expense-aproval' under {EXAMPLES}/workflows/ (found: {FOUND})"
-    )
+    assert run.err.startswith(f"error: no workflow 'expense-aproval' under {EXAMPLES}/workflows/ (found: {FOUND})")
     assert "holds several workflows" not in run.err
     near = cli(*examples, "validate", "support-inbx")
     assert near.code == 2
@@ -76,8 +74,18 @@ def test_the_next_hint_of_an_email_conversation_points_at_archmax_email(cli, exa
 
 
 def test_the_next_hint_names_a_declared_trigger_and_the_declared_triggers(cli, examples):
-    run = cli(*examples, "run", "support-inbox", "About the thing", "--trigger", "email_received",
-              "--variables", '{"conversation_id": "c-1"}', "--model", INBOX_SCRIPT)
+    run = cli(
+        *examples,
+        "run",
+        "support-inbox",
+        "About the thing",
+        "--trigger",
+        "email_received",
+        "--variables",
+        '{"conversation_id": "c-1"}',
+        "--model",
+        INBOX_SCRIPT,
+    )
     hint = next(line for line in run.err.splitlines() if line.startswith("next: "))
     assert re.fullmatch(
         r"next: archmax deliver c-1 --root \S+ --store \S+ --model \S+ --trigger email_reply \[--message <text>\]"
@@ -87,18 +95,24 @@ def test_the_next_hint_names_a_declared_trigger_and_the_declared_triggers(cli, e
 
 
 def test_the_next_hint_carries_the_variables_the_trigger_requires(cli, tmp_path, script):
-    root = make_workspace(tmp_path / "ws", claims={
-        "states": {
-            "intake": {
-                "triggers": {"claim_filed": None, "documents_sent": {"requires": [{"name": "receipt", "type": "string"}]}},
+    root = make_workspace(
+        tmp_path / "ws",
+        claims={
+            "states": {
+                "intake": {
+                    "triggers": {
+                        "claim_filed": None,
+                        "documents_sent": {"requires": [{"name": "receipt", "type": "string"}]},
+                    },
+                },
             },
         },
-    })
+    )
     flags = ["--root", str(root), "--store", str(tmp_path / "store")]
     model = script([{"say": "Send the receipt.", "call": {"archmax_wait": {"reason": "the receipt"}}}])
     run = cli(*flags, "run", "My claim", "--session", "k-1", "--trigger", "claim_filed", "--model", model)
     hint = next(line for line in run.err.splitlines() if line.startswith("next: "))
-    assert "--trigger documents_sent --variables '{\"receipt\": \"<string>\"}' [--message <text>]" in hint
+    assert '--trigger documents_sent --variables \'{"receipt": "<string>"}\' [--message <text>]' in hint
 
 
 def test_validate_reports_a_misspelt_tool_under_tools_allow(cli, tmp_path):
@@ -107,10 +121,13 @@ def test_validate_reports_a_misspelt_tool_under_tools_allow(cli, tmp_path):
     doc["states"]["check-bank"]["tools"]["allow"] = ["lookup_transacton"]
     root = make_workspace(tmp_path / "ws", bank_check=doc)
     (root / "workflows" / "bank-check" / "tools.py").write_text(
-        (source / "tools.py").read_text(encoding="utf-8"), encoding="utf-8")
+        (source / "tools.py").read_text(encoding="utf-8"), encoding="utf-8"
+    )
     run = cli("--root", str(root), "validate")
     assert run.code == 1
-    assert run.out == "states.check-bank.tools.allow.0: no host tool 'lookup_transacton' (provided: lookup_transaction)\n"
+    assert (
+        run.out == "states.check-bank.tools.allow.0: no host tool 'lookup_transacton' (provided: lookup_transaction)\n"
+    )
     as_json = cli("--root", str(root), "validate", "--json").json()
     assert as_json["ok"] is False and as_json["diagnostics"][0]["path"] == "states.check-bank.tools.allow.0"
 

@@ -11,8 +11,20 @@ from ._support import INBOX_SCRIPT
 
 
 def test_first_message_parks_prints_question_waiting_line_and_deliver_command(cli, examples):
-    run = cli(*examples, "run", "support-inbox", "About", "the", "thing", "--trigger", "email_received",
-              "--variables", '{"conversation_id": "AAQk-1"}', "--model", INBOX_SCRIPT)
+    run = cli(
+        *examples,
+        "run",
+        "support-inbox",
+        "About",
+        "the",
+        "thing",
+        "--trigger",
+        "email_received",
+        "--variables",
+        '{"conversation_id": "AAQk-1"}',
+        "--model",
+        INBOX_SCRIPT,
+    )
     assert run.code == 0
     assert "Which order is this about?" in run.out
     err = run.err.splitlines()
@@ -22,8 +34,20 @@ def test_first_message_parks_prints_question_waiting_line_and_deliver_command(cl
 
 
 def test_prompt_words_are_joined_with_spaces_into_the_user_message(cli, examples, tmp_path):
-    cli(*examples, "run", "support-inbox", "About", "the", "thing", "--trigger", "email_received",
-        "--variables", '{"conversation_id": "AAQk-1"}', "--model", INBOX_SCRIPT)
+    cli(
+        *examples,
+        "run",
+        "support-inbox",
+        "About",
+        "the",
+        "thing",
+        "--trigger",
+        "email_received",
+        "--variables",
+        '{"conversation_id": "AAQk-1"}',
+        "--model",
+        INBOX_SCRIPT,
+    )
     record = FilesystemStore(tmp_path / "examples-store").load("AAQk-1")
     assert record.messages[0].role == "user" and record.messages[0].content == "About the thing"
 
@@ -38,33 +62,78 @@ def test_a_second_run_on_the_same_conversation_resumes_the_park_and_completes(cl
 
 
 def test_an_undeclared_trigger_still_resumes_an_input_park(cli, examples):
-    cli(*examples, "run", "support-inbox", "About the thing", "--trigger", "email_received",
-        "--variables", '{"conversation_id": "AAQk-1"}', "--model", INBOX_SCRIPT)
-    run = cli(*examples, "run", "support-inbox", "It's ORD-1001.", "--session", "AAQk-1",
-              "--trigger", "sms_reply", "--model", INBOX_SCRIPT, "--json")
+    cli(
+        *examples,
+        "run",
+        "support-inbox",
+        "About the thing",
+        "--trigger",
+        "email_received",
+        "--variables",
+        '{"conversation_id": "AAQk-1"}',
+        "--model",
+        INBOX_SCRIPT,
+    )
+    run = cli(
+        *examples,
+        "run",
+        "support-inbox",
+        "It's ORD-1001.",
+        "--session",
+        "AAQk-1",
+        "--trigger",
+        "sms_reply",
+        "--model",
+        INBOX_SCRIPT,
+        "--json",
+    )
     assert run.code == 0
     assert run.json()["disposition"] == "deliver"
     assert run.json()["kind"] == "completed"
 
 
 def test_an_undeclared_trigger_on_a_new_session_exits_1(cli, examples):
-    run = cli(*examples, "run", "support-inbox", "Hello", "--session", "new-1", "--trigger", "sms",
-              "--model", INBOX_SCRIPT)
+    run = cli(
+        *examples, "run", "support-inbox", "Hello", "--session", "new-1", "--trigger", "sms", "--model", INBOX_SCRIPT
+    )
     assert run.code == 1
     assert run.err.startswith("error: trigger 'sms' is not declared")
 
 
 def test_session_path_flag_reads_the_id_from_the_variables(cli, examples):
-    run = cli(*examples, "run", "support-inbox", "About the thing", "--trigger", "email_received",
-              "--session-path", "triggers.-1.conversationId",
-              "--variables", '{"triggers": [{"conversationId": "AAQk1"}]}', "--model", INBOX_SCRIPT, "--json")
+    run = cli(
+        *examples,
+        "run",
+        "support-inbox",
+        "About the thing",
+        "--trigger",
+        "email_received",
+        "--session-path",
+        "triggers.-1.conversationId",
+        "--variables",
+        '{"triggers": [{"conversationId": "AAQk1"}]}',
+        "--model",
+        INBOX_SCRIPT,
+        "--json",
+    )
     assert run.code == 0
     assert run.json()["session_id"] == "AAQk1"
 
 
 def test_json_prints_the_outcome_model(cli, examples):
-    run = cli(*examples, "--json", "run", "support-inbox", "About the thing", "--trigger", "email_received",
-              "--variables", '{"conversation_id": "AAQk-1"}', "--model", INBOX_SCRIPT)
+    run = cli(
+        *examples,
+        "--json",
+        "run",
+        "support-inbox",
+        "About the thing",
+        "--trigger",
+        "email_received",
+        "--variables",
+        '{"conversation_id": "AAQk-1"}',
+        "--model",
+        INBOX_SCRIPT,
+    )
     doc = run.json()
     assert run.code == 0
     assert doc["kind"] == "parked" and doc["parked_channel"] == "input"
@@ -78,7 +147,9 @@ def test_completed_turn_without_workflow_argument_in_a_one_workflow_workspace_pr
 
 
 def test_raise_prints_failed_line_and_exits_1(cli, chores, script):
-    model = script([{"say": "I cannot.", "call": {"archmax_raise": {"code": "no-broom", "reason": "The broom is gone."}}}])
+    model = script(
+        [{"say": "I cannot.", "call": {"archmax_raise": {"code": "no-broom", "reason": "The broom is gone."}}}]
+    )
     run = cli(*chores, "run", "Sweep", "--model", model)
     assert run.code == 1
     assert run.out == "I cannot.\n"
@@ -118,15 +189,33 @@ def test_workflow_argument_is_required_when_the_workspace_holds_several(cli, ref
 
 def test_variables_from_a_file(cli, chores, script, tmp_path):
     (tmp_path / "vars.json").write_text('{"room": "kitchen"}', encoding="utf-8")
-    run = cli(*chores, "run", "Sweep", "--variables", f"@{tmp_path / 'vars.json'}",
-              "--model", script([{"say": "Done."}]), "--json")
+    run = cli(
+        *chores,
+        "run",
+        "Sweep",
+        "--variables",
+        f"@{tmp_path / 'vars.json'}",
+        "--model",
+        script([{"say": "Done."}]),
+        "--json",
+    )
     assert run.json()["variables"]["room"] == {"value": "kitchen", "locked": True}
 
 
 def test_file_flag_places_the_file_and_seeds_its_variable_with_the_path(cli, chores, script, tmp_path):
     (tmp_path / "list.txt").write_text("mop\nbucket\n", encoding="utf-8")
-    run = cli(*chores, "run", "Sweep", "--session", "c-1", "--file", f"todo={tmp_path / 'list.txt'}",
-              "--model", script([{"say": "Done."}]), "--json")
+    run = cli(
+        *chores,
+        "run",
+        "Sweep",
+        "--session",
+        "c-1",
+        "--file",
+        f"todo={tmp_path / 'list.txt'}",
+        "--model",
+        script([{"say": "Done."}]),
+        "--json",
+    )
     assert run.code == 0
     assert run.json()["variables"]["todo"] == {"value": "scratchpad/attachments/list.txt", "locked": True}
     store = FilesystemStore(Path(chores[3]))
@@ -147,8 +236,9 @@ def test_model_comes_from_archmax_model_when_no_flag(cli, chores, script, monkey
 
 
 def test_unresolved_trigger_path_mints_an_id_and_warns(cli, examples):
-    run = cli(*examples, "run", "support-inbox", "About the thing", "--trigger", "email_received",
-              "--model", INBOX_SCRIPT)
+    run = cli(
+        *examples, "run", "support-inbox", "About the thing", "--trigger", "email_received", "--model", INBOX_SCRIPT
+    )
     assert run.code == 0
     assert run.err.startswith("warning: session path 'conversation_id' did not resolve")
     assert "waiting: session 'session-" in run.err
@@ -156,8 +246,18 @@ def test_unresolved_trigger_path_mints_an_id_and_warns(cli, examples):
 
 def test_outputs_carry_no_colour_codes_when_not_a_terminal(cli, examples, monkeypatch):
     monkeypatch.delenv("NO_COLOR")
-    run = cli(*examples, "run", "support-inbox", "Hi", "--trigger", "email_received",
-              "--variables", '{"conversation_id": "c"}', "--model", INBOX_SCRIPT)
+    run = cli(
+        *examples,
+        "run",
+        "support-inbox",
+        "Hi",
+        "--trigger",
+        "email_received",
+        "--variables",
+        '{"conversation_id": "c"}',
+        "--model",
+        INBOX_SCRIPT,
+    )
     assert "\033[" not in run.out + run.err
 
 
@@ -200,10 +300,21 @@ def test_a_whole_sentence_as_the_first_word_in_a_folder_without_workflows_is_not
 
 
 def test_the_prompt_may_follow_the_flags_in_the_seeds_own_form(cli, examples, tmp_path):
-    run = cli(*examples, "run", "support-inbox", "--trigger", "email_received",
-              "--session-path", "triggers.-1.conversationId",
-              "--variables", '{"triggers": [{"conversationId": "AAQk1"}]}', "--model", INBOX_SCRIPT,
-              "About the thing", "we discussed")
+    run = cli(
+        *examples,
+        "run",
+        "support-inbox",
+        "--trigger",
+        "email_received",
+        "--session-path",
+        "triggers.-1.conversationId",
+        "--variables",
+        '{"triggers": [{"conversationId": "AAQk1"}]}',
+        "--model",
+        INBOX_SCRIPT,
+        "About the thing",
+        "we discussed",
+    )
     assert run.code == 0, run.err
     record = FilesystemStore(tmp_path / "examples-store").load("AAQk1")
     assert record.messages[0].content == "About the thing we discussed"

@@ -15,8 +15,18 @@ REFUND_SCRIPT = [
 @pytest.fixture
 def parked_inbox(cli, examples):
     """support-inbox session ``c-1`` parked in ``clarify`` awaiting the order number."""
-    run = cli(*examples, "run", "support-inbox", "About the thing", "--trigger", "email_received",
-              "--variables", '{"conversation_id": "c-1"}', "--model", INBOX_SCRIPT)
+    run = cli(
+        *examples,
+        "run",
+        "support-inbox",
+        "About the thing",
+        "--trigger",
+        "email_received",
+        "--variables",
+        '{"conversation_id": "c-1"}',
+        "--model",
+        INBOX_SCRIPT,
+    )
     assert run.code == 0
     return examples
 
@@ -24,10 +34,21 @@ def parked_inbox(cli, examples):
 @pytest.fixture
 def parked_refund(cli, refunds, script):
     """refunds session ``r-1`` parked at the human state ``review``; returns (flags, model entries)."""
+
     def park(extra: list[dict]) -> tuple[list[str], str]:
         model = script(REFUND_SCRIPT + extra)
-        run = cli(*refunds, "run", "refunds", "Please refund order 7", "--session", "r-1",
-                  "--trigger", "refund_requested", "--model", model)
+        run = cli(
+            *refunds,
+            "run",
+            "refunds",
+            "Please refund order 7",
+            "--session",
+            "r-1",
+            "--trigger",
+            "refund_requested",
+            "--model",
+            model,
+        )
         assert run.code == 0, run.err
         return refunds, model
 
@@ -35,16 +56,35 @@ def parked_refund(cli, refunds, script):
 
 
 def test_deliver_resumes_the_park_and_prints_the_answer(cli, parked_inbox):
-    run = cli(*parked_inbox, "deliver", "c-1", "--trigger", "email_reply",
-              "--variables", '{"reply_body": "It is ORD-1001."}', "--model", INBOX_SCRIPT)
+    run = cli(
+        *parked_inbox,
+        "deliver",
+        "c-1",
+        "--trigger",
+        "email_reply",
+        "--variables",
+        '{"reply_body": "It is ORD-1001."}',
+        "--model",
+        INBOX_SCRIPT,
+    )
     assert run.code == 0
     assert "ORD-1001" in run.out
     assert run.err == ""
 
 
 def test_deliver_message_flag_lands_in_the_transcript(cli, parked_inbox):
-    run = cli(*parked_inbox, "deliver", "c-1", "--trigger", "email_reply", "--message", "It is ORD-1001.",
-              "--model", INBOX_SCRIPT, "--json")
+    run = cli(
+        *parked_inbox,
+        "deliver",
+        "c-1",
+        "--trigger",
+        "email_reply",
+        "--message",
+        "It is ORD-1001.",
+        "--model",
+        INBOX_SCRIPT,
+        "--json",
+    )
     assert run.code == 0
     users = [m["content"] for m in run.json()["messages"] if m["role"] == "user"]
     assert users == ["About the thing", "It is ORD-1001."]
@@ -75,8 +115,18 @@ def test_workflow_flag_naming_an_unknown_workflow_exits_2(cli, parked_inbox):
 
 
 def test_park_at_a_human_state_prints_decision_waiting_line_and_decide_command(cli, refunds, script):
-    run = cli(*refunds, "run", "refunds", "Please refund order 7", "--session", "r-1",
-              "--trigger", "refund_requested", "--model", script(REFUND_SCRIPT))
+    run = cli(
+        *refunds,
+        "run",
+        "refunds",
+        "Please refund order 7",
+        "--session",
+        "r-1",
+        "--trigger",
+        "refund_requested",
+        "--model",
+        script(REFUND_SCRIPT),
+    )
     assert run.code == 0
     assert run.out == "Your refund is with our finance team for approval.\n"
     err = run.err.splitlines()

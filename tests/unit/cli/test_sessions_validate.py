@@ -8,8 +8,18 @@ from ._support import BANK_SCRIPT, INBOX_SCRIPT, REFUNDS, make_workspace
 
 
 def _park_inbox(cli, flags, sid="c-1"):
-    cli(*flags, "run", "support-inbox", "About the thing", "--trigger", "email_received",
-        "--variables", f'{{"conversation_id": "{sid}"}}', "--model", INBOX_SCRIPT)
+    cli(
+        *flags,
+        "run",
+        "support-inbox",
+        "About the thing",
+        "--trigger",
+        "email_received",
+        "--variables",
+        f'{{"conversation_id": "{sid}"}}',
+        "--model",
+        INBOX_SCRIPT,
+    )
 
 
 def test_sessions_lists_one_line_per_session_with_its_wait(cli, examples):
@@ -23,8 +33,20 @@ def test_sessions_lists_one_line_per_session_with_its_wait(cli, examples):
 
 
 def test_sessions_shows_the_due_instant_of_a_timer_park(cli, examples):
-    cli(*examples, "run", "bank-check", "Payment due", "--session", "b-1", "--trigger", "payment_expected",
-        "--variables", '{"reference": "INV-1"}', "--model", BANK_SCRIPT)
+    cli(
+        *examples,
+        "run",
+        "bank-check",
+        "Payment due",
+        "--session",
+        "b-1",
+        "--trigger",
+        "payment_expected",
+        "--variables",
+        '{"reference": "INV-1"}',
+        "--model",
+        BANK_SCRIPT,
+    )
     line = cli(*examples, "sessions").out.splitlines()[1]
     assert line.startswith("  waiting for: payment INV-1042 has not posted yet  due=")
 
@@ -39,10 +61,12 @@ def test_sessions_of_one_session_add_spec_hash_and_variable_lines(cli, examples)
 def test_sessions_show_a_decision_park_with_its_context(cli, tmp_path, script):
     root = make_workspace(tmp_path / "ws", refunds=REFUNDS)
     flags = ["--root", str(root), "--store", str(tmp_path / "store")]
-    model = script([
-        {"call": {"archmax_advance": {"to": "review", "reason": "needs a person"}}},
-        {"say": "With finance."},
-    ])
+    model = script(
+        [
+            {"call": {"archmax_advance": {"to": "review", "reason": "needs a person"}}},
+            {"say": "With finance."},
+        ]
+    )
     cli(*flags, "run", "Refund please", "--session", "r-1", "--trigger", "refund_requested", "--model", model)
     assert cli(*flags, "sessions").out.splitlines() == [
         "r-1  awaiting_decision  open  state=review  awaiting=review  vars=trigger",

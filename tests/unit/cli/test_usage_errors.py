@@ -46,8 +46,18 @@ def test_usage_error_exits_2_with_one_line(cli, chores, script, args):
 
 
 def test_missing_delivery_trigger_on_a_parked_session_exits_2_and_leaves_it_parked(cli, examples):
-    cli(*examples, "run", "support-inbox", "Hi", "--trigger", "email_received",
-        "--variables", '{"conversation_id": "c-1"}', "--model", INBOX_SCRIPT)
+    cli(
+        *examples,
+        "run",
+        "support-inbox",
+        "Hi",
+        "--trigger",
+        "email_received",
+        "--variables",
+        '{"conversation_id": "c-1"}',
+        "--model",
+        INBOX_SCRIPT,
+    )
     run = cli(*examples, "deliver", "c-1", "--variables", '{"reply_body": "ORD-1"}', "--model", INBOX_SCRIPT)
     _one_error_line(run)
     assert "carries no trigger id" in run.err

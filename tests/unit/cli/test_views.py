@@ -11,12 +11,15 @@ INSTANT = r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z"
 
 
 def _inbox_conversation(cli, examples, *, reply: bool = True) -> str:
-    first = cli(*examples, "email", str(EMAILS / "01-first.eml"), "--workflow", "support-inbox", "--model", INBOX_SCRIPT)
+    first = cli(
+        *examples, "email", str(EMAILS / "01-first.eml"), "--workflow", "support-inbox", "--model", INBOX_SCRIPT
+    )
     assert first.code == 0, first.err
     sid = first.err.split("waiting: session '", 1)[1].split("'", 1)[0]
     if reply:
-        second = cli(*examples, "email", str(EMAILS / "02-reply.eml"), "--workflow", "support-inbox",
-                     "--model", INBOX_SCRIPT)
+        second = cli(
+            *examples, "email", str(EMAILS / "02-reply.eml"), "--workflow", "support-inbox", "--model", INBOX_SCRIPT
+        )
         assert second.code == 0, second.err
     return sid
 
@@ -70,15 +73,18 @@ def test_log_json_is_the_story_model_without_note_calls(cli, examples):
 def test_log_shows_a_decision_with_its_comment_and_the_parks_at_the_human_state(cli, tmp_path, script):
     root = make_workspace(tmp_path / "ws", refunds=REFUNDS)
     flags = ["--root", str(root), "--store", str(tmp_path / "store")]
-    model = script([
-        {"call": {"archmax_advance": {"to": "review", "reason": "needs a person"}}},
-        {"say": "With finance."},
-        {"say": "Refund sent."},
-    ])
+    model = script(
+        [
+            {"call": {"archmax_advance": {"to": "review", "reason": "needs a person"}}},
+            {"say": "With finance."},
+            {"say": "Refund sent."},
+        ]
+    )
     cli(*flags, "run", "Refund please", "--session", "r-1", "--trigger", "refund_requested", "--model", model)
     parked = cli(*flags, "sessions", "r-1", "--log")
-    assert re.search(rf"waiting since {INSTANT} for a person's decision at 'review' \(choices: refunded, refused\)",
-                     parked.out)
+    assert re.search(
+        rf"waiting since {INSTANT} for a person's decision at 'review' \(choices: refunded, refused\)", parked.out
+    )
     assert _kinds(parked.out) == ["TURN", "ADVANCE", "PARK"]
     cli(*flags, "decide", "r-1", "--to", "refunded", "--comment", "receipt checked", "--model", model)
     done = cli(*flags, "sessions", "r-1", "--log")
@@ -89,8 +95,20 @@ def test_log_shows_a_decision_with_its_comment_and_the_parks_at_the_human_state(
 
 
 def test_log_shows_a_timer_park_with_its_resume_at(cli, examples):
-    cli(*examples, "run", "bank-check", "Payment due", "--session", "b-1", "--trigger", "payment_expected",
-        "--variables", '{"reference": "INV-1"}', "--model", BANK_SCRIPT)
+    cli(
+        *examples,
+        "run",
+        "bank-check",
+        "Payment due",
+        "--session",
+        "b-1",
+        "--trigger",
+        "payment_expected",
+        "--variables",
+        '{"reference": "INV-1"}',
+        "--model",
+        BANK_SCRIPT,
+    )
     story = cli(*examples, "sessions", "b-1", "--log", "--json").json()
     park = [e for e in story["timeline"] if e["kind"] == "park"][-1]
     assert park["channel"] == "input" and park["resume_at"] == story["wait"]["resume_at"]
@@ -114,8 +132,20 @@ def test_open_without_a_file_writes_under_the_temporary_folder(cli, examples, mo
 
     monkeypatch.setattr(tempfile, "tempdir", None)  # re-read TMPDIR
     (tmp_path / "tmp").mkdir()
-    cli(*examples, "run", "bank-check", "Payment due", "--session", "b/1", "--trigger", "payment_expected",
-        "--variables", '{"reference": "INV-1"}', "--model", BANK_SCRIPT)
+    cli(
+        *examples,
+        "run",
+        "bank-check",
+        "Payment due",
+        "--session",
+        "b/1",
+        "--trigger",
+        "payment_expected",
+        "--variables",
+        '{"reference": "INV-1"}',
+        "--model",
+        BANK_SCRIPT,
+    )
     run = cli(*examples, "sessions", "b/1", "--open")
     from archmax.session.ids import portable_folder_name
 
@@ -126,8 +156,20 @@ def test_open_without_a_file_writes_under_the_temporary_folder(cli, examples, mo
 
 def test_status_and_workflow_filter_the_list(cli, examples):
     sid = _inbox_conversation(cli, examples, reply=False)
-    cli(*examples, "run", "bank-check", "Payment due", "--session", "b-1", "--trigger", "payment_expected",
-        "--variables", '{"reference": "INV-1"}', "--model", BANK_SCRIPT)
+    cli(
+        *examples,
+        "run",
+        "bank-check",
+        "Payment due",
+        "--session",
+        "b-1",
+        "--trigger",
+        "payment_expected",
+        "--variables",
+        '{"reference": "INV-1"}',
+        "--model",
+        BANK_SCRIPT,
+    )
     both = [s["session_id"] for s in cli(*examples, "sessions", "--status", "awaiting_input", "--json").json()]
     assert sorted(both) == sorted([sid, "b-1"])
     only = cli(*examples, "sessions", "--status", "awaiting_input", "--workflow", "bank-check").out
@@ -149,8 +191,17 @@ def test_untrusted_words_are_escaped_on_the_page(cli, tmp_path, script):
     root = make_workspace(tmp_path / "ws", refunds=REFUNDS)
     flags = ["--root", str(root), "--store", str(tmp_path / "store")]
     model = script([{"say": "<img src=x onerror=alert(1)>"}])
-    cli(*flags, "run", "<script>alert(1)</script>", "--session", "x-1", "--trigger", "refund_requested",
-        "--model", model)
+    cli(
+        *flags,
+        "run",
+        "<script>alert(1)</script>",
+        "--session",
+        "x-1",
+        "--trigger",
+        "refund_requested",
+        "--model",
+        model,
+    )
     page = tmp_path / "x.html"
     cli(*flags, "sessions", "x-1", "--open", str(page))
     html = page.read_text(encoding="utf-8")
@@ -161,9 +212,14 @@ def test_untrusted_words_are_escaped_on_the_page(cli, tmp_path, script):
 
 
 def test_log_shows_hook_verdicts_and_the_after_note_as_a_runtime_event(cli, tmp_path, script):
-    root = make_workspace(tmp_path / "ws", polite={
-        "states": {"a": {"triggers": {"manual": None}, "after": {"script": "hooks/polite.py", "max_iterations": 1}}},
-    })
+    root = make_workspace(
+        tmp_path / "ws",
+        polite={
+            "states": {
+                "a": {"triggers": {"manual": None}, "after": {"script": "hooks/polite.py", "max_iterations": 1}}
+            },
+        },
+    )
     (root / "workflows" / "polite" / "hooks").mkdir()
     (root / "workflows" / "polite" / "hooks" / "polite.py").write_text(
         "def hook(ctx):\n"

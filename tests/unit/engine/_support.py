@@ -136,25 +136,17 @@ def tree(root: Path) -> dict[str, bytes]:
 
 def results_of(messages: list[Any], name: str | None = None) -> list[Any]:
     """Tool-result messages (notes excluded), optionally of one tool."""
-    return [
-        m
-        for m in messages
-        if m.role == "tool" and not is_runtime_note(m) and (name is None or m.name == name)
-    ]
+    return [m for m in messages if m.role == "tool" and not is_runtime_note(m) and (name is None or m.name == name)]
 
 
 def notes_of(messages: list[Any], kind: str | None = None) -> list[Any]:
     """The tool-message halves of runtime notes, optionally of one kind."""
     return [
-        m
-        for m in messages
-        if m.role == "tool" and is_runtime_note(m) and (kind is None or m.archmax["note"] == kind)
+        m for m in messages if m.role == "tool" and is_runtime_note(m) and (kind is None or m.archmax["note"] == kind)
     ]
 
 
-def wait_then(
-    reason: str = "the order number", say: str | None = "Which order?", **extra: Any
-) -> dict[str, Any]:
+def wait_then(reason: str = "the order number", say: str | None = "Which order?", **extra: Any) -> dict[str, Any]:
     """A script entry that (optionally) says something and calls archmax_wait."""
     entry: dict[str, Any] = {"call": {"archmax_wait": {"reason": reason, **extra}}}
     if say is not None:

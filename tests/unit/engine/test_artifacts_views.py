@@ -54,8 +54,13 @@ def test_each_operation_writes_only_the_artifacts_that_changed_and_appends_the_t
     h.agent.workflow.send("s1", "Hi")
     first = list(store.seeded)
     assert sorted(first) == sorted(
-        ["artifacts/trail.json", "artifacts/variables.json", "artifacts/metadata.json", "artifacts/graph.json",
-         "artifacts/trajectory.jsonl"]
+        [
+            "artifacts/trail.json",
+            "artifacts/variables.json",
+            "artifacts/metadata.json",
+            "artifacts/graph.json",
+            "artifacts/trajectory.jsonl",
+        ]
     )
     store.seeded.clear()
     for i in range(3):

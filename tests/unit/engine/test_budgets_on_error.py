@@ -43,9 +43,7 @@ def bank_script(parks: int) -> list[dict]:
 
 def test_the_sixth_park_under_max_parks_five_lands_in_the_on_error_state():
     h = harness(load_workflow(BANK_CHECK), bank_script(5), tools=[LOOKUP])
-    out = h.agent.workflow.send(
-        "pay-1", "Expect INV-7", trigger="payment_expected", variables={"reference": "INV-7"}
-    )
+    out = h.agent.workflow.send("pay-1", "Expect INV-7", trigger="payment_expected", variables={"reference": "INV-7"})
     for day in range(1, 6):
         assert out.kind == "parked" and h.load("pay-1").park_counts == {"check-bank": day}
         h.clock.advance(days=1)
@@ -132,9 +130,7 @@ def test_max_turns_routes_by_on_error_and_the_first_call_in_the_target_counts_on
             "fallback": {"budget": {"maxTurns": 1}},
         }
     }
-    h = harness(
-        doc, [{"call": {"archmax_get_variables": {}}}, {"say": "Handled.", "expect_state": "fallback"}]
-    )
+    h = harness(doc, [{"call": {"archmax_get_variables": {}}}, {"say": "Handled.", "expect_state": "fallback"}])
     out = h.agent.workflow.send("s1", "Hi")
     assert (out.kind, out.state, out.reply) == ("completed", "fallback", "Handled.")
 

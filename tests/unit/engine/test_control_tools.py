@@ -155,9 +155,7 @@ def test_set_variables_is_atomic_and_a_refusal_writes_nothing():
     ],
 )
 def test_set_variables_refusals_end_with_nothing_was_written(variables, lock, fragment):
-    h = harness(
-        CHAT, [{"call": {"archmax_set_variables": {"variables": variables, "lock": lock}}}, {"say": "ok"}]
-    )
+    h = harness(CHAT, [{"call": {"archmax_set_variables": {"variables": variables, "lock": lock}}}, {"say": "ok"}])
     out = h.agent.workflow.send("s1", "Hi")
     result = only_result(out, "archmax_set_variables")
     assert result.status == "error" and fragment in result.content
@@ -294,9 +292,7 @@ def test_a_host_tool_named_archmax_is_refused_at_create_agent():
 
 def test_a_host_tool_no_allow_list_grants_is_not_offered_and_its_call_is_blocked():
     calls = []
-    h = harness(
-        CHAT, [{"call": {"lookup": {}}}, {"say": "ok"}], tools=[HostTool("lookup", lambda: calls.append(1))]
-    )
+    h = harness(CHAT, [{"call": {"lookup": {}}}, {"say": "ok"}], tools=[HostTool("lookup", lambda: calls.append(1))])
     out = h.agent.workflow.send("s1", "Hi")
     assert "lookup" not in {t.name for t in h.model.requests[0].tools}
     assert only_result(out, "lookup").status == "blocked" and calls == []

@@ -58,9 +58,7 @@ def test_seed_flow_parks_in_clarify_then_the_reply_is_answered_in_answer():
     assert first.reply == "Which order is this about?"
     assert first.exit is None
 
-    second = h.agent.workflow.deliver(
-        "AAQk-1", trigger="email_reply", variables={"reply_body": "It's ORD-1001."}
-    )
+    second = h.agent.workflow.deliver("AAQk-1", trigger="email_reply", variables={"reply_body": "It's ORD-1001."})
     assert (second.kind, second.disposition, second.state) == ("completed", "deliver", "answer")
     assert second.exit.success is True
     assert second.reply == "ORD-1001 ships tomorrow."
@@ -119,9 +117,7 @@ def test_delivery_to_an_unknown_session_is_refused_naming_no_such_session():
 
 
 def test_delivery_to_a_decision_parked_session_is_refused():
-    h = harness(
-        HUMAN, [{"call": {"archmax_advance": {"to": "review", "reason": "ready"}}}, {"say": "Please review."}]
-    )
+    h = harness(HUMAN, [{"call": {"archmax_advance": {"to": "review", "reason": "ready"}}}, {"say": "Please review."}])
     h.agent.workflow.send("s1", "Refund please")
     before = snapshot(h.store, "s1")
     with pytest.raises(SessionNotAwaitingInputError, match="awaiting_decision"):

@@ -77,9 +77,7 @@ def test_a_failing_subscriber_never_breaks_the_session():
     def boom(event):
         raise RuntimeError("subscriber bug")
 
-    agent = create_agent(
-        workflow_from_dict(CHAT, "demo"), MemoryStore(), ScriptedModel([{"say": "ok"}]), on_event=boom
-    )
+    agent = create_agent(workflow_from_dict(CHAT, "demo"), MemoryStore(), ScriptedModel([{"say": "ok"}]), on_event=boom)
     assert agent.workflow.send("s1", "Hi").kind == "completed"
 
 

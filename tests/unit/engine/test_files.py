@@ -118,13 +118,9 @@ def test_an_unusable_file_name_is_refused_and_nothing_is_written(name):
 
 
 def test_files_on_a_delivery_are_placed_and_their_variables_seeded_before_the_state_continues():
-    h = harness(
-        TWO, [wait_then(), {"call": {"archmax_get_variables": {"name": "scan"}}}, {"say": "Got the scan."}]
-    )
+    h = harness(TWO, [wait_then(), {"call": {"archmax_get_variables": {"name": "scan"}}}, {"say": "Got the scan."}])
     h.agent.workflow.send("s1", "Hi")
-    out = h.agent.workflow.send(
-        "s1", "Here it is", files={"scan": {"name": "scan.png", "content": b"\x89PNG\x00"}}
-    )
+    out = h.agent.workflow.send("s1", "Here it is", files={"scan": {"name": "scan.png", "content": b"\x89PNG\x00"}})
     assert out.disposition == "deliver"
     assert '"scratchpad/attachments/scan.png"' in [m for m in out.messages if m.role == "tool"][-1].content
     assert h.store.get("s1", "scratchpad/attachments/scan.png") == b"\x89PNG\x00"

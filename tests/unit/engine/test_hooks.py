@@ -107,7 +107,13 @@ def test_the_context_carries_the_session_the_move_and_read_only_copies():
     h = hooked(flow(), gates, [ADVANCE, {"say": "Done."}])
     h.agent.workflow.send("s", "go", variables={"order": {"id": "ORD-1"}})
     ctx = dict(gates.seen)["leave"]
-    assert (ctx.session_id, ctx.workflow, ctx.state, ctx.phase, ctx.trigger) == ("s", "demo", "start", "after", "manual")
+    assert (ctx.session_id, ctx.workflow, ctx.state, ctx.phase, ctx.trigger) == (
+        "s",
+        "demo",
+        "start",
+        "after",
+        "manual",
+    )
     assert (ctx.from_state, ctx.to_state, ctx.reason) == ("start", "done", "finished")
     assert ctx.variables["order"] == {"id": "ORD-1"} and ctx.variables["trigger"] == "manual"
     assert "archmax_advance" in ctx.tools and "archmax_wait" in ctx.tools
@@ -123,7 +129,9 @@ def test_the_context_carries_the_session_the_move_and_read_only_copies():
 def test_a_hook_reads_a_delivered_trigger_and_notes_are_marked_in_its_messages():
     gates = Gates()
     doc = flow(start={"after": {"check": "leave"}})
-    h = hooked(doc, gates, [{"say": "Which order?", "call": {"archmax_wait": {"reason": "order"}}}, ADVANCE, {"say": "ok"}])
+    h = hooked(
+        doc, gates, [{"say": "Which order?", "call": {"archmax_wait": {"reason": "order"}}}, ADVANCE, {"say": "ok"}]
+    )
     h.agent.workflow.send("s", "go")
     h.agent.workflow.deliver("s", trigger="email_reply", variables={"order": "ORD-1"})
     ctx = dict(gates.seen)["leave"]
@@ -263,7 +271,9 @@ def test_with_the_default_budget_of_zero_a_correct_is_terminal_and_routes_by_on_
 
 
 def test_an_in_budget_correct_refuses_the_advance_and_the_next_one_past_the_budget_is_terminal():
-    verdicts = iter(['{"verdict": "correct", "reason": "add the total"}', '{"verdict": "correct", "reason": "still no total"}'])
+    verdicts = iter(
+        ['{"verdict": "correct", "reason": "add the total"}', '{"verdict": "correct", "reason": "still no total"}']
+    )
     h = hooked(_budgeted_flow(1), Gates(), [ADVANCE, ADVANCE])
     h.agent.runtime.hook_model_for = lambda _o: _FnModel(lambda: next(verdicts))
     out = h.agent.workflow.send("s", "go")
@@ -309,7 +319,9 @@ class _FnModel:
 
 def test_an_after_correction_writes_an_after_note_and_calls_the_model_again_until_the_budget_is_spent():
     verdicts = iter(['{"verdict": "correct", "reason": "be shorter"}'] * 3)
-    doc = {"states": {"a": {"triggers": {"manual": None}, "after": {"rubric": {"instructions": "x", "max_iterations": 2}}}}}
+    doc = {
+        "states": {"a": {"triggers": {"manual": None}, "after": {"rubric": {"instructions": "x", "max_iterations": 2}}}}
+    }
     h = harness(doc, [{"say": "long answer"}, {"say": "shorter"}, {"say": "short"}])
     h.agent.runtime.hook_model_for = lambda _o: _FnModel(lambda: next(verdicts))
     out = h.agent.workflow.send("s", "hi")
@@ -320,7 +332,10 @@ def test_an_after_correction_writes_an_after_note_and_calls_the_model_again_unti
 
 def test_a_deliberate_veto_at_completion_also_sends_the_model_back_bounded_by_max_turns():
     gates = Gates(finish=[veto("no"), veto("no"), veto("no")])
-    doc = {**EXT, "states": {"a": {"triggers": {"manual": None}, "after": {"check": "finish"}, "budget": {"maxTurns": 2}}}}
+    doc = {
+        **EXT,
+        "states": {"a": {"triggers": {"manual": None}, "after": {"check": "finish"}, "budget": {"maxTurns": 2}}},
+    }
     h = hooked(doc, gates, [{"say": "one"}, {"say": "two"}])
     out = h.agent.workflow.send("s", "hi")
     assert h.model.calls == 2 and len(notes_of(out.messages, "after")) == 2
@@ -362,7 +377,11 @@ def test_a_before_hook_runs_once_per_visit_not_on_a_delivery_nor_on_a_reply():
     }  # fmt: skip
     wait = {"say": "Which?", "call": {"archmax_wait": {"reason": "order"}}}
     to_review = {"call": {"archmax_advance": {"to": "review", "reason": "needs a person"}}}
-    h = hooked(doc, gates, [wait, {"say": "thanks"}, wait, to_review, {"say": "handoff"}, {"say": "reply"}, {"say": "back in a"}])
+    h = hooked(
+        doc,
+        gates,
+        [wait, {"say": "thanks"}, wait, to_review, {"say": "handoff"}, {"say": "reply"}, {"say": "back in a"}],
+    )
     h.agent.workflow.send("s", "hi")
     assert gates.ran() == ["a"]  # the turn opening's first call
     h.agent.workflow.deliver("s", trigger="email_reply")

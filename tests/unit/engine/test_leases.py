@@ -152,9 +152,7 @@ def test_the_lease_is_taken_at_claim_with_the_configured_ttl_and_extended_by_lat
     h.agent.workflow.send("s1", "Hi")
     # the probe ran twice; at the second run the lease had been extended by the commit after the first batch
     lease = seen["value"]
-    assert parse_instant(lease.expires_at) == parse_instant("2025-01-01T00:00:30.000Z") + timedelta(
-        seconds=100
-    )
+    assert parse_instant(lease.expires_at) == parse_instant("2025-01-01T00:00:30.000Z") + timedelta(seconds=100)
 
 
 def test_a_lease_that_expires_while_a_handoff_is_owed_leaves_the_session_parked_without_a_message():
@@ -173,9 +171,7 @@ def test_a_lease_that_expires_while_a_handoff_is_owed_leaves_the_session_parked_
 
             self.n += 1
             if self.n == 1:
-                return ModelResponse(
-                    tool_calls=[ToolCall(id="w1", name="archmax_wait", args={"reason": "r"})]
-                )
+                return ModelResponse(tool_calls=[ToolCall(id="w1", name="archmax_wait", args={"reason": "r"})])
             first = holder["h"]
             first.clock.advance(timedelta(seconds=901))
             second = harness(CHAT, [{"say": "Resumed."}], store=first.store, clock=first.clock)

@@ -31,7 +31,9 @@ class Failing:
         return ModelResponse(text="Done.")
 
 
-@pytest.mark.parametrize("error", [ModelAccessError("denied"), ModelNotFoundError("no such model"), ModelRequestError("too long")])
+@pytest.mark.parametrize(
+    "error", [ModelAccessError("denied"), ModelNotFoundError("no such model"), ModelRequestError("too long")]
+)
 def test_a_model_error_no_retry_cures_rejects_the_turn_with_its_reason(error: Exception) -> None:
     h = harness(CHAT, model=Failing(error))
     out = h.agent.workflow.send("s1", "Hi")

@@ -56,9 +56,7 @@ def test_an_event_note_without_variables_ends_at_the_state_and_announces_a_follo
 def test_a_person_s_reply_and_a_delivery_message_are_ordinary_user_messages():
     _, out = delivered(message="[event] looks like a note but is not")
     user = [m for m in out.messages if m.role == "user"][-1]
-    assert (
-        user.content.startswith("[event]") and not is_runtime_note(user) and runtime_note_kind(user) is None
-    )
+    assert user.content.startswith("[event]") and not is_runtime_note(user) and runtime_note_kind(user) is None
 
 
 def test_the_marker_is_also_read_from_additional_kwargs_and_never_from_role_or_prefix():
@@ -88,9 +86,7 @@ def test_decision_and_error_notes_carry_their_kind():
     out = h.agent.workflow.decide("s1", to="approved")
     call, result = note_pair(out.messages, "decision")
     assert result.content.startswith("[decision] ") and call.tool_calls[0].args == {"note": "decision"}
-    doc = {
-        "states": {"s": {"triggers": {"manual": None}, "budget": {"maxTurns": 1}, "on_error": "f"}, "f": None}
-    }
+    doc = {"states": {"s": {"triggers": {"manual": None}, "budget": {"maxTurns": 1}, "on_error": "f"}, "f": None}}
     h2 = harness(doc, [{"call": {"archmax_get_variables": {}}}, {"say": "handled"}])
     out2 = h2.agent.workflow.send("s1", "Hi")
     _, err = note_pair(out2.messages, "error")

@@ -139,8 +139,19 @@ def test_create_agent_takes_workflow_store_model_then_keyword_only_options_defau
     assert list(params)[:3] == ["workflow", "store", "model"]
     keyword_only = {n: p.default for n, p in params.items() if p.kind is inspect.Parameter.KEYWORD_ONLY}
     assert keyword_only == dict.fromkeys(
-        ["tools", "session_path", "variables", "on_event", "clock", "lease_ttl_s", "model_overrides", "hooks", "hook_model",
-         "outbound", "workflows"],
+        [
+            "tools",
+            "session_path",
+            "variables",
+            "on_event",
+            "clock",
+            "lease_ttl_s",
+            "model_overrides",
+            "hooks",
+            "hook_model",
+            "outbound",
+            "workflows",
+        ],
         None,
     )
     assert params["store"].default is None and params["model"].default is None

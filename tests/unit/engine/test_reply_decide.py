@@ -122,9 +122,7 @@ def test_an_invalid_decision_target_is_refused_listing_the_valid_ones(to):
         h.agent.workflow.decide("s1", to=to)
     assert "approved, second-review, start" in str(err.value)
     if to:
-        assert str(err.value).startswith(
-            f"'{to}' is not a valid decision target for session 's1'. Choose one of:"
-        )
+        assert str(err.value).startswith(f"'{to}' is not a valid decision target for session 's1'. Choose one of:")
     else:
         assert str(err.value).startswith("A decision target is required")
     assert snapshot(h.store, "s1") == before
@@ -157,7 +155,6 @@ def test_a_reply_does_not_count_toward_max_turns():
 
 def test_of_two_racing_decisions_exactly_one_moves_the_session_and_the_other_learns_it_is_not_parked():
     import threading
-
 
     h, _ = parked([{"say": "Refund approved and sent.", "expect_state": "approved"}, {"say": "spare"}])
     barrier = threading.Barrier(8)

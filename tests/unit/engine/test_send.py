@@ -117,9 +117,7 @@ def test_send_to_a_decision_park_is_a_reply_that_drops_trigger_variables_and_fil
 
 
 def test_blank_message_to_a_decision_park_is_refused():
-    h = harness(
-        HUMAN, [{"call": {"archmax_advance": {"to": "review", "reason": "ready"}}}, {"say": "Please review."}]
-    )
+    h = harness(HUMAN, [{"call": {"archmax_advance": {"to": "review", "reason": "ready"}}}, {"say": "Please review."}])
     h.agent.workflow.send("s1", "Refund please")
     with pytest.raises(EmptyMessageError):
         h.agent.workflow.send("s1", " ")
@@ -185,9 +183,7 @@ def test_a_disabled_workflow_still_accepts_a_delivery_into_an_existing_park():
 
 
 def test_a_disabled_workflow_still_accepts_replies_and_decisions():
-    h = harness(
-        HUMAN, [{"call": {"archmax_advance": {"to": "review", "reason": "ready"}}}, {"say": "Please review."}]
-    )
+    h = harness(HUMAN, [{"call": {"archmax_advance": {"to": "review", "reason": "ready"}}}, {"say": "Please review."}])
     h.agent.workflow.send("s1", "Refund please")
     h2 = harness({**HUMAN, "disabled": True}, [{"say": "Soon."}, {"say": "Approved."}], store=h.store)
     assert h2.agent.workflow.reply("s1", "news?").kind == "parked"

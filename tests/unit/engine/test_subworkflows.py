@@ -177,7 +177,12 @@ def test_a_disabled_child_is_refused(tmp_path):
 def test_a_cycle_is_refused(tmp_path):
     parent = caller()
     loop_back = {"states": {"find": {"triggers": {"manual": None}, "tools": {"allow": ["archmax_workflow_parent"]}}}}
-    entries = [{"call": {"archmax_workflow_lookup": {}}}, {"call": {"archmax_workflow_parent": {}}}, {"say": "x"}, {"say": "y"}]
+    entries = [
+        {"call": {"archmax_workflow_lookup": {}}},
+        {"call": {"archmax_workflow_parent": {}}},
+        {"say": "x"},
+        {"say": "y"},
+    ]
     h = agent_for(tmp_path, entries, {"parent": parent, "lookup": loop_back})
     h.agent.workflow.send("s", "go")
     child = h.load("s~ask:lookup:1")
@@ -328,7 +333,10 @@ def test_a_child_failing_after_the_decision_gives_an_error_note(tmp_path):
 
 
 def test_a_forwarded_delivery_is_refused_when_the_child_is_not_parked_and_the_caller_stays_parked(tmp_path):
-    entries = [{"call": {"archmax_workflow_lookup": {}}}, {"say": "Which?", "call": {"archmax_wait": {"reason": "order"}}}]
+    entries = [
+        {"call": {"archmax_workflow_lookup": {}}},
+        {"say": "Which?", "call": {"archmax_wait": {"reason": "order"}}},
+    ]
     h = agent_for(tmp_path, entries, {"parent": caller(), "lookup": WAITING})
     h.agent.workflow.send("s", "go")
     h.agent.sessions.delete("s~ask:lookup:1")
@@ -370,7 +378,10 @@ def test_file_arguments_land_in_the_childs_attachments_and_file_returns_in_the_c
     h.agent.sessions.seed("s", {"scratchpad/attachments/inv.txt": "an older file\n"})
     out = h.agent.workflow.send("s", "go")
     child = h.load("s~ask:lookup:1")
-    assert (child.variables["invoice"].value, child.variables["invoice"].locked) == ("scratchpad/attachments/inv.txt", True)
+    assert (child.variables["invoice"].value, child.variables["invoice"].locked) == (
+        "scratchpad/attachments/inv.txt",
+        True,
+    )
     assert store.get("s~ask:lookup:1", "scratchpad/attachments/inv.txt") == b"total 42\n"
     result = json.loads(results_of(out.messages, "archmax_workflow_lookup")[0].content)
     assert result["returns"] == {"report": "scratchpad/attachments/inv-1.txt"}  # §9.5 naming in the caller
@@ -403,7 +414,9 @@ def test_two_children_returning_report_pdf_at_once_each_take_their_own_name(tmp_
         {"say": "two"},
         {"say": "done"},
     ]
-    h = agent_for(tmp_path, entries, {"parent": caller(), "lookup": child}, store=store, tools={"write_report": write_report})
+    h = agent_for(
+        tmp_path, entries, {"parent": caller(), "lookup": child}, store=store, tools={"write_report": write_report}
+    )
     out = h.agent.workflow.send("s", "go")
     placed = [json.loads(r.content)["returns"]["report"] for r in results_of(out.messages, "archmax_workflow_lookup")]
     assert placed == ["scratchpad/attachments/report.pdf", "scratchpad/attachments/report-1.pdf"]
@@ -444,7 +457,11 @@ def test_a_crash_inside_the_child_is_recovered_through_the_caller(tmp_path):
 
 
 def test_a_raise_replaces_a_pending_rejection(tmp_path):
-    entries = [call_lookup(), {"say": "no status"}, {"call": {"archmax_raise": {"code": "lookup-down", "reason": "no data"}}}]
+    entries = [
+        call_lookup(),
+        {"say": "no status"},
+        {"call": {"archmax_raise": {"code": "lookup-down", "reason": "no data"}}},
+    ]
     h = agent_for(tmp_path, entries, {"parent": caller(on_error="sorry"), "lookup": LOOKUP})
     out = h.agent.workflow.send("s", "go")
     assert (out.kind, out.state, out.exit.code) == ("failed", "ask", "lookup-down")  # not routed to on_error

@@ -77,18 +77,14 @@ def test_reset_instruction_appears_exactly_on_calls_of_a_turn_opened_in_a_termin
         ]
     )
     first_turn(h)
-    h.agent.workflow.send(
-        "AAQk-1", "And ORD-2002?", trigger="email_reply", variables={"conversation_id": "AAQk-1"}
-    )
+    h.agent.workflow.send("AAQk-1", "And ORD-2002?", trigger="email_reply", variables={"conversation_id": "AAQk-1"})
     assert [shows_reset(r) for r in h.model.requests] == [False, False, True, True, False, False]
 
 
 def test_the_reset_instruction_stays_across_a_delivery_while_the_position_is_unchanged():
     h = inbox([wait_then(), {"say": "Thanks.", "expect_state": "answer"}])
     first_turn(h)
-    h.agent.workflow.send(
-        "AAQk-1", "Any update?", trigger="email_reply", variables={"conversation_id": "AAQk-1"}
-    )
+    h.agent.workflow.send("AAQk-1", "Any update?", trigger="email_reply", variables={"conversation_id": "AAQk-1"})
     h.agent.workflow.deliver("AAQk-1", trigger="email_reply", variables={"reply_body": "ok"})
     assert [shows_reset(r) for r in h.model.requests] == [False, False, True, True]
 
@@ -165,11 +161,7 @@ def test_a_host_title_applies_only_when_the_session_has_none_and_a_bad_one_is_sk
 
 
 def test_unmet_trigger_requires_reject_the_start_without_a_model_call():
-    doc = {
-        "states": {
-            "s": {"triggers": {"manual": {"requires": ["reference", {"name": "amount", "type": "number"}]}}}
-        }
-    }
+    doc = {"states": {"s": {"triggers": {"manual": {"requires": ["reference", {"name": "amount", "type": "number"}]}}}}}
     h = harness(doc, [{"say": "never"}])
     out = h.agent.workflow.send("s1", "Hi", variables={"amount": "12"})
     assert out.kind == "rejected"
@@ -182,11 +174,7 @@ def test_unmet_trigger_requires_reject_the_start_without_a_model_call():
 def test_requires_are_satisfied_by_assembly_seeds_firing_variables_and_files():
     doc = {
         "states": {
-            "s": {
-                "triggers": {
-                    "manual": {"requires": ["tenant", "reference", {"name": "invoice", "type": "file"}]}
-                }
-            }
+            "s": {"triggers": {"manual": {"requires": ["tenant", "reference", {"name": "invoice", "type": "file"}]}}}
         }
     }
     h = harness(doc, [{"say": "ok"}], variables={"tenant": "acme"})

@@ -187,13 +187,9 @@ def test_moves_after_a_park_in_the_same_message_are_blocked_but_other_calls_run(
         ("archmax_wait", "blocked"),
         ("archmax_set_variables", "success"),
     ]
-    assert all(
-        m.content == f"{m.name} rejected: the session is parked" for m in results_of(out.messages)[1:4]
-    )
+    assert all(m.content == f"{m.name} rejected: the session is parked" for m in results_of(out.messages)[1:4])
     rec = h.load("s1")
-    assert (
-        rec.variables["note"].value == "kept" and rec.position == "start" and rec.park_counts == {"start": 1}
-    )
+    assert rec.variables["note"].value == "kept" and rec.position == "start" and rec.park_counts == {"start": 1}
     assert h.model.calls == 1
 
 

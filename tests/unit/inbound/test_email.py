@@ -151,9 +151,7 @@ def test_in_reply_to_loop_joins_one_conversation_once_the_host_passes_what_it_fi
     first = sample("notmuch__broken_loop-21.eml")
     filed = {first.variables["message_id"]: first.variables["conversation_id"]}
     second = sample("notmuch__broken_loop-12.eml", known_message_ids=filed)
-    assert (
-        second.variables["conversation_id"] == first.variables["conversation_id"] == "mid-loop-12@example.org"
-    )
+    assert second.variables["conversation_id"] == first.variables["conversation_id"] == "mid-loop-12@example.org"
 
 
 def test_ghost_root_pair_resolves_to_the_real_root(sample):
@@ -177,9 +175,7 @@ def test_references_typo_wins_from_headers_alone_and_is_reported(sample):
 
 
 def test_references_typo_yields_to_an_in_reply_to_the_host_knows(sample):
-    firing = sample(
-        "notmuch__threading_parent-priority_child.eml", known_message_ids={"B00-root@example.org"}
-    )
+    firing = sample("notmuch__threading_parent-priority_child.eml", known_message_ids={"B00-root@example.org"})
     assert firing.variables["conversation_id"] == "B00-root@example.org"
 
 
@@ -198,10 +194,7 @@ def test_android_reply_drops_the_russian_attribution_wrapped_over_two_lines(samp
     assert "написал:" in firing.variables["body"]
     assert firing.variables["reply_body"] == "Hello"
     assert firing.message == "Hello"
-    assert (
-        firing.variables["conversation_id"]
-        == "CAEAsyCZ-sCHxZtoKyM3JmT5gSYpZd5GwY-cVNiV8H329zgJT4g@mail.gmail.com"
-    )
+    assert firing.variables["conversation_id"] == "CAEAsyCZ-sCHxZtoKyM3JmT5gSYpZd5GwY-cVNiV8H329zgJT4g@mail.gmail.com"
     assert firing.variables["subject"] == "Re: Test"
     assert firing.trigger == "email_received"  # "Re:" without threading headers is not a reply
 
@@ -320,12 +313,8 @@ def test_html_only_message_gets_text_extracted_and_blockquote_treated_as_history
 def test_attachments_become_numbered_files_with_names_that_cannot_escape():
     msg = _message()
     msg.set_content("See attached.")
-    msg.add_attachment(
-        b"%PDF-1.4 invoice", maintype="application", subtype="pdf", filename="../../etc/invoice.pdf"
-    )
-    msg.add_attachment(
-        b"MZ", maintype="application", subtype="octet-stream", filename="C:\\Users\\pat\\tool.exe"
-    )
+    msg.add_attachment(b"%PDF-1.4 invoice", maintype="application", subtype="pdf", filename="../../etc/invoice.pdf")
+    msg.add_attachment(b"MZ", maintype="application", subtype="octet-stream", filename="C:\\Users\\pat\\tool.exe")
     msg.add_attachment(b"\x89PNG", maintype="image", subtype="png", filename="..")
     msg.add_attachment("a,b\n1,2\n", subtype="csv", filename="bad\x07name.csv")
     firing = parse_email(msg.as_bytes())
@@ -342,9 +331,7 @@ def test_attachments_become_numbered_files_with_names_that_cannot_escape():
 def test_inline_image_with_a_filename_is_an_attachment_but_the_text_body_is_not():
     msg = _message()
     msg.set_content("Photo below.")
-    msg.add_related(
-        b"\xff\xd8jpeg", maintype="image", subtype="jpeg", filename="photo.jpg", disposition="inline"
-    )
+    msg.add_related(b"\xff\xd8jpeg", maintype="image", subtype="jpeg", filename="photo.jpg", disposition="inline")
     firing = parse_email(msg.as_bytes())
     assert [f.name for f in firing.files.values()] == ["photo.jpg"]
     assert firing.files["attachment_1"].content == b"\xff\xd8jpeg"

@@ -14,8 +14,13 @@ from archmax.inbound.ses import received_for
 
 
 def _mail(**headers: str) -> EmailMessage:
-    fields = {"From": "Dana Rivers <dana.rivers@example.org>", "To": "support@example.com", "Subject": "My order",
-              "Message-ID": "<first-1@example.org>", **{k.replace("_", "-"): v for k, v in headers.items()}}
+    fields = {
+        "From": "Dana Rivers <dana.rivers@example.org>",
+        "To": "support@example.com",
+        "Subject": "My order",
+        "Message-ID": "<first-1@example.org>",
+        **{k.replace("_", "-"): v for k, v in headers.items()},
+    }
     msg = EmailMessage()
     for name, value in fields.items():
         msg[name] = value
@@ -89,8 +94,9 @@ def test_no_declared_charset_still_guesses(shared_samples):
 def test_ios_mail_text_photo_text_keeps_the_text_after_the_photo():
     msg = _mail()
     msg.set_content("Here is the grinder:")
-    msg.add_attachment(b"\xff\xd8\xff\xe0 jpeg", maintype="image", subtype="jpeg", filename="IMG_0001.jpeg",
-                       disposition="inline")
+    msg.add_attachment(
+        b"\xff\xd8\xff\xe0 jpeg", maintype="image", subtype="jpeg", filename="IMG_0001.jpeg", disposition="inline"
+    )
     msg.add_attachment("It arrived with a crack in the hopper.", disposition="inline")
     firing = parse_email(msg.as_bytes())
     body = firing.variables["body"]

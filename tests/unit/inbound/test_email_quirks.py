@@ -38,7 +38,9 @@ def test_a_message_that_really_starts_with_its_body_is_left_alone():
 def test_a_utf8_body_labelled_big5_comes_out_as_the_text_it_is():
     raw = FIRST.read_bytes()
     truthful = parse_email(raw)
-    lying = parse_email(raw.replace(b"Content-Type: text/plain; charset=UTF-8", b"Content-Type: text/plain; charset=big5"))
+    lying = parse_email(
+        raw.replace(b"Content-Type: text/plain; charset=UTF-8", b"Content-Type: text/plain; charset=big5")
+    )
     assert "café" in truthful.variables["body"]
     assert lying.variables["body"] == truthful.variables["body"]
     assert (truthful.variables["body_charset"], lying.variables["body_charset"]) == ("utf-8", "utf-8")

@@ -10,7 +10,9 @@ SIGNED = (
     b"DKIM-Signature: v=1; a=rsa-sha256; c=relaxed/relaxed;\r\n\td=mail.customer.example; s=s1; h=From;\r\n"
     b"From: dana@customer.example\r\nSubject: hi\r\n\r\nbody\r\n"
 )
-ESP_SIGNED = b"DKIM-Signature: v=1; a=rsa-sha256; d=amazonses.com; s=x; h=From;\r\nFrom: dana@customer.example\r\n\r\nb\r\n"
+ESP_SIGNED = (
+    b"DKIM-Signature: v=1; a=rsa-sha256; d=amazonses.com; s=x; h=From;\r\nFrom: dana@customer.example\r\n\r\nb\r\n"
+)
 
 
 def test_dkim_domains_are_read_from_every_signature() -> None:
@@ -21,9 +23,14 @@ def test_dkim_domains_are_read_from_every_signature() -> None:
 
 @pytest.mark.parametrize(
     ("d", "f", "ok"),
-    [("customer.example", "customer.example", True), ("mail.customer.example", "customer.example", True),
-     ("customer.example", "eu.customer.example", True), ("amazonses.com", "customer.example", False),
-     ("evilcustomer.example", "customer.example", False), ("", "customer.example", False)],  # fmt: skip
+    [
+        ("customer.example", "customer.example", True),
+        ("mail.customer.example", "customer.example", True),
+        ("customer.example", "eu.customer.example", True),
+        ("amazonses.com", "customer.example", False),
+        ("evilcustomer.example", "customer.example", False),
+        ("", "customer.example", False),
+    ],  # fmt: skip
 )
 def test_relaxed_alignment(d: str, f: str, ok: bool) -> None:
     assert aligned(d, f) is ok

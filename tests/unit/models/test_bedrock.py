@@ -180,9 +180,7 @@ def test_a_truncated_answer_is_a_model_failure_not_a_final_answer(client, stub, 
     assert isinstance(caught.value, ModelError)  # routed like every other model failure
 
 
-def test_history_with_tool_results_and_a_runtime_note_pair_is_sent_as_alternating_turns(
-    client, stub, request_in
-):
+def test_history_with_tool_results_and_a_runtime_note_pair_is_sent_as_alternating_turns(client, stub, request_in):
     note = {"note": "event"}
     history = [
         Message(role="user", content="Where is my order?"),
@@ -201,9 +199,7 @@ def test_history_with_tool_results_and_a_runtime_note_pair_is_sent_as_alternatin
             content='{"status": "shipped"}',
             status="success",
         ),
-        Message(
-            role="tool", tool_call_id="t2", name="delete_order", content="not allowed here", status="blocked"
-        ),
+        Message(role="tool", tool_call_id="t2", name="delete_order", content="not allowed here", status="blocked"),
         Message(
             role="assistant",
             content="Which order did you mean?",
@@ -317,9 +313,7 @@ def test_history_with_tool_results_and_a_runtime_note_pair_is_sent_as_alternatin
                             "toolResult": {
                                 "toolUseId": "note_0f",
                                 "content": [
-                                    {
-                                        "text": "[event] 'email_reply' arrived while the session waited in 'clarify'."
-                                    }
+                                    {"text": "[event] 'email_reply' arrived while the session waited in 'clarify'."}
                                 ],
                                 "status": "success",
                             }
@@ -361,9 +355,7 @@ def test_handoff_call_still_sends_the_tool_list(client, stub, request_in):
 
 def test_transcript_opening_with_an_assistant_note_gets_a_user_opening_turn(client, stub, request_in):
     history = [
-        Message(
-            role="assistant", tool_calls=[ToolCall(id="note_1", name="archmax_note", args={"note": "event"})]
-        ),
+        Message(role="assistant", tool_calls=[ToolCall(id="note_1", name="archmax_note", args={"note": "event"})]),
         Message(role="tool", tool_call_id="note_1", name="archmax_note", content="[event] 'timer' arrived."),
     ]
     stub.add_response(
@@ -431,9 +423,7 @@ def test_throttling_is_retried_with_the_injected_sleep_then_succeeds(client, stu
     stub.add_response("converse", converse_response([{"text": "finally"}]))
     waits: list[float] = []
 
-    model = BedrockModel(
-        SONNET, client=client, throttle_retries=2, throttle_backoff_s=4.0, sleep=waits.append
-    )
+    model = BedrockModel(SONNET, client=client, throttle_retries=2, throttle_backoff_s=4.0, sleep=waits.append)
     response = model.complete(request_in())
 
     assert response.text == "finally"

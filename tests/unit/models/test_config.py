@@ -117,8 +117,13 @@ def test_max_tokens_zero_sends_none_to_an_openai_endpoint():
 
 @pytest.mark.parametrize(
     ("name", "value"),
-    [("ARCHMAX_MODEL_TIMEOUT_S", "soon"), ("ARCHMAX_MODEL_TIMEOUT_S", "0"), ("ARCHMAX_MODEL_MAX_RETRIES", "-1"),
-     ("ARCHMAX_MODEL_MAX_TOKENS", "1.5"), ("ARCHMAX_MODEL_TIMEOUT_S", "nan")],
+    [
+        ("ARCHMAX_MODEL_TIMEOUT_S", "soon"),
+        ("ARCHMAX_MODEL_TIMEOUT_S", "0"),
+        ("ARCHMAX_MODEL_MAX_RETRIES", "-1"),
+        ("ARCHMAX_MODEL_MAX_TOKENS", "1.5"),
+        ("ARCHMAX_MODEL_TIMEOUT_S", "nan"),
+    ],
 )
 def test_a_bad_tunable_is_a_configuration_error_naming_it(name, value):
     with pytest.raises(ModelConfigurationError, match=name):

@@ -16,9 +16,7 @@ def test_cost_adds_input_output_cache_read_and_cache_write_at_their_own_prices()
         cache_creation_tokens=1_000_000,
     )
 
-    assert estimate_cost("anthropic.claude-sonnet-4-20250514-v1:0", usage) == pytest.approx(
-        3 + 15 + 0.30 + 3.75
-    )
+    assert estimate_cost("anthropic.claude-sonnet-4-20250514-v1:0", usage) == pytest.approx(3 + 15 + 0.30 + 3.75)
 
 
 def test_cross_region_prefix_and_provider_scheme_are_ignored():

@@ -22,9 +22,7 @@ def test_say_entry_answers_with_text_only_and_reports_nonzero_usage(request_in):
 
 
 def test_mapping_call_keeps_written_order_and_numbers_ids_from_one(request_in):
-    model = ScriptedModel(
-        [{"call": {"lookup_order": {"order_id": "ORD-1"}, "archmax_advance": {"to": "answer"}}}]
-    )
+    model = ScriptedModel([{"call": {"lookup_order": {"order_id": "ORD-1"}, "archmax_advance": {"to": "answer"}}}])
 
     response = model.complete(request_in())
 
@@ -36,9 +34,7 @@ def test_mapping_call_keeps_written_order_and_numbers_ids_from_one(request_in):
 
 
 def test_list_call_allows_the_same_tool_twice(request_in):
-    model = ScriptedModel(
-        [{"call": [{"lookup_order": {"order_id": "A"}}, {"lookup_order": {"order_id": "B"}}]}]
-    )
+    model = ScriptedModel([{"call": [{"lookup_order": {"order_id": "A"}}, {"lookup_order": {"order_id": "B"}}]}])
 
     calls = model.complete(request_in()).tool_calls
 

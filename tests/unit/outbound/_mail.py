@@ -24,8 +24,12 @@ CUSTOMER_ID = "3f1c2a9e-5b7d-4e21-9c3a-0d8e6f4b2a11@example.org"
 def support_agent(store: Any, *, outbound: Any = False, clock: FakeClock | None = None, **kwargs: Any) -> Any:
     """The demo's support-inbox agent over ``store`` with its scripted model (a fresh script walk)."""
     return create_agent(
-        SUPPORT_INBOX, store, ScriptedModel.from_file(SCRIPT), outbound=outbound,
-        clock=clock or FakeClock("2025-01-14T10:00:00.000Z"), **kwargs,
+        SUPPORT_INBOX,
+        store,
+        ScriptedModel.from_file(SCRIPT),
+        outbound=outbound,
+        clock=clock or FakeClock("2025-01-14T10:00:00.000Z"),
+        **kwargs,
     )
 
 
@@ -33,8 +37,12 @@ def send_mail(agent: Any, firing: Firing) -> Any:
     """Hand a parsed mail to its conversation's session, as ``archmax email`` does."""
     resolved = agent.workflow.resolve_session(trigger=firing.trigger, variables=firing.variables)
     return agent.workflow.send(
-        resolved.session_id, firing.message, trigger=firing.trigger, variables=firing.variables,
-        files=dict(firing.files) or None, delivery_id=firing.delivery_id,
+        resolved.session_id,
+        firing.message,
+        trigger=firing.trigger,
+        variables=firing.variables,
+        files=dict(firing.files) or None,
+        delivery_id=firing.delivery_id,
     )
 
 

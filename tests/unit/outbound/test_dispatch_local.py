@@ -50,8 +50,12 @@ def store(tmp_path: Path) -> FilesystemStore:
 
 def smtp_dispatcher(store, url: str, *, recorder=None) -> Dispatcher:
     return Dispatcher(
-        recorder or store, mailer=SmtpMailer(url), publisher=FileEventWriter(store),
-        aliases=FileAliases(store.root), sender="Example Shop Support <support@example.com>", clock=FakeClock(CLOCK),
+        recorder or store,
+        mailer=SmtpMailer(url),
+        publisher=FileEventWriter(store),
+        aliases=FileAliases(store.root),
+        sender="Example Shop Support <support@example.com>",
+        clock=FakeClock(CLOCK),
     )
 
 
@@ -137,8 +141,13 @@ def test_the_eml_transport_has_no_duplicate_window(store):
     send_mail(support_agent(store, outbound=False), first_mail())
     record = store.load(CUSTOMER_ID)
     recorder = CrashOnRecord(store)
-    crashing = Dispatcher(recorder, mailer=FileMailer(store), publisher=FileEventWriter(store),
-                          aliases=FileAliases(store.root), clock=FakeClock(CLOCK))
+    crashing = Dispatcher(
+        recorder,
+        mailer=FileMailer(store),
+        publisher=FileEventWriter(store),
+        aliases=FileAliases(store.root),
+        clock=FakeClock(CLOCK),
+    )
     with pytest.raises(StoreError):
         crashing.dispatch(record)
     dispatcher_from_env(store, {}).dispatch(record)

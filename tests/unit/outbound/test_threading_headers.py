@@ -60,7 +60,9 @@ def assert_ids_whole(raw: bytes, name: str, expected: list[str]) -> None:
 def test_long_and_upper_case_ids_are_quoted_as_written_unencoded_and_whole(tmp_path, smtp_server, transport):
     store = FilesystemStore(tmp_path / "sessions")
     clock = FakeClock("2025-01-14T10:00:00.000Z")
-    env = {"ARCHMAX_SMTP_URL": smtp_server.url, "ARCHMAX_MAIL_FROM": "support@example.com"} if transport == "smtp" else {}
+    env = (
+        {"ARCHMAX_SMTP_URL": smtp_server.url, "ARCHMAX_MAIL_FROM": "support@example.com"} if transport == "smtp" else {}
+    )
     agent = support_agent(store, outbound=dispatcher_from_env(store, env, clock=clock), clock=clock)
     outcome = send_mail(agent, parse_email(exchange_reply()))
     assert outcome.kind == "parked"
@@ -76,15 +78,26 @@ def test_long_and_upper_case_ids_are_quoted_as_written_unencoded_and_whole(tmp_p
 
 
 def _entry(**fields) -> OutboxEntry:
-    base = {"version": 3, "index": 0, "kind": "email", "detail_type": "Session Parked", "text": "Which order?",
-            "to": ["dana.rivers@example.org"], "inbox": "support@example.com", "subject": "Re: x"}
+    base = {
+        "version": 3,
+        "index": 0,
+        "kind": "email",
+        "detail_type": "Session Parked",
+        "text": "Which order?",
+        "to": ["dana.rivers@example.org"],
+        "inbox": "support@example.com",
+        "subject": "Re: x",
+    }
     return OutboxEntry(**{**base, **fields})
 
 
 def test_a_long_references_chain_folds_only_between_ids():
     chain = [f"<{n:03d}-{'x' * 70}@Host{n}.Example.COM>" for n in range(6)]
-    msg = build_reply(_entry(in_reply_to=chain[-1].strip("<>"), references=[c.strip("<>") for c in chain]),
-                      sender="support@example.com", message_id="3.0.abc@example.com")
+    msg = build_reply(
+        _entry(in_reply_to=chain[-1].strip("<>"), references=[c.strip("<>") for c in chain]),
+        sender="support@example.com",
+        message_id="3.0.abc@example.com",
+    )
     raw = msg.as_bytes()
     assert_ids_whole(raw, "References", chain)
     assert len(header_lines(raw, "References")) > 1  # it did fold, and only at the spaces between ids
@@ -93,15 +106,14 @@ def test_a_long_references_chain_folds_only_between_ids():
 def test_our_lower_cased_key_of_an_id_gives_way_to_the_spelling_the_customer_wrote():
     msg = build_reply(
         _entry(in_reply_to="Dana.1@Example.ORG", references=["Root.A@example.com", "Root.A@Example.COM"]),
-        sender="support@example.com", message_id="3.0.abc@example.com",
+        sender="support@example.com",
+        message_id="3.0.abc@example.com",
     )
     assert str(msg["References"]) == "<Root.A@Example.COM> <Dana.1@Example.ORG>"
     assert str(msg["In-Reply-To"]) == "<Dana.1@Example.ORG>"
 
 
-@pytest.mark.parametrize(
-    "sender", ["=?utf-8?q?Support_Team?=@example.com", "Support <support@>", "not an address"]
-)
+@pytest.mark.parametrize("sender", ["=?utf-8?q?Support_Team?=@example.com", "Support <support@>", "not an address"])
 def test_an_invalid_from_is_never_built(sender):
     with pytest.raises(ValueError, match="not an RFC 5322 address"):
         build_reply(_entry(), sender=sender, message_id="3.0.abc@example.com")

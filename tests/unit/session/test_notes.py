@@ -94,9 +94,7 @@ def test_provider_style_objects_are_read_through_their_attributes() -> None:
         Message(role="user", content="[event] 'email_reply' arrived while the session waited in 'clarify'."),
         Message(role="assistant", content="[decision] I chose myself."),
         Message(role="tool", content="[error] x", name="archmax_note", tool_call_id="note_abc"),
-        Message(
-            role="assistant", tool_calls=[ToolCall(id="note_1", name="archmax_note", args={"note": "event"})]
-        ),
+        Message(role="assistant", tool_calls=[ToolCall(id="note_1", name="archmax_note", args={"note": "event"})]),
         {"role": "tool", "name": "archmax_note", "content": "[after] x"},
         {"role": "assistant", "archmax": {}},
         {"role": "assistant", "archmax": {"note": None}},
@@ -117,9 +115,7 @@ def test_roles_names_and_bracket_prefixes_do_not_make_a_note(message: object) ->
 
 def test_decision_text_with_type_and_comment() -> None:
     text = decision_note_text("review", "ship", "approve", "Looks good")
-    assert text.startswith(
-        "[decision] A person chose approve → 'ship' at the 'review' checkpoint: Looks good."
-    )
+    assert text.startswith("[decision] A person chose approve → 'ship' at the 'review' checkpoint: Looks good.")
     assert "already in 'ship'" in text
 
 
@@ -173,9 +169,7 @@ def test_event_text_announces_a_following_message() -> None:
 
 
 def test_error_text() -> None:
-    assert error_note_text(
-        "check-bank", "state 'check-bank' exhausted its turn budget (maxTurns: 3)", "escalate"
-    ) == (
+    assert error_note_text("check-bank", "state 'check-bank' exhausted its turn budget (maxTurns: 3)", "escalate") == (
         "[error] The 'check-bank' state failed: state 'check-bank' exhausted its turn budget (maxTurns: 3). "
         "Routing to the 'escalate' error handler."
     )
@@ -189,7 +183,4 @@ def test_after_text() -> None:
 
 
 def test_subworkflow_text() -> None:
-    assert (
-        subworkflow_note_text("lookup-order", "Found ORD-1001.")
-        == "[sub-workflow: lookup-order] Found ORD-1001."
-    )
+    assert subworkflow_note_text("lookup-order", "Found ORD-1001.") == "[sub-workflow: lookup-order] Found ORD-1001."

@@ -184,9 +184,7 @@ def test_trigger_variable_is_a_locked_string_replaced_at_each_firing() -> None:
 # --------------------------------------------------------------------------- ${{...}} substitution
 
 SESSION = {
-    "order": Variable(
-        value={"id": "ORD-1001", "lines": [{"sku": "A"}, {"sku": "B"}], "total": 12.5}, locked=True
-    ),
+    "order": Variable(value={"id": "ORD-1001", "lines": [{"sku": "A"}, {"sku": "B"}], "total": 12.5}, locked=True),
     "customer": Variable(value="Ada", locked=False),
     "count": Variable(value=3, locked=False),
     "nothing": Variable(value=None, locked=False),

@@ -73,8 +73,12 @@ def test_the_example_workflows_and_their_cases_validate_against_the_schema(workf
 
 
 def test_the_schema_refuses_what_the_loader_refuses(validators):
-    ok = {"states": {"a": {"triggers": {"manual": None}, "type": "human", "transitions": [{"to": "b", "description": "x"}]},
-                     "b": None}}
+    ok = {
+        "states": {
+            "a": {"triggers": {"manual": None}, "type": "human", "transitions": [{"to": "b", "description": "x"}]},
+            "b": None,
+        }
+    }
     assert list(validators["workflow"].iter_errors(ok)) == []
     for bad in (
         {"states": {"a": {"transition": []}}},  # a misspelt key

@@ -55,9 +55,7 @@ def test_a_granted_name_the_host_does_not_register_is_not_offered(load):
 
 
 def test_forbid_beats_allow_in_the_same_state(load):
-    wf = load(
-        "states:\n  a: {triggers: {manual: null}, tools: {allow: [shell, send_email], forbid: [shell]}}\n"
-    )
+    wf = load("states:\n  a: {triggers: {manual: null}, tools: {allow: [shell, send_email], forbid: [shell]}}\n")
     assert wf.offered_tools("a", HOST) == NO_ADVANCE + ["send_email"]
     assert wf.tool_allowed("a", "shell", HOST) is False
 
@@ -203,9 +201,7 @@ def test_an_unknown_state_raises_key_error(load):
 
 def test_subworkflow_use_is_detected_from_allow_lists(load):
     plain = load("states:\n  a: {triggers: {manual: null}, tools: {allow: [lookup]}}\n")
-    calling = load(
-        "states:\n  a: {triggers: {manual: null}, tools: {allow: [archmax_workflow_enrich-order]}}\n"
-    )
+    calling = load("states:\n  a: {triggers: {manual: null}, tools: {allow: [archmax_workflow_enrich-order]}}\n")
     assert plain.uses_subworkflows() is False
     assert calling.uses_subworkflows() is True
     assert calling.subworkflows_for("a") == ["enrich-order"]

@@ -100,7 +100,9 @@ def test_the_model_yaml_example_is_a_script_that_answers_in_order(tmp_path: Path
     model = ScriptedModel.from_file(script)
     assert model.remaining == 4
     first = model.complete(_request("intake"))
-    assert [(c.name, c.args) for c in first.tool_calls] == [("archmax_advance", {"to": "clarify", "reason": "no order number"})]
+    assert [(c.name, c.args) for c in first.tool_calls] == [
+        ("archmax_advance", {"to": "clarify", "reason": "no order number"})
+    ]
     second = model.complete(_request("clarify"))
     assert second.text == "Which order is this about?" and second.tool_calls[0].args["until"] == "2d"
     third = model.complete(_request("clarify"))

@@ -77,9 +77,7 @@ def test_the_sidecar_budget_is_refused_beside_a_rubric(errors_of):
 
 def test_a_hook_with_two_kinds_is_malformed_and_indexed_in_a_list(errors_of):
     assert errors_of(
-        _state(
-            "    after:\n      - {script: hooks/a.py}\n      - {script: hooks/b.py, rubric: {instructions: x}}\n"
-        )
+        _state("    after:\n      - {script: hooks/a.py}\n      - {script: hooks/b.py, rubric: {instructions: x}}\n")
     ) == ["states.a.after.1: a hook is a single-key mapping: {script: ...}, {rubric: {...}} or a custom kind"]
 
 
@@ -108,10 +106,12 @@ def test_an_undeclared_custom_kind_is_a_load_error_at_its_hook(errors_of):
     assert errors_of(_state("    after: {webhook: approvals/refund}\n")) == [
         "states.a.after: hook kind 'webhook' is not declared in extensions.hooks"
     ]
-    assert errors_of("extensions: {hooks: [other]}\n" + _state("    before: [{script: hooks/a.py}, {webhook: x}]\n")) == [
-        "states.a.before.1: hook kind 'webhook' is not declared in extensions.hooks"
-    ]
+    assert errors_of(
+        "extensions: {hooks: [other]}\n" + _state("    before: [{script: hooks/a.py}, {webhook: x}]\n")
+    ) == ["states.a.before.1: hook kind 'webhook' is not declared in extensions.hooks"]
 
 
 def test_extensions_hooks_must_list_kind_names(errors_of):
-    assert errors_of("extensions: {hooks: webhook}\n" + _state("")) == ["extensions.hooks: must be a list of hook kind names"]
+    assert errors_of("extensions: {hooks: webhook}\n" + _state("")) == [
+        "extensions.hooks: must be a list of hook kind names"
+    ]

@@ -74,16 +74,12 @@ def test_unknown_keys_inside_tools_and_policy_are_reported_at_their_paths(errors
 
 @pytest.mark.parametrize("value", ['"no"', "1", "null", "yes-please"])
 def test_a_non_boolean_disabled_is_a_load_error(errors_of, value):
-    assert errors_of(f"disabled: {value}\n" + MINIMAL_STATES) == [
-        "disabled: must be a boolean (true or false)"
-    ]
+    assert errors_of(f"disabled: {value}\n" + MINIMAL_STATES) == ["disabled: must be a boolean (true or false)"]
 
 
 @pytest.mark.parametrize("value", ['""', '"   "', "3", "[a]"])
 def test_root_instructions_must_be_a_non_empty_string(errors_of, value):
-    assert errors_of(f"instructions: {value}\n" + MINIMAL_STATES) == [
-        "instructions: must be a non-empty string"
-    ]
+    assert errors_of(f"instructions: {value}\n" + MINIMAL_STATES) == ["instructions: must be a non-empty string"]
 
 
 def test_states_is_required(errors_of):

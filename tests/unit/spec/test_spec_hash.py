@@ -73,9 +73,7 @@ def test_key_order_in_the_document_does_not_change_the_hash(load):
 
 
 def test_yaml_timestamps_are_hashed_as_the_strings_written(load):
-    wf = load(
-        "settings: {since: 2025-03-01, at: 2025-03-01 09:00:00}\nstates:\n  a: {triggers: {manual: null}}\n"
-    )
+    wf = load("settings: {since: 2025-03-01, at: 2025-03-01 09:00:00}\nstates:\n  a: {triggers: {manual: null}}\n")
     assert wf.spec["settings"] == {"since": "2025-03-01", "at": "2025-03-01 09:00:00"}
     assert wf.spec_hash == _expected_hash(wf.spec)
 

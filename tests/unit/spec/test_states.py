@@ -87,9 +87,7 @@ def test_an_unknown_state_key_is_reported_at_its_path(errors_of):
 
 @pytest.mark.parametrize("slug", ["Review", "two--dashes", "-lead", "trail-", "under_score", "with space"])
 def test_a_state_slug_must_be_kebab_case(errors_of, slug):
-    errors = errors_of(
-        f"states:\n  '{slug}': {{triggers: {{manual: null}}}}\n  ok: {{triggers: {{x: null}}}}\n"
-    )
+    errors = errors_of(f"states:\n  '{slug}': {{triggers: {{manual: null}}}}\n  ok: {{triggers: {{x: null}}}}\n")
     assert errors == [f"states.{slug}: a state slug must match ^[a-z0-9]+(-[a-z0-9]+)*$"]
 
 
@@ -229,9 +227,7 @@ def test_requires_names_must_be_variable_names(errors_of):
 
 
 def test_evidence_paths_stay_inside_the_workspace(errors_of):
-    assert errors_of(
-        "states:\n  a: {triggers: {manual: null}, evidence: [ok.txt, /etc/passwd, ../up.txt]}\n"
-    ) == [
+    assert errors_of("states:\n  a: {triggers: {manual: null}, evidence: [ok.txt, /etc/passwd, ../up.txt]}\n") == [
         "states.a.evidence.1: must be a workspace-relative path with no leading '/' and no '..'",
         "states.a.evidence.2: must be a workspace-relative path with no leading '/' and no '..'",
     ]

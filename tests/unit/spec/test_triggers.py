@@ -108,9 +108,7 @@ def test_one_trigger_declared_by_two_states_uses_the_fixed_message(errors_of):
           intake: {triggers: {email_reply: null}}
           clarify: {triggers: {email_reply: null}}
         """
-    ) == [
-        "states.clarify.triggers.email_reply: Trigger 'email_reply' is declared by both 'intake' and 'clarify'"
-    ]
+    ) == ["states.clarify.triggers.email_reply: Trigger 'email_reply' is declared by both 'intake' and 'clarify'"]
 
 
 def test_no_state_declaring_a_trigger_uses_the_fixed_message(errors_of):
@@ -251,7 +249,9 @@ def test_signature_and_mail_auth_load_and_are_checked():
     def load(decl):
         return workflow_from_dict({"states": {"a": {"triggers": {"hook": decl}}}}, "wf")
 
-    wf = load({"signature": {"secret": "ssm:/x", "header": "Stripe-Signature", "tolerance_s": 60}, "mail_auth": "dmarc"})
+    wf = load(
+        {"signature": {"secret": "ssm:/x", "header": "Stripe-Signature", "tolerance_s": 60}, "mail_auth": "dmarc"}
+    )
     decl = wf.trigger_decl("hook")
     assert decl.signature.secret == "ssm:/x" and decl.signature.header == "Stripe-Signature"
     assert decl.signature.tolerance_s == 60 and decl.signature.timestamp_header == "X-Archmax-Timestamp"

@@ -62,7 +62,10 @@ def test_slugs_are_escaped():
 
 def test_a_first_state_that_another_state_leads_into_is_drawn_below_it():
     # The demo's workflow: `s` first in the document, `triage -> s`. Grandalf used to crash ranking it.
-    states = [GraphState(slug="s", type="agent", terminal=True), GraphState(slug="triage", type="agent", terminal=False)]
+    states = [
+        GraphState(slug="s", type="agent", terminal=True),
+        GraphState(slug="triage", type="agent", terminal=False),
+    ]
     boxes, _, _, _ = layout(states, [GraphEdge(source="triage", target="s")])
     assert boxes["triage"].xy[1] < boxes["s"].xy[1]
 

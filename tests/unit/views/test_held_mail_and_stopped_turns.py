@@ -88,7 +88,9 @@ def test_the_page_shows_the_held_mail_count_and_a_row_per_mail(inbox_store: Path
     held_id = _held_id(inbox_store)
     assert '<div class="notice" id="held-count"><a href="#held">1 held mail in quarantine</a></div>' in html
     row = html.split(f'data-delivery-id="{held_id}">', 1)[1].split("</li>", 1)[0]
-    assert "mallory@evil.example" in row and "is not a participant" in row and '<span class="kind quarantined">held' in row
+    assert (
+        "mallory@evil.example" in row and "is not a participant" in row and '<span class="kind quarantined">held' in row
+    )
     assert re.search(rf'<time datetime="{INSTANT}" title="{INSTANT}">\d{{4}}-\d\d-\d\d \d\d:\d\d:\d\d UTC</time>', row)
 
 

@@ -28,8 +28,12 @@ def _older_record() -> Checkpoint:
             TrailStep(to="clarify", kind="trigger", reason="email_received", ts=1_700_000_000_000),
             TrailStep(to="clarify", kind="trigger", reason="email_reply", ts=1_700_000_100_000),
         ],
-        pending_input=PendingInput(state="clarify", reason="the order number", parked_at="2023-11-14T22:15:00.000Z",
-                                   resume_at="2023-11-15T22:15:00.000Z"),
+        pending_input=PendingInput(
+            state="clarify",
+            reason="the order number",
+            parked_at="2023-11-14T22:15:00.000Z",
+            resume_at="2023-11-15T22:15:00.000Z",
+        ),
         created_at="2023-11-14T22:13:20.000Z",
         updated_at="2023-11-14T22:15:00.000Z",
     )

@@ -125,46 +125,61 @@ def archmax_wait(loop: TurnLoop, slug: str, call: ToolCall, args: dict[str, Any]
 def archmax_advance(loop: TurnLoop, slug: str, call: ToolCall, args: dict[str, Any]) -> _Result:
     """§5.1: refusals in order, then move (a human target parks on ``decision``)."""
     rec = loop.rec
-    if loop._advanced_to is not None:
-        return blocked(f"archmax_advance rejected: this message already advanced to '{loop._advanced_to}'")
-    state = loop.wf.states[slug]
-    to = args.get("to")
-    to = to.strip() if isinstance(to, str) else ""
-    edges = [t.to for t in state.transitions]
-    if to not in edges:
-        return blocked(
-            f"archmax_advance rejected: '{to}' is not a transition of '{slug}'. Choose one of: {', '.join(edges)}."
-        )
-    reason = args.get("reason")
-    if not isinstance(reason, str) or not reason.strip():
-        return blocked("archmax_advance rejected: a non-empty 'reason' is required")
-    target = loop.wf.states[to]
-    evidence = args.get("evidence") or []
-    if evidence:
-        if target.type != "human":
-            return blocked("archmax_advance rejected: 'evidence' is only accepted for a human target")
-        if not isinstance(evidence, list) or len(evidence) > MAX_EVIDENCE:
-            return blocked(f"archmax_advance rejected: 'evidence' must list at most {MAX_EVIDENCE} paths")
-        unreadable = [p for p in evidence if not isinstance(p, str) or not loop._file_exists(p)]
-        if unreadable:
-            return blocked(f"archmax_advance rejected: unreadable evidence paths: {', '.join(map(str, unreadable))}")
-    missing = [n for n in (state.requires or []) if n not in rec.variables]
-    if missing:
-        names = ", ".join(f"'{n}'" for n in missing)
-        return blocked(f"archmax_advance rejected: state '{slug}' requires {names} to be set before leaving it")
-    refusal = loop.hooks.at_advance(slug, to, reason.strip())  # refusals (6) and (7)
+    refusal = _advance_refusal(loop, slug, args)
     if refusal is not None:
         return blocked(f"archmax_advance rejected: {refusal}")
+    to, reason = args["to"].strip(), args["reason"].strip()
+    evidence = args.get("evidence") or []
+    refused = loop.hooks.at_advance(slug, to, reason)  # refusals (6) and (7)
+    if refused is not None:
+        return blocked(f"archmax_advance rejected: {refused}")
     loop._advanced_to = to
     rec.position = to
     rec.moved_since_open = True
     rec.pending_failure = rec.pending_rejection = None
     rec.state_turns = 0
-    loop.rt.trail(rec, "agent", to, reason.strip())
-    if target.type == "human":
+    loop.rt.trail(rec, "agent", to, reason)
+    if loop.wf.states[to].type == "human":
         loop.park_decision(directive="introduce", attached=list(evidence), commit=False)
         return ok(f"Advanced to state '{to}'. The session is parked there awaiting a person's decision; stop working.")
     return ok(f"Advanced to state '{to}'. Do the work of '{to}' now.")
+
+
+def _advance_refusal(loop: TurnLoop, slug: str, args: dict[str, Any]) -> str | None:
+    """§5.1 refusals (1)-(5), in order, before any hook runs; ``None`` when the advance may go on."""
+    if loop._advanced_to is not None:
+        return f"this message already advanced to '{loop._advanced_to}'"
+    state = loop.wf.states[slug]
+    to = args.get("to")
+    to = to.strip() if isinstance(to, str) else ""
+    edges = [t.to for t in state.transitions]
+    if to not in edges:
+        return f"'{to}' is not a transition of '{slug}'. Choose one of: {', '.join(edges)}."
+    reason = args.get("reason")
+    if not isinstance(reason, str) or not reason.strip():
+        return "a non-empty 'reason' is required"
+    evidence = args.get("evidence") or []
+    if evidence:
+        problem = _evidence_problem(loop, loop.wf.states[to].type, evidence)
+        if problem is not None:
+            return problem
+    missing = [n for n in (state.requires or []) if n not in loop.rec.variables]
+    if missing:
+        names = ", ".join(f"'{n}'" for n in missing)
+        return f"state '{slug}' requires {names} to be set before leaving it"
+    return None
+
+
+def _evidence_problem(loop: TurnLoop, target_type: str, evidence: Any) -> str | None:
+    """Why ``evidence`` cannot go with this advance (§5.1), or ``None``."""
+    if target_type != "human":
+        return "'evidence' is only accepted for a human target"
+    if not isinstance(evidence, list) or len(evidence) > MAX_EVIDENCE:
+        return f"'evidence' must list at most {MAX_EVIDENCE} paths"
+    unreadable = [p for p in evidence if not isinstance(p, str) or not loop._file_exists(p)]
+    if unreadable:
+        return f"unreadable evidence paths: {', '.join(map(str, unreadable))}"
+    return None
 
 
 def archmax_reset(loop: TurnLoop, slug: str, call: ToolCall, args: dict[str, Any]) -> _Result:
@@ -211,27 +226,9 @@ def archmax_set_variables(loop: TurnLoop, slug: str, call: ToolCall, args: dict[
     decl = loop.wf.trigger_decl(rec.trigger or "")
     returns = {r.name: r for r in (decl.returns if decl else None) or []}
     for name, value in values.items():
-        if not isinstance(name, str) or not VARIABLE_NAME.fullmatch(name):
-            hint = (
-                " Sub-paths cannot be written: set the whole variable." if isinstance(name, str) and "." in name else ""
-            )
-            return error(f"archmax_set_variables rejected: '{name}' is not a valid variable name.{hint}" + nothing)
-        current = rec.variables.get(name)
-        if current is not None and current.locked:
-            shown = json.dumps(current.value, ensure_ascii=False, default=str)
-            return error(f"archmax_set_variables rejected: '{name}' is locked (current value: {shown})." + nothing)
-        if name == "title":
-            if lock:
-                return error("archmax_set_variables rejected: 'title' cannot be locked." + nothing)
-            problem = title_problem(value)
-            if problem:
-                return error(f"archmax_set_variables rejected: title {problem}." + nothing)
-        spec = returns.get(name)
-        if spec is not None and spec.type and not check_value_type(value, spec.type, file_exists=loop._file_exists):
-            return error(
-                f"archmax_set_variables rejected: '{name}' must be of type '{spec.type}' "
-                f"(trigger '{rec.trigger}' returns)." + nothing
-            )
+        problem = _variable_problem(loop, name, value, lock, returns)
+        if problem is not None:
+            return error(f"archmax_set_variables rejected: {problem}" + nothing)
     for name, value in values.items():
         if name == "title":
             rec.variables[name] = Variable(value=value.strip(), locked=False)
@@ -241,6 +238,28 @@ def archmax_set_variables(loop: TurnLoop, slug: str, call: ToolCall, args: dict[
     names = list(values)
     loop.rt.events.emit(rec, "variables_set", state=slug, names=names, locked=lock, call_id=call.id)
     return ok(f"Set {', '.join(names)}{' (locked)' if lock else ''}.")
+
+
+def _variable_problem(loop: TurnLoop, name: Any, value: Any, lock: bool, returns: dict[str, Any]) -> str | None:
+    """Why the agent may not write ``name = value`` (§5.9, §6), or ``None``."""
+    rec = loop.rec
+    if not isinstance(name, str) or not VARIABLE_NAME.fullmatch(name):
+        hint = " Sub-paths cannot be written: set the whole variable." if isinstance(name, str) and "." in name else ""
+        return f"'{name}' is not a valid variable name.{hint}"
+    current = rec.variables.get(name)
+    if current is not None and current.locked:
+        shown = json.dumps(current.value, ensure_ascii=False, default=str)
+        return f"'{name}' is locked (current value: {shown})."
+    if name == "title":
+        if lock:
+            return "'title' cannot be locked."
+        problem = title_problem(value)
+        if problem:
+            return f"title {problem}."
+    spec = returns.get(name)
+    if spec is not None and spec.type and not check_value_type(value, spec.type, file_exists=loop._file_exists):
+        return f"'{name}' must be of type '{spec.type}' (trigger '{rec.trigger}' returns)."
+    return None
 
 
 def archmax_get_variables(loop: TurnLoop, slug: str, call: ToolCall, args: dict[str, Any]) -> _Result:

@@ -272,7 +272,9 @@ def addressed(rt: Runtime, firing: EngineFiring) -> tuple[Runtime, EngineFiring]
         ``(runtime, firing)`` to apply.
     """
     sid = getattr(firing, "session_id", None)
-    parent = parent_session_id(sid) if sid is not None and not isinstance(firing, Turn) else None
+    if sid is None or isinstance(firing, Turn):
+        return rt, firing
+    parent = parent_session_id(sid)
     if parent is None:
         return rt, firing
     caller = rt.store.load(parent)

@@ -101,7 +101,7 @@ class HookRunner:
             True when the visit failed (``pending_failure`` is set and the loop must route it).
         """
         rec = self.loop.rec
-        slug = rec.position
+        slug = rec.current_state
         state = self.wf.states[slug]
         if not state.before or slug in rec.before_done:
             return False
@@ -152,7 +152,7 @@ class HookRunner:
             the completion stands.
         """
         rec = self.loop.rec
-        slug = rec.position
+        slug = rec.current_state
         state = self.wf.states[slug]
         if not state.is_terminal or not state.after:
             return False
@@ -192,7 +192,7 @@ class HookRunner:
             if verdict == "correct":
                 result = self._spend_correction(slug, phase, index, hook, label, reason or "")
         self.rt.trail(
-            rec, "hook", rec.position, result.reason, state=slug, phase=phase, index=index, verdict=result.verdict
+            rec, "hook", rec.current_state, result.reason, state=slug, phase=phase, index=index, verdict=result.verdict
         )
         self.rt.events.emit(
             rec, "hook", state=slug, phase=phase, index=index, kind=kind,

@@ -126,7 +126,7 @@ class TurnLoop:
     def _next_call(self) -> object:
         """One model call in the current state and its tool calls; ``_GO`` (the loop goes on)."""
         rec = self.rec
-        state = self.wf.states[rec.position]
+        state = self.wf.states[rec.current_state]
         if state.type == "human":
             self.park_decision(directive=self.handoff_directive or "introduce")
             return _GO
@@ -179,7 +179,7 @@ class TurnLoop:
     def _call_model(self, handoff: str | None, reason: str | None = None) -> ModelResponse | None:
         """One model call racing the state's ``timeoutMs`` (§5.4). None on expiry (the response is discarded)."""
         rec = self.rec
-        slug = rec.position
+        slug = rec.current_state
         state = self.wf.states[slug]
         terminal = state.is_terminal
         block = state_block(
@@ -265,7 +265,7 @@ class TurnLoop:
                 it, so no committed record holds the park with the advance call unanswered (§9.3).
         """
         rec = self.rec
-        state = self.wf.states[rec.position]
+        state = self.wf.states[rec.current_state]
         evidence: list[str] = []
         for path in list(state.evidence or []) + list(attached or []):
             if path not in evidence:
@@ -328,7 +328,7 @@ class TurnLoop:
         rec = self.rec
         reason = rec.pending_failure or "the turn failed"
         rec.pending_failure = None
-        source = rec.position
+        source = rec.current_state
         target = self.wf.states[source].on_error
         if not target:
             rec.status = SessionStatus.REJECTED

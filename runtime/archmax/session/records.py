@@ -400,6 +400,17 @@ class Checkpoint(_Record):
             return "input"
         return None
 
+    @property
+    def current_state(self) -> str:
+        """The state the session stands in (``position``, set when its first turn opens, §8).
+
+        Raises:
+            ValueError: the session has no position yet (no turn ever opened).
+        """
+        if self.position is None:
+            raise ValueError(f"session '{self.session_id}' has no position yet")
+        return self.position
+
 
 def park_id(session_id: str, park: PendingDecision | PendingInput) -> str:
     """A park's identity (BEHAVIOUR.md §5.11): the session id and the version of the commit that parked it.

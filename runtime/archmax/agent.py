@@ -30,8 +30,8 @@ from archmax.engine.artifacts import ARTIFACTS, render
 from archmax.engine.door import Door, apply, run_child
 from archmax.engine.events import EventEmitter, EventHandler
 from archmax.engine.runtime import Runtime
-from archmax.engine.subworkflows import WorkflowRegistry
 from archmax.engine.tools import host_tools_from
+from archmax.engine.workflow_registry import WorkflowRegistry
 from archmax.errors import (
     MissingHookExecutorError,
     SessionNotResumableError,

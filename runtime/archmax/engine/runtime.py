@@ -82,7 +82,7 @@ class Runtime:
     hook_executors: dict[str, Callable[..., Any]] = field(default_factory=dict)
     """Custom hook kind → executor ``fn(ctx, config)`` (§2.4, ``create_agent(hooks=...)``)."""
     workflows: Any = None
-    """The :class:`~archmax.engine.subworkflows.WorkflowRegistry` sub-workflow calls resolve through (§5.10)."""
+    """The :class:`~archmax.engine.workflow_registry.WorkflowRegistry` sub-workflow calls resolve through (§5.10)."""
     hook_model_for: Callable[[str | None], Model] | None = None
     """The model a rubric hook grades with, for its ``model:`` (or the state's); ``None`` → ``model_for``.
     Rubric hooks always use their configured models, even in a scripted test case (§10.4)."""

@@ -19,6 +19,7 @@ Example:
 
 from __future__ import annotations
 
+import builtins
 import os
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -227,7 +228,7 @@ class Sessions:
                 out.append(summary_of(rec, parent_session_id(sid), self._rt.now()))
         return out
 
-    def messages(self, session_id: str) -> list[Message]:
+    def messages(self, session_id: str) -> builtins.list[Message]:
         """The latest committed transcript, notes included, or ``[]``."""
         rec = self._load(session_id)
         return list(rec.messages) if rec else []

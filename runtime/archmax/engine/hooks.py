@@ -276,6 +276,7 @@ class HookRunner:
         """One model call grading the evidence against the rubric's instructions (§2.4)."""
         state = self.wf.states[ctx.state]
         override = rubric.get("model") or state.model
+        assert self.rt.hook_model_for is not None, "the runtime sets it when assembled"
         model = self.rt.hook_model_for(override)
         prompt = (
             f"Instructions:\n{rubric['instructions'].strip()}\n\n"

@@ -358,7 +358,7 @@ class TurnLoop:
 
     def _append_result(self, call: ToolCall, result: _Result) -> None:
         self.rec.messages.append(
-            Message(role="tool", content=result.text, tool_call_id=call.id, name=call.name, status=result.status)
+            Message(role="tool", content=result.text, tool_call_id=call.id, name=call.name, status=result.status)  # type: ignore[arg-type]  # ok/error/blocked
         )
 
     def _dispatch_batch(self, slug: str, calls: list[ToolCall]) -> None:

@@ -108,7 +108,12 @@ class Runtime:
         """Append one trail step (epoch-ms timestamp)."""
         record.trail.append(
             TrailStep(
-                to=to, kind=kind, reason=reason, ts=epoch_ms(self.clock.now()), at_message=len(record.messages), **extra
+                to=to,
+                kind=kind,  # type: ignore[arg-type]  # one of TrailStep's kinds, by every caller
+                reason=reason,
+                ts=epoch_ms(self.clock.now()),
+                at_message=len(record.messages),
+                **extra,
             )
         )
 

@@ -20,7 +20,7 @@ from typing import Any
 
 from archmax.engine.firing_rule import lease_live, parked_channel
 from archmax.engine.placement import place_files, prepare_files, session_file_exists
-from archmax.engine.runtime import RunningTurn, Runtime
+from archmax.engine.runtime import FiringRunner, RunningTurn, Runtime
 from archmax.engine.work import waiting_on_child
 from archmax.errors import (
     ArchmaxError,
@@ -248,7 +248,7 @@ def _hand_over(child_rt: Runtime, d: Delegation) -> None:
         return  # another process handed it over first: the child has it
 
 
-def _runner(rt: Runtime):
+def _runner(rt: Runtime) -> FiringRunner:
     assert rt.runner is not None, "a runtime is assembled with its runner (create_agent)"
     return rt.runner
 

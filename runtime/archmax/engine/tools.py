@@ -10,7 +10,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from archmax.errors import ReservedToolNameError
 from archmax.models.base import ToolSpec
@@ -137,7 +137,8 @@ def host_tools_from(tools: Iterable[Any] | Mapping[str, Any] | None) -> dict[str
             if isinstance(tool, HostTool):
                 items.append(tool)
             else:
-                items.append(HostTool(tool.__name__, tool, inspect.getdoc(tool) or "", _schema_of(tool)))
+                fn = cast(Callable[..., Any], tool)  # TOOLS entries were checked callable when loaded
+                items.append(HostTool(fn.__name__, fn, inspect.getdoc(fn) or "", _schema_of(fn)))
     out: dict[str, HostTool] = {}
     for tool in items:
         if tool.name.startswith("archmax_"):

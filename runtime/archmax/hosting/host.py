@@ -185,13 +185,14 @@ class Host:
                 created = self.inbox.put(item)
                 break
             try:
-                created = self.inbox.put(item, guards=reads.condition_checks())  # type: ignore[call-arg]
+                created = self.inbox.put(item, guards=reads.condition_checks())
                 self.agent.store.confirm(reads)
                 break
             except GuardFailed as moved:  # the session moved on since this store saw it: classify again
                 for moved_id, found in moved.found.items():
                     self.agent.store.prime(moved_id, found)
         self._wake(sid)
+        assert delivery_id is not None  # set by the first attempt, which always runs
         return Accepted(
             session_id=sid,
             delivery_id=delivery_id,
@@ -325,7 +326,7 @@ class Host:
         results: list[DrainResult] = []
         held = False  # this drainer holds the drain lease (taken by a claim's rider)
         while True:
-            view = self.inbox.drain_view(session_id)  # type: ignore[attr-defined]
+            view = self.inbox.drain_view(session_id)
             if view.held_by_other(owner, self._now()):
                 return results
             held = view.owner == owner  # the query is the truth (a claim whose answer was lost took it too)
@@ -335,7 +336,7 @@ class Host:
                 continue  # a firing arrived after the counter was read: go round again
             for i, item in enumerate(view.items):
                 last = i == len(view.items) - 1
-                riders = self.inbox.riders(  # type: ignore[attr-defined]
+                riders = self.inbox.riders(
                     session_id,
                     item.delivery_id,
                     owner=owner,

@@ -69,7 +69,7 @@ def status_of(exc: BaseException) -> int:
         return 404  # the session does not exist: not a conflict with its state (issue 15)
     for cls in type(exc).__mro__:
         if cls in ERROR_STATUS:
-            return ERROR_STATUS[cls]  # type: ignore[index]
+            return ERROR_STATUS[cls]
     return 500
 
 

@@ -33,7 +33,7 @@ import threading
 import time
 from collections import OrderedDict
 from datetime import timedelta
-from typing import Any
+from typing import Any, cast
 
 from archmax.clock import Clock, SystemClock
 from archmax.errors import StoreError
@@ -159,7 +159,9 @@ class DynamoInbox:
                     cancelled = exc.response.get("CancellationReasons", [])
                     reasons = [str(r.get("Code", "None")) for r in cancelled]
                     if "ConditionalCheckFailed" in reasons:
-                        raise _ConditionFailed(reasons, [r.get("Item") for r in cancelled]) from exc
+                        raise _ConditionFailed(
+                            reasons, [cast("dict[str, Any] | None", r.get("Item")) for r in cancelled]
+                        ) from exc
                     if "TransactionConflict" in reasons:  # another transaction on the same items, at once
                         raise _Conflict(reasons) from exc
                 raise StoreError(f"inbox {method} failed: {code or 'unknown error'}: {exc}") from exc

@@ -154,7 +154,7 @@ class Telemetry:
 
     def store(self, store: SessionStore) -> SessionStore:
         """``store`` with its commits traced (:class:`TracedStore`)."""
-        return TracedStore(store, self)  # type: ignore[return-value]
+        return TracedStore(store, self)
 
     def model(self, model: Any) -> Any:
         """``model`` with its calls traced (``model call`` subsegments)."""
@@ -309,11 +309,11 @@ class Telemetry:
 
     def _single(self, metric: str, dimension: str, value: str) -> None:
         """One metric with its own extra dimension (an EMF blob shares one dimension set)."""
-        from aws_lambda_powertools.metrics import single_metric
+        from aws_lambda_powertools.metrics import MetricUnit, single_metric
 
         dims = {"service": self.metrics.service or "archmax"} | ({"Workflow": self.workflow} if self.workflow else {})
         with single_metric(
-            name=metric, unit="Count", value=1, namespace=self.metrics.namespace, default_dimensions=dims
+            name=metric, unit=MetricUnit.Count, value=1, namespace=self.metrics.namespace, default_dimensions=dims
         ) as one:
             one.add_dimension(name=dimension, value=value)
 
@@ -389,7 +389,8 @@ def event_keys(event: Any, request_id: str | None = None) -> dict[str, Any]:
         return {"correlation_id": request_id} if request_id else {}
     keys: dict[str, Any] = {}
     context = event.get("requestContext")
-    params = event.get("pathParameters") if isinstance(event.get("pathParameters"), Mapping) else {}
+    path_parameters = event.get("pathParameters")
+    params: Mapping[str, Any] = path_parameters if isinstance(path_parameters, Mapping) else {}
     records = event.get("Records")
     if isinstance(context, Mapping):  # API Gateway
         keys["correlation_id"] = context.get("requestId")

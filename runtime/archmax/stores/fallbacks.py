@@ -33,7 +33,11 @@ class StoreFallbacks:
     ``load``, ``head``, ``get`` and ``seed`` are the subclass's; everything here is built on them.
     """
 
-    location = StoreLocation()
+    @property
+    def location(self) -> StoreLocation:
+        """Neither a folder nor a bucket (the memory store's sessions live in the process)."""
+        return StoreLocation()
+
     """Neither a folder nor a bucket (override where the store has one)."""
 
     def load(self, session_id: str, *, reads: ReadGuards | None = None) -> Checkpoint | None:  # pragma: no cover

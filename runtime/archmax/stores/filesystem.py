@@ -77,13 +77,17 @@ class FilesystemStore(FsOutboxMarks, StoreFallbacks):
     def __init__(self, root: str | os.PathLike[str] = "sessions", *, lock_timeout_s: float = 30.0) -> None:
         self.capabilities = local_capabilities(None, Capability.APPEND_TEXT)
         self.root = Path(root).absolute()
-        self.location = StoreLocation(root=self.root)
         self._lock_timeout_s = lock_timeout_s
         with io_errors(None):
             for sub in (".locks", ".tmp"):
                 (self.root / sub).mkdir(parents=True, exist_ok=True)
 
     # ------------------------------------------------------------------ checkpoints
+
+    @property
+    def location(self) -> StoreLocation:
+        """The folder the sessions live in."""
+        return StoreLocation(root=self.root)
 
     def load(self, session_id: str, *, reads: ReadGuards | None = None) -> Checkpoint | None:
         """The latest committed checkpoint, or ``None`` (§9.1). Never a partial record.

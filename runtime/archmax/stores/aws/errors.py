@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:  # botocore is imported when a call fails: a handler's import makes no AWS call (issue 10)
     from botocore.exceptions import ClientError
@@ -101,7 +101,7 @@ def map_client_error(
         return CommitConflictError(
             session_id or "",
             expected_version if expected_version is not None else -1,
-            found_in_item(exc.response.get("Item")),
+            found_in_item(cast("dict[str, Any] | None", exc.response.get("Item"))),
         )
     if kind is ErrorKind.EXISTS:
         return PathExistsError(path or "", session_id=session_id)

@@ -83,11 +83,19 @@ def mint_session_id() -> SessionId:
 
 
 def parent_session_id(session_id: str) -> str | None:
-    """The parent of a child id ``<parent>~<state>:<workflow>:<n>``, or None (§4.1)."""
+    """The parent of a child id ``<parent>~<state>:<workflow>:<n>``, or None (§4.1).
+
+    ``None`` too when the part before ``~`` is not itself a valid session id (a reserved first
+    segment, say): such an id names no child, only itself.
+    """
     head, sep, tail = session_id.rpartition("~")
-    if sep and head and _CHILD_SUFFIX.match(tail):
-        return head
-    return None
+    if not (sep and head and _CHILD_SUFFIX.match(tail)):
+        return None
+    try:
+        validate_session_id(head)
+    except InvalidSessionIdError:
+        return None
+    return head
 
 
 def folder_name(session_id: str) -> str:

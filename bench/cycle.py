@@ -303,9 +303,6 @@ def _grow(agent: Any, sid: str, length: int) -> int:
     outcome = agent.workflow.send(sid, PARK_MESSAGE, trigger=START)
     while len(outcome.messages) < length:
         outcome = agent.workflow.deliver(sid, trigger="event", message=AGAIN_MESSAGE)
-    # The history stands for cycles whose mail and events went out long ago: nothing of it is left for
-    # the sweep to send (issue 20 item 2), so no cycle is charged for it.
-    agent.store.outbox_settled(sid, 2**62)
     return len(outcome.messages)
 
 

@@ -251,6 +251,10 @@ class LocalServer:
 
             def _serve(self) -> None:
                 problem = request_problem(self.command, dict(self.headers.items()), server.port)
+                if problem is not None and problem[0] != 415:  # a foreign Host or Origin: refused first
+                    return self._refuse(*problem)
+                if self.command not in ALLOWED_METHODS:  # no route takes PUT, PATCH or DELETE
+                    return self._refuse(405, f"method {self.command!r} is not served", "MethodNotAllowed")
                 if problem is not None:
                     return self._refuse(*problem)
                 declared = (self.headers.get("Content-Length") or "0").strip()

@@ -59,14 +59,16 @@ def run(cli: Context) -> int:
     sent = _send_outbox(cli, targets, on_error)  # issue 20 item 2: what no operation sent, sent now
     recovered = [(sid, kind if kind in (SKIPPED, ERROR) else RECOVERED, kind) for sid, kind in stale]
     if cli.json:
-        _say_json(cli, results + sent, recovered, RECOVERED)
+        _say_json(cli, results, recovered, RECOVERED)
     else:
-        _say_lines(cli, now, results + sent, recovered, outcomes, mid_turn)
-    return 1 if sweep_failed(results + stale + sent) else 0
+        _say_lines(cli, now, results, recovered, outcomes, mid_turn)
+    for sid, kind in sent:  # on stderr: stdout and the exit code are §11's (wake-ups and recoveries)
+        cli.note(f"outbox: {sid}  {kind}")
+    return 1 if sweep_failed(results + stale) else 0
 
 
 def _send_outbox(cli: Context, targets: list[Any], on_error: Any) -> list[tuple[str, str]]:
-    """Send every committed, unsent outbox entry of the swept workflows (``<id>  sent`` per session)."""
+    """Send every committed, unsent outbox entry of the swept workflows (``outbox: <id>  sent`` on stderr)."""
     from archmax.hosting.sweep import send_outbox
     from archmax.outbound.config import dispatcher_from_env
 

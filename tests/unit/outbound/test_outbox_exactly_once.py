@@ -167,7 +167,7 @@ def test_archmax_sweep_mails_the_answer_smtp_refused_once_smtp_is_back(
     monkeypatch.setenv("ARCHMAX_MAIL_FROM", FROM)
     flags = ["--root", str(tmp_path / "workspace"), "--store", str(store.root)]
     assert main([*flags, "sweep"]) == 0
-    assert f"{SID}  sent" in capsys.readouterr().out
+    assert f"outbox: {SID}  sent" in capsys.readouterr().err  # stdout stays §11's wake-up lines
     assert main([*flags, "sweep"]) == 0
     assert len(smtp_server.messages) == 2
     assert "refund is on its way" in parse_raw(smtp_server.messages[1][2]).get_content()

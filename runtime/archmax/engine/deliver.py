@@ -29,7 +29,6 @@ from archmax.session.firing import Deliver
 from archmax.session.notes import event_note_text, make_note
 from archmax.session.records import Checkpoint, Message, SessionStatus
 from archmax.session.variables import check_host_variables, seed_host_variables, set_trigger_variable
-from archmax.stores.base import load_if
 from archmax.stores.riders import Riders
 
 _RESUMABLE = (SessionStatus.AWAITING_INPUT, SessionStatus.RUNNING)
@@ -47,7 +46,7 @@ def deliver(rt: Runtime, f: Deliver, riders: Riders | None = None) -> Applied:
     if f.delivery_id is None:
         # A double-fired timer is refused from the cheap head alone, without reading the checkpoint;
         # otherwise the head and the checkpoint come from one store read (load_if).
-        head, rec = load_if(rt.store, sid, lambda h: h.status in _RESUMABLE)
+        head, rec = rt.store.load_if(sid, lambda h: h.status in _RESUMABLE)
         if rec is None:
             raise SessionNotAwaitingInputError(sid, str(head.status) if head else None)
         assert head is not None  # a record came with its head

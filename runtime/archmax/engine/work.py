@@ -142,10 +142,7 @@ class Work:
                 rec, self.start_messages, settled=settled_in(self.store, rec.session_id), words=self.outbox_words
             )
         owner = None if claim or not self.holds_lease else self.owner
-        if self.riders is None:  # no `riders=` at all: a store written to the older protocol still works
-            self.store.commit(rec.session_id, rec, self.version, lease_owner=owner)
-        else:
-            self.store.commit(rec.session_id, rec, self.version, lease_owner=owner, riders=self.riders)
+        self.store.commit(rec.session_id, rec, self.version, lease_owner=owner, riders=self.riders)
         self.version = rec.version
         self.holds_lease = lease
         self._unstamped = len(rec.messages)

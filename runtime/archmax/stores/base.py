@@ -410,13 +410,6 @@ class SessionStore(Protocol):
         ...
 
 
-def load_if(
-    store: SessionStore, session_id: str, wanted: Callable[[SessionHead], bool]
-) -> tuple[SessionHead | None, Checkpoint | None]:
-    """``store.load_if(session_id, wanted)`` (kept for callers written before it was a protocol method)."""
-    return store.load_if(session_id, wanted)
-
-
 def head_of(record: Checkpoint) -> SessionHead:
     """The head of a full record."""
     return SessionHead(

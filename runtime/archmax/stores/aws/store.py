@@ -18,6 +18,7 @@ The store is assembled from parts by job (each its own module): :mod:`~archmax.s
 from __future__ import annotations
 
 import builtins
+from collections.abc import Iterable
 from typing import Any
 
 from archmax.errors import CommitConflictError
@@ -172,31 +173,15 @@ class AwsStore(AwsFiles, StoreFallbacks):
         Raises:
             StoreError: on an AWS failure.
         """
-        names = {"#shard": "lease_shard", "#expires": "lease_expires_at", "#pk": "pk"}
-        values: dict[str, Any] = {":now": {"S": now}}
-        extra: dict[str, Any] = {}
-        if workflow is not None:
-            names["#wf"] = "workflow"
-            values[":wf"] = {"S": workflow}
-            extra["FilterExpression"] = "#wf = :wf"
-        found: builtins.list[str] = []
-        for shard in LEASE_SHARDS:
-            params: dict[str, Any] = {
-                "TableName": self.table_name,
-                "IndexName": STALE_INDEX,
-                "KeyConditionExpression": "#shard = :shard AND #expires <= :now",
-                "ProjectionExpression": "#pk",
-                "ExpressionAttributeNames": names,
-                "ExpressionAttributeValues": {**values, ":shard": {"S": shard}},
-                **extra,
-            }
-            while True:
-                page = aws_call(self._ddb.query, operation="stale", **params)
-                found.extend(i["pk"]["S"] for i in page.get("Items", []))
-                if "LastEvaluatedKey" not in page:
-                    break
-                params["ExclusiveStartKey"] = page["LastEvaluatedKey"]
-        return sorted(found)
+        return self._ids_in_index(
+            STALE_INDEX,
+            LEASE_SHARDS,
+            "#shard = :shard AND #expires <= :now",
+            {"#shard": "lease_shard", "#expires": "lease_expires_at"},
+            {":now": {"S": now}},
+            workflow,
+            operation="stale",
+        )
 
     # ------------------------------------------------------------------ the outbox marks (issue 20 item 2)
 
@@ -211,26 +196,45 @@ class AwsStore(AwsFiles, StoreFallbacks):
         Raises:
             StoreError: on an AWS failure.
         """
-        names = {"#shard": "outbox_shard", "#pk": "pk"}
-        values: dict[str, Any] = {}
+        return self._ids_in_index(
+            OUTBOX_INDEX, OUTBOX_SHARDS, "#shard = :shard", {"#shard": "outbox_shard"}, {}, workflow,
+            operation="outbox_pending",
+        )  # fmt: skip
+
+    def _ids_in_index(
+        self,
+        index: str,
+        shards: Iterable[str],
+        condition: str,
+        names: dict[str, str],
+        values: dict[str, Any],
+        workflow: str | None,
+        *,
+        operation: str,
+    ) -> builtins.list[str]:
+        """Session ids in a sharded sparse index: each shard queried once (plus pages), sorted.
+
+        ``condition`` names the shard ``:shard``; ``workflow`` adds a filter on the item's workflow.
+        """
+        names = {**names, "#pk": "pk"}
         extra: dict[str, Any] = {}
         if workflow is not None:
             names["#wf"] = "workflow"
-            values[":wf"] = {"S": workflow}
+            values = {**values, ":wf": {"S": workflow}}
             extra["FilterExpression"] = "#wf = :wf"
         found: builtins.list[str] = []
-        for shard in OUTBOX_SHARDS:
+        for shard in shards:
             params: dict[str, Any] = {
                 "TableName": self.table_name,
-                "IndexName": OUTBOX_INDEX,
-                "KeyConditionExpression": "#shard = :shard",
+                "IndexName": index,
+                "KeyConditionExpression": condition,
                 "ProjectionExpression": "#pk",
                 "ExpressionAttributeNames": names,
                 "ExpressionAttributeValues": {**values, ":shard": {"S": shard}},
                 **extra,
             }
             while True:
-                page = aws_call(self._ddb.query, operation="outbox_pending", **params)
+                page = aws_call(self._ddb.query, operation=operation, **params)
                 found.extend(i["pk"]["S"] for i in page.get("Items", []))
                 if "LastEvaluatedKey" not in page:
                     break

@@ -10,11 +10,13 @@ A session "came in by email" when its variables hold what :func:`archmax.inbound
 seeds: a ``from`` address and a ``message_id`` key. Its reply goes to that sender, threaded on that
 message; a rejection mails nothing (its reason is the runtime's, addressed to the operator).
 
-What the record keeps (issue 20 item 1): every entry not known settled, whatever their number, and
-the newest ``OUTBOX_KEPT`` settled ones. "Settled" is the dispatcher's word, read through the
-``settled`` callable the committer passes: the entry's result record (``outbox/<id>.sent.json``, or
-``outbox/<id>.failed.json`` for one that can never be sent) exists. Without that callable nothing is
-known settled and nothing leaves: a count never drops an unsent entry.
+What the record keeps (issue 20 item 1): every entry not known settled, whatever their number. Once
+the record would hold more than ``OUTBOX_KEPT`` entries, the commit asks which are settled and drops
+them all, so it asks (one listing of ``outbox/``) once per ``OUTBOX_KEPT`` new entries at most, not at
+every commit. "Settled" is the dispatcher's word, read through the ``settled`` callable the committer
+passes: the entry's result record (``outbox/<id>.sent.json``, or ``outbox/<id>.failed.json`` for one
+that can never be sent) exists. Without that callable nothing is known settled and nothing leaves: a
+count never drops an unsent entry.
 """
 
 from __future__ import annotations
@@ -75,9 +77,9 @@ def record_outbox(
         start_messages: Transcript length when the operation started: its words are the last
             non-blank assistant text after it (``Outcome.reply``, BEHAVIOUR.md §3.11).
         settled: Tells which older entries are known sent (or failed for good); only those may leave
-            the record, and only beyond the newest ``OUTBOX_KEPT`` entries. It is asked about the
-            oldest entries only, and only when the record holds more than ``OUTBOX_KEPT``. ``None``:
-            nothing is known settled, every entry stays.
+            the record. It is asked only when the record would hold more than ``OUTBOX_KEPT``
+            entries, and then every settled entry leaves. ``None``: nothing is known settled, every
+            entry stays.
         words: The words for the person when they are not this record's own (a caller answering
             through its child's decision park, issue 20 item 4); ``None`` reads them from the record.
 
@@ -111,12 +113,15 @@ def record_outbox(
 
 
 def _prune(kept: list[OutboxEntry], adding: int, settled: Settled | None) -> list[OutboxEntry]:
-    """``kept`` less its settled entries among the oldest ones beyond ``OUTBOX_KEPT`` (issue 20 item 1)."""
-    beyond = len(kept) + adding - OUTBOX_KEPT
-    if settled is None or beyond <= 0:
+    """``kept`` less every settled entry, once the record would hold more than ``OUTBOX_KEPT`` (issue 20 item 1).
+
+    Dropping all of them, not just the oldest beyond the count, is what keeps the question rare: the
+    next one comes only after ``OUTBOX_KEPT`` more entries, so a sender that keeps up costs the
+    committer one listing per few turns and the record stays small (issue 24).
+    """
+    if settled is None or len(kept) + adding <= OUTBOX_KEPT:
         return kept
-    gone = {entry.id for entry in kept[:beyond] if settled(entry)}
-    return [entry for entry in kept if entry.id not in gone]
+    return [entry for entry in kept if not settled(entry)]
 
 
 def _words(record: Checkpoint, start_messages: int) -> str:

@@ -29,7 +29,7 @@ DELIVERY_IDS_KEPT = 200
 (``archmax.engine.deliveries``), so no id is ever forgotten."""
 
 OUTBOX_KEPT = 10
-"""How many entries *known sent* (or recorded failed) a checkpoint keeps for reference (newest last).
+"""The outbox size at which a turn-ending commit asks which entries are settled and drops those.
 
 No count limits an unsent entry (issue 20 item 1): an entry leaves the record only once its result
 record says it was sent or failed for good, so a burst or an outage never pushes one out unsent."""
@@ -368,7 +368,7 @@ class Checkpoint(_Record):
     is recognised and applied once; ids older than these are kept as markers (``archmax.engine.deliveries``)."""
     outbox: list[OutboxEntry] = Field(default_factory=list)
     """Outbound messages recorded by turn-ending commits (newest last): every entry not known sent, and
-    at most ``OUTBOX_KEPT`` known sent ones; sending them happens after the commit (DESIGN.md §3 "The
+    settled ones only until the record next grows past ``OUTBOX_KEPT``; sending them happens after the commit (DESIGN.md §3 "The
     change stream", issue 20 item 1)."""
 
     @property

@@ -7,7 +7,7 @@ from archmax.clock import FakeClock
 from archmax.inbound.email import parse_email
 from archmax.models.scripted import ScriptedModel
 from archmax.outbound.outbox import record_outbox
-from archmax.session.records import OUTBOX_KEPT, Checkpoint, Message, SessionStatus, Variable
+from archmax.session.records import OUTBOX_KEPT, Checkpoint, OutboxEntry, Message, SessionStatus, Variable
 from archmax.spec import workflow_from_dict
 
 from ._mail import CUSTOMER_ID, first_mail, reply_mail, send_mail, support_agent
@@ -121,7 +121,7 @@ def test_no_count_pushes_an_unsent_entry_out_of_the_outbox():
     assert [e.text for e in outbox] == [f"answer {i}" for i in range(OUTBOX_KEPT + 3)]  # nothing sent: all stay
 
 
-def test_entries_sent_after_each_turn_leave_the_outbox_beyond_the_newest_kept():
+def test_entries_sent_after_each_turn_leave_the_outbox_once_it_grows_past_the_count():
     from archmax.outbound.config import dispatcher_from_env
 
     store = MemoryStore()
@@ -135,7 +135,8 @@ def test_entries_sent_after_each_turn_leave_the_outbox_beyond_the_newest_kept():
     for i in range(OUTBOX_KEPT + 3):
         agent.workflow.send("chat-3", f"question {i}")
     outbox = store.load("chat-3").outbox
-    assert [e.text for e in outbox] == [f"answer {i}" for i in range(3, OUTBOX_KEPT + 3)]
+    # the 11th entry's commit found the first ten sent and dropped them all; two more followed
+    assert [e.text for e in outbox] == [f"answer {i}" for i in range(OUTBOX_KEPT, OUTBOX_KEPT + 3)]
 
 
 def _completed(version: int) -> Checkpoint:
@@ -146,15 +147,33 @@ def _completed(version: int) -> Checkpoint:
     return record
 
 
-def test_only_entries_known_sent_leave_the_outbox_and_only_beyond_the_newest_kept():
+def test_only_entries_known_sent_leave_the_outbox():
     record = _completed(1)
-    for version in range(1, OUTBOX_KEPT + 6):
+    last = OUTBOX_KEPT + 6
+    for version in range(1, last):
         record.version = version
         record_outbox(record, 0, settled=lambda e: e.version % 2 == 0)  # even versions were sent
     versions = [e.version for e in record.outbox]
-    assert {v for v in range(1, OUTBOX_KEPT + 6) if v % 2} <= set(versions)  # every unsent entry stays
-    assert versions == sorted(versions) and versions[-OUTBOX_KEPT:] == list(range(6, OUTBOX_KEPT + 6))
-    assert len(versions) < OUTBOX_KEPT + 5  # sent ones beyond the newest OUTBOX_KEPT left
+    assert {v for v in range(1, last) if v % 2} <= set(versions)  # every unsent entry stays
+    assert versions == sorted(versions) and versions[-1] == last - 1
+    assert len(versions) < last - 1  # sent ones left
+
+
+def test_the_settled_question_is_asked_once_per_outbox_kept_entries_when_the_sender_keeps_up():
+    """Dropping every settled entry at once keeps the listing rare: one per OUTBOX_KEPT turns, not one per turn."""
+    record = _completed(1)
+    asked: set[int] = set()
+
+    def settled(entry: OutboxEntry) -> bool:
+        asked.add(record.version)  # the commit that asked
+        return entry.version < record.version  # the sender sent every earlier commit's entries
+
+    turns = 5 * OUTBOX_KEPT
+    for version in range(1, turns + 1):
+        record.version = version
+        record_outbox(record, 0, settled=settled)
+        assert len(record.outbox) <= OUTBOX_KEPT
+    assert 0 < len(asked) <= turns // OUTBOX_KEPT
 
 
 def test_a_commit_that_knows_nothing_sent_drops_nothing():

@@ -47,7 +47,7 @@ bench: $(BENCH_STAMP)
 soak: $(STAMP)
 	rm -rf .soak && mkdir .soak
 	ARCHMAX_RELIABILITY_PROFILE=soak ARCHMAX_RELIABILITY_COUNTS_DIR=.soak $(PY) -m pytest -n 5 \
-		tests/reliability/test_schedules.py tests/reliability/test_sigkill.py; \
+		tests/reliability/test_schedules.py tests/reliability/test_pair_schedules.py tests/reliability/test_sigkill.py; \
 	status=$$?; $(PY) tests/reliability/summary.py .soak; exit $$status
 
 clean:

@@ -12,7 +12,8 @@ Threading headers (issue 20 items 6 and 7): ``In-Reply-To`` and ``References`` q
 the customer's client wrote it (normalised ids are keys, never header text), are never
 RFC 2047-encoded and are folded only between ids. The stdlib registers them as unstructured text,
 which it encodes when an id is longer than a line (Exchange Online, Mailchimp and IBM Notes ids
-are); :class:`MessageIDListHeader` registers them as msg-id lists instead.
+are); :class:`ReplyPolicy` keeps them as raw msg-id lists instead, through public ``email.policy``
+hooks only (no private stdlib module).
 """
 
 from __future__ import annotations
@@ -21,9 +22,6 @@ import email.policy
 import email.utils
 import hashlib
 from datetime import datetime
-from email import _header_value_parser as parser
-from email import errors
-from email.headerregistry import HeaderRegistry
 from email.message import EmailMessage
 from typing import Any
 
@@ -35,61 +33,92 @@ MAX_REFERENCES = 20
 """References keeps the thread root and the newest ids (RFC 5322 §3.6.4 lets a long chain be cut)."""
 
 
-class _MessageIDToken(parser.ValueTerminal):
-    """One ``<id>``: a word the folder may move to a new line but never encodes or splits."""
-
-    as_ew_allowed = False
+MSG_ID_LISTS = frozenset({"in-reply-to", "references"})
+"""The headers that are 1*msg-id (RFC 5322 §3.6.4) and so are kept as raw text by :data:`POLICY`."""
 
 
-def _msg_id(word: str) -> parser.TokenList | _MessageIDToken:
-    """``<id>`` as the stdlib's msg-id token (the one ``MessageIDHeader`` uses), else as one word.
+def fold_msg_ids(name: str, value: str, *, max_line_length: int | None, linesep: str) -> str | None:
+    """``name: <id> <id> ...`` folded only at the whitespace between ids, or None for a non-ASCII value.
 
-    The msg-id token keeps a long id on the header name's line; an id its parser reads differently
-    (an obsolete or sloppy form a client sent) is kept whole as one unencodable word instead.
+    Each id stays whole on one physical line (the first one on the header name's line, however long:
+    RFC 5322 §2.1.1 allows up to 998 characters and ids are at most 512 bytes); a new line starts
+    before an id that would take the line past ``max_line_length`` (``None`` or 0: never). Nothing is
+    RFC 2047-encoded. Unfolding the result gives back ``value``'s words joined by single spaces.
+
+    Args:
+        name: The header name as it is to be written.
+        value: The header's text (``<id>`` words separated by whitespace, as stored or parsed).
+        max_line_length: The policy's line limit in characters.
+        linesep: The policy's line separator (CRLF for SMTP).
+
+    Returns:
+        The folded header ending in ``linesep``; None when ``value`` is not printable ASCII text.
     """
-    try:
-        token, rest = parser.get_msg_id(word)
-    except errors.HeaderParseError:
-        return _MessageIDToken(word, "msg-id")
-    return token if not rest and str(token) == word else _MessageIDToken(word, "msg-id")
+    words = value.split()
+    if not all(w.isascii() and w.isprintable() for w in words):
+        return None
+    limit = max_line_length or None
+    lines = [f"{name}:"]
+    for n, word in enumerate(words):
+        if n and limit is not None and len(lines[-1]) + 1 + len(word) > limit:
+            lines.append("")
+        lines[-1] += f" {word}"
+    return linesep.join(lines) + linesep
 
 
-class _MessageIDs(parser.TokenList):
-    token_type = "msg-id-list"
+class ReplyPolicy(email.policy.EmailPolicy):
+    """``EmailPolicy`` that keeps In-Reply-To and References as raw msg-id lists (issue 20 items 6, 7).
 
-
-class MessageIDListHeader:
-    """``In-Reply-To`` / ``References`` as 1*msg-id (RFC 5322 §3.6.4) for ``email.headerregistry``.
-
-    The value is ``<id> <id> ...`` built by :func:`build_reply` from checked ids (no whitespace,
-    brackets or control characters inside one); the parse tree is one unencodable word per id, so
-    the policy's folder breaks lines only at the spaces between ids.
+    The stdlib registers both as unstructured text, which decodes an encoded-word written inside an
+    id when the header is set and RFC 2047-encodes an id longer than a line when it is written. Here
+    they are stored and read back verbatim (a plain ``str``, as ``compat32`` does; CR and LF are
+    refused, as for every other header) and written by :func:`fold_msg_ids`. Every other header is
+    ``EmailPolicy``'s. Only the documented ``email.policy.Policy`` methods are overridden: the stdlib
+    has no public msg-id-list header class (``email.headerregistry`` builds its headers on the
+    private ``email._header_value_parser``).
     """
 
-    max_count = 1
+    def header_max_count(self, name: str) -> int | None:
+        """1 for a msg-id list (RFC 5322 §3.6: at most one of each), else ``EmailPolicy``'s."""
+        return 1 if name.lower() in MSG_ID_LISTS else super().header_max_count(name)
 
-    @classmethod
-    def parse(cls, value: str, kwds: dict[str, Any]) -> None:
-        """Fill ``kwds`` (the registry's protocol) with the parse tree and the decoded value of ``value``."""
-        tree = _MessageIDs()
-        for n, word in enumerate(value.split()):
-            if n:
-                tree.append(parser.WhiteSpaceTerminal(" ", "fws"))
-            tree.append(_msg_id(word))
-        kwds["parse_tree"] = tree
-        kwds["decoded"] = str(tree)
+    def header_store_parse(self, name: str, value: Any) -> tuple[str, Any]:
+        """``(name, value)`` with a msg-id list's value kept as given text.
+
+        Raises:
+            ValueError: a value holding CR, LF or another line boundary (it could add a header).
+        """
+        if name.lower() not in MSG_ID_LISTS:
+            return super().header_store_parse(name, value)
+        text = str(value)
+        if text != "".join(text.splitlines()):
+            raise ValueError("Header values may not contain linefeed or carriage return characters")
+        return name, text
+
+    def header_fetch_parse(self, name: str, value: str) -> Any:
+        """A msg-id list's stored text, unfolded (a header read from source may span lines)."""
+        if name.lower() not in MSG_ID_LISTS:
+            return super().header_fetch_parse(name, value)
+        return "".join(str(value).splitlines())
+
+    def fold(self, name: str, value: str) -> str:
+        """A msg-id list folded by :func:`fold_msg_ids`; other headers (and non-ASCII lists) as ``EmailPolicy``."""
+        folded = self._fold_ids(name, value)
+        return folded if folded is not None else super().fold(name, value)
+
+    def fold_binary(self, name: str, value: str) -> bytes:
+        """:meth:`fold` as ASCII bytes for a msg-id list; other headers as ``EmailPolicy``."""
+        folded = self._fold_ids(name, value)
+        return folded.encode("ascii") if folded is not None else super().fold_binary(name, value)
+
+    def _fold_ids(self, name: str, value: str) -> str | None:
+        if name.lower() not in MSG_ID_LISTS:
+            return None
+        return fold_msg_ids(name, str(value), max_line_length=self.max_line_length, linesep=self.linesep)
 
 
-def _registry() -> HeaderRegistry:
-    registry = HeaderRegistry()
-    # The registry mixes BaseHeader into the class itself (email.headerregistry's header protocol).
-    registry.map_to_type("in-reply-to", MessageIDListHeader)  # type: ignore[arg-type]
-    registry.map_to_type("references", MessageIDListHeader)  # type: ignore[arg-type]
-    return registry
-
-
-POLICY = email.policy.SMTP.clone(header_factory=_registry())
-"""``SMTP`` (CRLF, RFC 5322 headers) with msg-id lists that are never encoded."""
+POLICY = ReplyPolicy(linesep="\r\n")
+"""``email.policy.SMTP`` (CRLF, RFC 5322 headers) whose msg-id lists are never encoded nor split."""
 
 
 def quotable_ids(ids: list[str]) -> list[str]:

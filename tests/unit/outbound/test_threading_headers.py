@@ -7,16 +7,18 @@ package and carries ids as Exchange Online writes them (longer than a header lin
 
 from __future__ import annotations
 
+import ast
 import email
 import re
 from email.message import EmailMessage
+from pathlib import Path
 
 import pytest
 
 from archmax.clock import FakeClock
 from archmax.inbound.email import parse_email
 from archmax.outbound.config import dispatcher_from_env
-from archmax.outbound.mime import build_reply
+from archmax.outbound.mime import POLICY, build_reply
 from archmax.session.records import OutboxEntry
 from archmax.stores.filesystem import FilesystemStore
 
@@ -117,3 +119,59 @@ def test_our_lower_cased_key_of_an_id_gives_way_to_the_spelling_the_customer_wro
 def test_an_invalid_from_is_never_built(sender):
     with pytest.raises(ValueError, match="not an RFC 5322 address"):
         build_reply(_entry(), sender=sender, message_id="3.0.abc@example.com")
+
+
+def test_short_ids_fold_within_the_line_limit_and_read_back_as_written():
+    chain = [f"<{n}.Short@Host.Example.COM>" for n in range(12)]
+    msg = build_reply(
+        _entry(in_reply_to=chain[-1].strip("<>"), references=[c.strip("<>") for c in chain]),
+        sender="support@example.com",
+        message_id="3.0.abc@example.com",
+    )
+    raw = msg.as_bytes()
+    lines = header_lines(raw, "References")
+    assert len(lines) > 1 and all(len(line) <= 78 for line in lines)  # RFC 5322 §2.1.1's SHOULD
+    read = email.message_from_bytes(raw, policy=email.policy.default)
+    assert str(read["References"]).split() == chain
+
+
+def test_an_id_holding_an_encoded_word_is_quoted_byte_for_byte():
+    # The stdlib's unstructured header would decode it (to "<café@X.COM>") when set: it is an id, not text.
+    written = "=?utf-8?q?caf=C3=A9?=@X.COM"
+    msg = build_reply(
+        _entry(in_reply_to=written, references=["Root@Example.COM"]),
+        sender="support@example.com",
+        message_id="3.0.abc@example.com",
+    )
+    raw = msg.as_bytes()
+    assert header_lines(raw, "In-Reply-To") == [f"In-Reply-To: <{written}>"]
+    assert header_lines(raw, "References") == [f"References: <Root@Example.COM> <{written}>"]
+    assert str(msg["In-Reply-To"]) == f"<{written}>"
+
+
+@pytest.mark.parametrize("name", ["In-Reply-To", "References"])
+def test_a_msg_id_header_refuses_a_line_break_and_a_second_copy(name):
+    msg = EmailMessage(policy=POLICY)
+    for injected in ("<a@b>\r\nBcc: x@example.org", "<a@b>\nBcc: x@example.org", "<a@b>\rX: y"):
+        with pytest.raises(ValueError):
+            msg[name] = injected
+    assert msg[name] is None
+    msg[name] = "<a@b>"
+    with pytest.raises(ValueError):
+        msg[name] = "<c@d>"
+    assert msg.get_all(name) == ["<a@b>"]
+
+
+def test_the_runtime_uses_no_private_stdlib_email_module():
+    """Issue 20: ``email._header_value_parser`` and its kin are CPython internals, free to change."""
+    private = []
+    for path in sorted((Path(__file__).resolve().parents[3] / "runtime").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+            else:
+                continue
+            private += [f"{path.name}: {n}" for n in names if n.startswith("email.") and "._" in f".{n}"]
+    assert private == []

@@ -22,8 +22,10 @@ The prefixes keep these MACs apart from any other use of the same secret (webhoo
 own). A token never expires: a reply may come months later, and the session's own state governs what a
 delivery does; a v2 token whose park is no longer the session's current park is refused by admission
 (:mod:`archmax.inbound.admission`). RFC 5321 limits a local part to 64 octets; a long session id makes a
-longer token, which most receivers (SES included) accept, but a short id keeps the address portable
-(``support+`` and a v2 token of an 8-character id at version 12 is 8 + 13 + 3 + 26 = 50 octets).
+longer token, which most receivers (SES included) accept, but a short id keeps the address portable.
+Measured local parts (``support+<token>``): id ``AAQk-1`` 45 octets, 47 at park version 2; a mail-opened
+id is over 64 with or without a park (``mail:t1@shop.example`` 67, 69 at version 2): ``id32`` is 8/5 of
+the id's octets, the park only ``-<version>``.
 
 The secret: env ``ARCHMAX_REPLY_SECRET`` (the bytes of its UTF-8 text) locally, or on AWS the SSM
 parameter (or ``secretsmanager:<name>`` secret) named by ``ARCHMAX_REPLY_SECRET_PARAM``, read

@@ -151,3 +151,31 @@ def test_a_park_token_with_its_version_changed_or_stripped_is_no_token(asked_b: 
         record = send(d, f"ses-forged-{forged[-4:]}", carol, [address])
         assert "no valid reply token" in record.get("quarantined", ""), record  # a stranger without a token
     assert d.collaborators.agent.sessions.get(SID).park_id == d.park_b
+
+
+
+def test_a_held_mail_keeps_its_park_and_its_release_after_the_park_is_gone_changes_nothing(asked_b: Any) -> None:
+    """Quarantine carries the token's park: an operator's release cannot land it on a later question either."""
+    from archmax.inbound.email import parse_email
+    from archmax.inbound.quarantine import listing, release
+
+    d = asked_b
+    reply_to_b = sent_reply_to(d)
+    forged = mail("dana@customer.example", msg_id="f1@evil.example", to=reply_to_b, body="Postcode 99999.")
+    d.put_mail("inbound/ses-held", forged)
+    failing = receipt("ses-held", [reply_to_b])
+    for name in ("dmarc", "dkim", "spf"):
+        failing["Records"][0]["ses"]["receipt"][f"{name}Verdict"] = {"status": "FAIL"}
+    (record,) = d.call("send", failing)["records"]
+    assert "quarantined" in record, record  # the park is current; authentication failed: held
+    (held,) = listing(d.collaborators.agent.store, SID)
+    assert held.park_id == d.park_b
+
+    answer = mail("dana@customer.example", msg_id="b1@customer.example", to=reply_to_b, body="It's 10115.")
+    assert send(d, "ses-b", answer, [reply_to_b])["disposition"] == "resume"
+    done = d.collaborators.agent.store.load(SID)
+    assert done.status == "completed"
+    release(d.collaborators.host, SID, "ses-held", parse=lambda raw, t: parse_email(raw, trigger=t))
+    after = d.collaborators.agent.store.load(SID)
+    assert (after.version, after.status) == (done.version, "completed")  # no turn opened on the finished session
+    assert not any("99999" in m.content for m in after.messages if m.role == "user")

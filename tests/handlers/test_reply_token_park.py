@@ -153,7 +153,6 @@ def test_a_park_token_with_its_version_changed_or_stripped_is_no_token(asked_b: 
     assert d.collaborators.agent.sessions.get(SID).park_id == d.park_b
 
 
-
 def test_a_held_mail_keeps_its_park_and_its_release_after_the_park_is_gone_changes_nothing(asked_b: Any) -> None:
     """Quarantine carries the token's park: an operator's release cannot land it on a later question either."""
     from archmax.inbound.email import parse_email

@@ -27,10 +27,16 @@ ROOT = "3f1c2a9e-5b7d-4e21-9c3a-0d8e6f4b2a11@example.org"
 CONVERSATION = f"mail:{ROOT}"
 SCRIPT = [
     {"expect_state": "intake", "call": {"archmax_advance": {"to": "clarify", "reason": "no order number"}}},
-    {"expect_state": "clarify", "say": "Which order is this about?",
-     "call": {"archmax_wait": {"reason": "the order number"}}},  # fmt: skip
-    {"expect_state": "clarify", "say": "Thanks. And the postcode it goes to?",
-     "call": {"archmax_wait": {"reason": "the postcode"}}},  # fmt: skip
+    {
+        "expect_state": "clarify",
+        "say": "Which order is this about?",
+        "call": {"archmax_wait": {"reason": "the order number"}},
+    },
+    {
+        "expect_state": "clarify",
+        "say": "Thanks. And the postcode it goes to?",
+        "call": {"archmax_wait": {"reason": "the postcode"}},
+    },
     {"expect_state": "clarify", "call": {"archmax_advance": {"to": "answer", "reason": "order and postcode known"}}},
     {"expect_state": "answer", "say": "ORD-1001 reaches 10115 on Thursday."},
 ]
@@ -57,8 +63,19 @@ class Conversation:
     def reply(self, n: int, to: str, body: str, sender: str = "Dana Rivers <dana.rivers@example.org>") -> Path:
         path = self.tmp / f"reply-{n}.eml"
         path.write_bytes(
-            "\r\n".join([f"From: {sender}", f"To: {to}", "Subject: Re: the grinder", f"Message-ID: <r{n}@example.org>",
-                         f"In-Reply-To: <{ROOT}>", f"References: <{ROOT}>", "", body, ""]).encode()  # fmt: skip
+            "\r\n".join(
+                [
+                    f"From: {sender}",
+                    f"To: {to}",
+                    "Subject: Re: the grinder",
+                    f"Message-ID: <r{n}@example.org>",
+                    f"In-Reply-To: <{ROOT}>",
+                    f"References: <{ROOT}>",
+                    "",
+                    body,
+                    "",
+                ]
+            ).encode()
         )
         return path
 

@@ -21,7 +21,8 @@ from archmax.inbound.reply_token import reply_address, verify_token
 from archmax.outbound.config import dispatcher_from_env
 from archmax.session.records import park_id_at
 
-from .conftest import ANSWER, PARK, event
+from .conftest import ANSWER, PARK
+from .test_mail_admission import receipt as ses_receipt
 
 SECRET = b"reply-token-secret-for-tests-0001"
 FIRST = "first-1@example.org"
@@ -38,13 +39,8 @@ def mail(sender: str, *, msg_id: str, to: str, body: str, thread: str | None = F
 
 
 def receipt(ses_id: str, recipients: list[str]) -> dict[str, Any]:
-    evt = event("ses_inbound.json")
-    record = evt["Records"][0]["ses"]
-    record["mail"]["messageId"] = ses_id
-    for name, status in PASS.items():
-        record["receipt"][f"{name}Verdict"] = {"status": status}
-    record["receipt"]["recipients"] = recipients
-    return evt
+    """``events/ses_inbound.json`` for ``ses_id``, every verdict PASS, with these envelope recipients."""
+    return ses_receipt(ses_id, PASS, recipients=recipients)
 
 
 def send(d: Any, ses_id: str, raw: bytes, recipients: list[str]) -> dict[str, Any]:

@@ -1,8 +1,8 @@
 """Who may speak into a session by mail: ONE admission rule for the SES function, ``archmax email`` and ``serve``.
 
-Rule source: issue 13 item 1 (authentication policy, participants, quarantine), issue 21 items 1, 3
-and 4 (a duplicate admits nobody; mail opens sessions only in its own namespace; a first mail is
-authenticated too), issue 23 item 5 (admission lives in ``inbound/``). For one parsed mail,
+Rule source: issue 13 item 1 (authentication policy, participants, quarantine), issue 21 items 1, 3,
+4 and 6 (a duplicate admits nobody; mail opens sessions only in its own namespace; a first mail is
+authenticated too; an answer lands only on the question it answers), issue 23 item 5 (admission lives in ``inbound/``). For one parsed mail,
 :func:`admit` decides, in this order:
 
 1. **Where it goes.** A valid signed reply token names its session; else a reply to a mail we sent
@@ -11,19 +11,21 @@ authenticated too), issue 23 item 5 (admission lives in ``inbound/``). For one p
    ``mail:<id>`` (:func:`mail_session_id`). A mail never opens a session outside that namespace,
    so a stranger's ``Message-ID: <order-1234>`` cannot claim the id ``order-1234`` that an
    IAM-authorised ``POST /sessions/order-1234/messages`` addresses.
+   **A reply token's park must be current.** A token of that session that names a park (its mail
+   asked a question there, BEHAVIOUR.md §5.11, issue 21 item 6) is checked at once: unless that
+   park is the session's current park, :func:`admit` raises ``SessionNotAwaitingInputError``
+   naming both parks, before anything is written (no quarantine, no inbox item, no delivery id,
+   no participant), as any delivery naming a stale ``park_id`` is refused, whoever sent it. A late
+   answer to question A cannot land on question B. A token that names no park (a mail that asked
+   nothing, or one sent before parks were named) is not checked. The routed firing carries that
+   ``park_id`` on (to the inbox, the session, a quarantine record), so the session refuses it
+   again if the park changed before the apply (an inboxed mail waits for a running turn; a held
+   mail for its release).
 2. **Authentication.** The trigger's ``mail_auth`` policy (:mod:`archmax.inbound.mail_auth`) on the
    receipt's verdicts, for every mail, the first one of a conversation included. A failing mail to
    an existing session is quarantined; a failing first mail gets the trigger's
    ``unauthenticated_first_mail`` (``quarantine``, the default; ``refuse``: answered nothing;
    ``open``). A local file (``archmax email``) has no verdicts: the operator vouches for it.
-   A reply token that names a park (the mail asked a question there, BEHAVIOUR.md §5.11, issue 21
-   item 6) is checked next: unless that park is the session's current park, :func:`admit` raises
-   ``SessionNotAwaitingInputError`` naming both parks, before anything is written (no quarantine,
-   no inbox item, no delivery id, no participant), as any delivery naming a stale ``park_id`` is
-   refused. A late answer to question A cannot land on question B. A token that names no park
-   (a mail that asked nothing, or one sent before parks were named) is not checked. An admitted
-   mail's firing carries that ``park_id`` on, so the session refuses it again if the park changed
-   between admission and the apply (an inboxed mail waits for a running turn).
 3. **Who.** A session that exists (a checkpoint, or firings waiting in its inbox) hears only its
    participants or the holder of its reply token; anyone else is quarantined. A duplicate
    delivery id is no exception: the only mail let through that fails step 2 or 3 is a

@@ -72,6 +72,7 @@ class WorkflowOperations:
         variables: Mapping[str, Any] | None = None,
         files: Mapping[str, Any] | None = None,
         delivery_id: str | None = None,
+        park_id: str | None = None,
     ) -> Outcome:
         """Apply the firing rule to one session: a new turn, a delivery, or a reply (§3.2, §3.4).
 
@@ -82,6 +83,8 @@ class WorkflowOperations:
             variables: name → JSON value, seeded locked.
             files: variable name → ``FileIn`` / ``{name, content}``; placed under ``scratchpad/attachments/``.
             delivery_id: A stable id of the event (SES message id, Idempotency-Key); a session applies one id once.
+            park_id: The park this firing answers (a mail's reply token names one, §5.11, issue 21 item 6);
+                unless it is the session's current park, the firing is refused and nothing changes.
 
         Returns:
             The :class:`Outcome` (``disposition`` says what the session's state made of the firing).
@@ -89,9 +92,10 @@ class WorkflowOperations:
         Raises:
             InvalidSessionIdError, SessionNotResumableError, InvalidVariableNameError, WorkflowDisabledError,
             EmptyMessageError, UnknownTriggerError, InvalidFilePathError, SessionStoreCapabilityError,
-            DuplicateDeliveryError (the event was applied before; nothing changed).
+            DuplicateDeliveryError (the event was applied before; nothing changed), SessionNotAwaitingInputError
+            (``park_id`` is not the current park; nothing changed).
         """
-        firing = Send(parse_session_id(session_id), message, trigger, variables, files, delivery_id)
+        firing = Send(parse_session_id(session_id), message, trigger, variables, files, delivery_id, park_id=park_id)
         return self._agent.apply(firing)  # type: ignore[return-value]  # a send always answers
 
     def deliver(

@@ -3,9 +3,11 @@
 Admission is the SES path's own rule, :mod:`archmax.inbound.admission`: a mail opens sessions only
 as ``mail:<conversation id>``, and a sender who is not a participant of an existing session (and
 carries no reply token of it) is quarantined, whatever its Message-ID; an operator releases it with
-``archmax quarantine``.
+``archmax quarantine``. A mail whose reply token names a park that is no longer the session's
+current park (a late answer to an earlier question) is refused: exit 1 with
+``SessionNotAwaitingInputError`` naming both parks, nothing written (BEHAVIOUR.md §5.11).
 
-Rule source: BEHAVIOUR.md §11 (``email``); issue 13 item 1, issue 21 items 1 and 3, issue 23 item 5
+Rule source: BEHAVIOUR.md §11 (``email``), §5.11; issue 13 item 1, issue 21 items 1, 3 and 6, issue 23 item 5
 (one admission rule; a local file has no receipt verdicts, so the authentication policy is not
 checked: the operator vouches for it).
 """
@@ -75,6 +77,7 @@ def run(cli: Context) -> int:
             variables=firing.variables,
             files=dict(firing.files) or None,
             delivery_id=firing.delivery_id,
+            park_id=firing.park_id,  # the park its reply token names: refused if the session moved on meanwhile
         )
     except DuplicateDeliveryError as exc:
         cli.note(f"duplicate: {exc}")  # the event was applied the first time: success, and admits nobody

@@ -84,24 +84,27 @@ def refuse_other_park(session_id: str, version: int, status: str, park_version: 
         )
 
 
-def refuse_stale_park(rec: Checkpoint | None, park_id: str | None) -> None:
+def refuse_stale_park(rec: Checkpoint | None, park_id: str | None, *, unparked: bool = False) -> None:
     """Refuse a firing naming a park (``park_id``) that is not the session's current park (BEHAVIOUR.md §5.11).
 
     Checked on the record read, before anything is written; the claim that follows is conditional
     on that record's version, so a park made after the check is refused by the lost claim. A firing
-    naming no park, or a session not parked at all (its own refusal follows), passes.
+    naming no park passes. A session not parked at all passes too (``deliver``/``reply``/``decide``
+    refuse it on their own), unless ``unparked``: a mail's ``send`` answering a park (its reply token
+    names one, issue 21 item 6) would otherwise open a turn on a session whose park is gone.
 
     Raises:
         SessionNotAwaitingInputError: naming both parks; nothing changed.
     """
     current = rec.park_id if rec is not None else None
-    if park_id is None or current is None or park_id == current:
+    if park_id is None or park_id == current or (current is None and not unparked):
         return
-    assert rec is not None
+    now = f"the current park is '{current}'" if current is not None else "the session is parked nowhere now"
+    sid = rec.session_id if rec is not None else park_id.rpartition("@")[0]
     error = SessionNotAwaitingInputError(
-        rec.session_id,
-        str(rec.status),
-        f"this firing answers park '{park_id}', which is no longer current; the current park is '{current}'",
+        sid,
+        str(rec.status) if rec is not None else None,
+        f"this firing answers park '{park_id}', which is no longer current; {now}",
     )
     error.park_id, error.current_park_id = park_id, current  # type: ignore[attr-defined]
     raise error

@@ -23,7 +23,14 @@ from archmax.engine.claims import (
     title_warning,
 )
 from archmax.engine.deliveries import refuse_duplicate, remember_delivery
-from archmax.engine.firing_rule import classify, died_applying, lease_live, preflight_model, resolve_id
+from archmax.engine.firing_rule import (
+    classify,
+    died_applying,
+    lease_live,
+    preflight_model,
+    refuse_stale_park,
+    resolve_id,
+)
 from archmax.engine.loop import TurnLoop
 from archmax.engine.placement import discard_files, place_firing_files, prepare_files, session_file_exists
 from archmax.engine.recover import continue_dead_turn
@@ -45,6 +52,7 @@ def send(rt: Runtime, f: Send, riders: Riders | None = None) -> Applied:
     if died_applying(rt, rec, f.delivery_id):
         return continue_dead_turn(rt, rec, riders)  # type: ignore[arg-type]  # its claim carried its files
     refuse_duplicate(rt.store, rec, f.delivery_id, sid)
+    refuse_stale_park(rec, f.park_id, unparked=True)  # a mail answering a park that is gone (§5.11)
     disposition, recovered = classify(rt, sid, rec)
     check_host_variables(f.variables, f.files, source=f"sent to session '{sid}'", session_id=sid)
     warnings = list(f.warnings)

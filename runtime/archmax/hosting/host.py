@@ -379,7 +379,9 @@ class Host:
                 sid, f.trigger, f.variables or None, f.message, f.files or None, item.delivery_id, park_id=f.park_id
             )
         else:
-            firing = Send(sid, f.message, f.trigger, f.variables or None, f.files or None, item.delivery_id)
+            firing = Send(
+                sid, f.message, f.trigger, f.variables or None, f.files or None, item.delivery_id, park_id=f.park_id
+            )
         try:
             return self.agent.apply(firing, riders=riders)  # type: ignore[return-value]  # these always answer
         except ArchmaxError as exc:

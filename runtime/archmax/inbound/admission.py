@@ -1,8 +1,8 @@
 """Who may speak into a session by mail: ONE admission rule for the SES function, ``archmax email`` and ``serve``.
 
-Rule source: issue 13 item 1 (authentication policy, participants, quarantine), issue 21 items 1, 3
-and 4 (a duplicate admits nobody; mail opens sessions only in its own namespace; a first mail is
-authenticated too), issue 23 item 5 (admission lives in ``inbound/``). For one parsed mail,
+Rule source: issue 13 item 1 (authentication policy, participants, quarantine), issue 21 items 1, 3,
+4 and 6 (a duplicate admits nobody; mail opens sessions only in its own namespace; a first mail is
+authenticated too; an answer lands only on the question it answers), issue 23 item 5 (admission lives in ``inbound/``). For one parsed mail,
 :func:`admit` decides, in this order:
 
 1. **Where it goes.** A valid signed reply token names its session; else a reply to a mail we sent
@@ -11,6 +11,16 @@ authenticated too), issue 23 item 5 (admission lives in ``inbound/``). For one p
    ``mail:<id>`` (:func:`mail_session_id`). A mail never opens a session outside that namespace,
    so a stranger's ``Message-ID: <order-1234>`` cannot claim the id ``order-1234`` that an
    IAM-authorised ``POST /sessions/order-1234/messages`` addresses.
+   **A reply token's park must be current.** A token of that session that names a park (its mail
+   asked a question there, BEHAVIOUR.md §5.11, issue 21 item 6) is checked at once: unless that
+   park is the session's current park, :func:`admit` raises ``SessionNotAwaitingInputError``
+   naming both parks, before anything is written (no quarantine, no inbox item, no delivery id,
+   no participant), as any delivery naming a stale ``park_id`` is refused, whoever sent it. A late
+   answer to question A cannot land on question B. A token that names no park (a mail that asked
+   nothing, or one sent before parks were named) is not checked. The routed firing carries that
+   ``park_id`` on (to the inbox, the session, a quarantine record), so the session refuses it
+   again if the park changed before the apply (an inboxed mail waits for a running turn; a held
+   mail for its release).
 2. **Authentication.** The trigger's ``mail_auth`` policy (:mod:`archmax.inbound.mail_auth`) on the
    receipt's verdicts, for every mail, the first one of a conversation included. A failing mail to
    an existing session is quarantined; a failing first mail gets the trigger's
@@ -36,6 +46,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from archmax.engine.firing_rule import refuse_stale_park
 from archmax.errors import SessionNotResumableError, UnknownSessionTriggerError
 from archmax.inbound.mail_auth import (
     DEFAULT_POLICY,
@@ -43,12 +54,14 @@ from archmax.inbound.mail_auth import (
     authentication_failure,
     normal_address,
     record_participant,
+    reply_token_of,
     speaker_refusal,
-    token_session,
 )
 from archmax.inbound.quarantine import QuarantinedMail
 from archmax.inbound.quarantine import hold as hold_in_quarantine
+from archmax.inbound.reply_token import ReplyToken
 from archmax.session.firing import Firing
+from archmax.session.records import park_id_at
 
 MAIL_NAMESPACE = "mail:"
 """The prefix of every session id a mail opens (issue 21 item 3); other channels' ids never start with it."""
@@ -127,12 +140,15 @@ def admit(door: MailDoor, firing: Firing, raw: bytes, *, recipients: Iterable[st
 
     Raises:
         InvalidSessionIdError, InvalidSessionPathError, UnknownSessionTriggerError (caller errors: the
-        mail names no usable session); StoreError (retryable).
+        mail names no usable session); SessionNotAwaitingInputError (its reply token names a park that
+        is no longer the session's current park, §5.11; nothing written); StoreError (retryable).
     """
     recipients = [r for r in recipients if isinstance(r, str)]
     sender = firing.variables.get("from")
-    token_sid = token_session([*recipients, *(firing.variables.get("to") or [])], door.reply_secret)
+    token = reply_token_of([*recipients, *(firing.variables.get("to") or [])], door.reply_secret)
+    token_sid = token.session_id if token is not None else None
     sid, routed, opens = _route(door, firing, recipients, token_sid)
+    routed = _answering(door, sid, routed, token)
 
     def decided(decision: Decision, reason: str | None = None, *, redelivery: bool = False) -> Admission:
         return Admission(decision=decision, session_id=sid, firing=routed, reason=reason, opens=opens,
@@ -175,6 +191,23 @@ def _route(door: MailDoor, firing: Firing, recipients: list[str], token_sid: str
     conversation = _thread_id(source.variables.get("conversation_id") or sid)
     variables = {**source.variables, "conversation_id": conversation}
     return sid, source.model_copy(update={"session_id": sid, "variables": variables}), opens
+
+
+def _answering(door: MailDoor, session_id: str, routed: Firing, token: ReplyToken | None) -> Firing:
+    """``routed`` naming the park its reply token names, once that park is the session's current one.
+
+    The stale-park rule of the module docstring (step 1): a token of this session that names a park
+    is checked on the session's checkpoint; a token naming no park, or another session, changes nothing.
+
+    Raises:
+        SessionNotAwaitingInputError: the park is no longer current (the session moved on, finished,
+            or is mid-turn); nothing was written.
+    """
+    if token is None or token.park_version is None or token.session_id != session_id:
+        return routed
+    park_id = park_id_at(session_id, token.park_version)
+    refuse_stale_park(door.store.load(session_id), park_id, unparked=True)
+    return routed.model_copy(update={"park_id": park_id})
 
 
 def _routed(door: MailDoor, firing: Firing) -> str:

@@ -34,11 +34,14 @@ import re
 from collections.abc import Iterable, Mapping
 from email.parser import BytesHeaderParser
 from email.policy import compat32
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
 
 from archmax.errors import PathExistsError
+
+if TYPE_CHECKING:
+    from archmax.inbound.reply_token import ReplyToken
 
 POLICIES = ("dmarc_or_aligned_dkim", "dmarc", "aligned_dkim", "spf", "none")
 DEFAULT_POLICY = "dmarc_or_aligned_dkim"
@@ -178,10 +181,10 @@ def speaker_refusal(store: Any, session_id: str, sender: str | None, *, token_se
     return f"{who}, and the mail carries no valid reply token"
 
 
-def token_session(recipients: Iterable[str], secret: bytes | None) -> str | None:
-    """The session a valid reply token among ``recipients`` names, or ``None`` (no secret: no tokens)."""
+def reply_token_of(recipients: Iterable[str], secret: bytes | None) -> ReplyToken | None:
+    """The valid reply token among ``recipients`` (its session and the park it names), or ``None`` (no secret: no tokens)."""
     if not secret:
         return None
-    from archmax.inbound.reply_token import session_from_addresses
+    from archmax.inbound.reply_token import token_from_addresses
 
-    return session_from_addresses(recipients, secret)
+    return token_from_addresses(recipients, secret)

@@ -59,6 +59,8 @@ class QuarantinedMail(BaseModel):
     quarantined_at: str
     released_at: str | None = None
     """When an operator released it; ``None`` while held."""
+    park_id: str | None = None
+    """The park its reply token named (§5.11, issue 21 item 6): a release answers that park or is refused."""
 
     @classmethod
     def of(cls, firing: Any, *, session_id: str, delivery_id: str, reason: str, at: str) -> QuarantinedMail:
@@ -71,6 +73,7 @@ class QuarantinedMail(BaseModel):
             subject=firing.variables.get("subject") or "",
             trigger=firing.trigger,
             quarantined_at=at,
+            park_id=firing.park_id,
         )
 
 
@@ -182,6 +185,8 @@ def release(host: Any, session_id: str, delivery_id: str, *, parse: Any) -> dict
     firing = parse(
         raw, mail.trigger
     )  # the mail's own delivery id (its Message-ID): the inbox and session apply it once
+    if mail.park_id is not None:  # its reply token named a park: the session refuses it if that park is gone
+        firing = firing.model_copy(update={"park_id": mail.park_id})
     accepted = host.accept(firing, session_id=sid)
     from archmax.inbound.mail_auth import record_participant
 

@@ -42,7 +42,8 @@ log = logging.getLogger("archmax.outbound")
 def reply_to_from_env(env: Mapping[str, str]) -> ReplyTo | None:
     """The signed ``Reply-To`` builder of the configured reply secret, or ``None`` when none is configured.
 
-    Uses the shared reply-token module (:mod:`archmax.inbound.reply_token`: ``<local>+<token>@<domain>``).
+    Uses the shared reply-token module (:mod:`archmax.inbound.reply_token`: ``<local>+<token>@<domain>``); the
+    token of a mail that asks a question names its park (the entry's ``park_version``, BEHAVIOUR.md §5.11).
     """
     if not (env.get("ARCHMAX_REPLY_SECRET") or env.get("ARCHMAX_REPLY_SECRET_PARAM")):
         return None
@@ -52,8 +53,8 @@ def reply_to_from_env(env: Mapping[str, str]) -> ReplyTo | None:
     if secret is None:
         return None
 
-    def reply_to(address: str, session_id: str) -> str | None:
-        return reply_token.reply_address(address, session_id, secret)
+    def reply_to(address: str, session_id: str, park_version: int | None = None) -> str | None:
+        return reply_token.reply_address(address, session_id, secret, park_version)
 
     return reply_to
 

@@ -51,8 +51,9 @@ CLAIM_TTL_S = 300
 """Seconds a claim holds its entry (issue 20 item 3): well beyond a send's longest wait (the SMTP
 timeout is 30 s), so a live sender is never overtaken; a claim whose holder died is taken over after it."""
 
-ReplyTo = Callable[[str, str], str | None]
-"""``(our address, session id) -> Reply-To address or None`` (the signed ``<local>+<token>@<domain>``)."""
+ReplyTo = Callable[[str, str, int | None], str | None]
+"""``(our address, session id, park version) -> Reply-To address or None`` (the signed ``<local>+<token>@<domain>``;
+the park version is the entry's ``park_version``: the park the mail asks its question at, signed in, §5.11)."""
 
 
 class Sent(BaseModel):
@@ -319,7 +320,7 @@ class Dispatcher:
             entry,
             sender=sender,
             message_id=message_id,
-            reply_to=self.reply_to(address, sid) if self.reply_to else None,
+            reply_to=self.reply_to(address, sid, entry.park_version) if self.reply_to else None,
             date=self.clock.now(),
         )
         delivery = self.mailer.send(msg, sid, entry)

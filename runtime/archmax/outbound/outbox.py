@@ -150,7 +150,14 @@ def _mail_fields(record: Checkpoint) -> dict[str, Any] | None:
         "subject": _reply_subject(_value(record, "subject")),
         "in_reply_to": message_id,
         "references": _references(record, message_id),
+        "park_version": _park_version(record),
     }
+
+
+def _park_version(record: Checkpoint) -> int | None:
+    """The park the mail asks its question at (its ``parked_version``, stamped by this commit), or ``None``."""
+    park = (record.pending_input or record.pending_decision) if record.status in PARKED_STATUSES else None
+    return park.parked_version if park is not None else None
 
 
 def _references(record: Checkpoint, message_id: str | None) -> list[str]:

@@ -59,6 +59,9 @@ class Send:
     files: Mapping[str, Any] | None = None
     delivery_id: str | None = None
     warnings: tuple[str, ...] = ()
+    park_id: str | None = None
+    """The park this firing answers (a mail's reply token names one, §5.11, issue 21 item 6): refused,
+    nothing changed, unless it is the session's current park; ``None``: the firing rule alone decides."""
     kind: ClassVar[str] = "send"
 
 

@@ -256,6 +256,9 @@ class OutboxEntry(_Record):
     """Email: the Message-ID (normalised, no brackets) of the mail being answered."""
     references: list[str] = Field(default_factory=list)
     """Email: the thread's Message-IDs, oldest first, ending with ``in_reply_to``."""
+    park_version: int | None = None
+    """Email: the version of the commit that parked the session where this mail asks its question (the
+    park's ``parked_version``, §5.11), signed into its reply token; ``None`` when it asks none."""
     detail: dict[str, Any] = Field(default_factory=dict)
     """Event: the event's ``detail`` (session_id, workflow, state, channel, reason, resume_at, text, exit)."""
 
@@ -420,9 +423,17 @@ def park_id(session_id: str, park: PendingDecision | PendingInput) -> str:
     (``<session id>@<instant>``), which is just as stable.
     """
     if park.parked_version is not None:
-        return f"{session_id}@v{park.parked_version}"
+        return park_id_at(session_id, park.parked_version)
     since = park.created_at if isinstance(park, PendingDecision) else park.parked_at
     return f"{session_id}@{since}"
+
+
+def park_id_at(session_id: str, parked_version: int) -> str:
+    """The identity of the park the commit at ``parked_version`` made (§5.11): ``<session id>@v<version>``.
+
+    What a signed reply token that names only the park's version stands for (issue 21 item 6).
+    """
+    return f"{session_id}@v{parked_version}"
 
 
 def stamp_park(record: Checkpoint) -> None:

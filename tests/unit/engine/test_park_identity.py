@@ -101,3 +101,40 @@ def test_the_session_parked_lifecycle_event_names_the_park():
     rec = h.store.load("s1")
     parked = [e for e in rec.outbox if e.kind == "event" and e.detail_type == "Session Parked"]
     assert parked and parked[-1].detail["park_id"] == b.park_id
+
+
+# A mail's send names the park its reply token names (issue 21 item 6): the check admission made is made
+# again where the mail is applied, so a park that changed while the mail waited in the inbox refuses it.
+
+
+def test_a_send_naming_an_earlier_park_is_refused_and_changes_nothing():
+    h, a, b = _asked_b()
+    before = snapshot(h.store, "s1")
+    with pytest.raises(SessionNotAwaitingInputError) as refused:
+        h.agent.workflow.send("s1", "ORD-1 again", trigger="email_reply", delivery_id="late-a", park_id=a.park_id)
+    assert a.park_id in str(refused.value) and b.park_id in str(refused.value)
+    assert snapshot(h.store, "s1") == before  # the delivery id is not remembered either
+
+
+def test_a_send_naming_a_park_of_a_finished_session_opens_no_turn():
+    h, _a, b = _asked_b()
+    done = h.agent.workflow.deliver("s1", trigger="email_reply", message="12 Main St", park_id=b.park_id)
+    assert done.kind == "completed"
+    before = snapshot(h.store, "s1")
+    with pytest.raises(SessionNotAwaitingInputError, match="parked nowhere now"):
+        h.agent.workflow.send("s1", "and another thing", trigger="email_reply", park_id=b.park_id)
+    assert snapshot(h.store, "s1") == before
+
+
+def test_a_send_naming_the_current_park_is_applied_and_one_naming_none_as_before():
+    h, _a, b = _asked_b()
+    out = h.agent.workflow.send("s1", "12 Main St", trigger="email_reply", park_id=b.park_id)
+    assert (out.disposition, out.kind) == ("deliver", "completed")
+    h, _a, _b = _asked_b()
+    assert h.agent.workflow.send("s1", "12 Main St", trigger="email_reply").kind == "completed"
+
+
+def test_a_send_naming_the_current_decision_park_is_answered():
+    h, parked = _decision()
+    out = h.agent.workflow.send("s1", "How much is it?", park_id=parked.park_id)
+    assert (out.disposition, out.park_id) == ("reply", parked.park_id)

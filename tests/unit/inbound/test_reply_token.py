@@ -108,3 +108,46 @@ def test_a_secret_read_with_no_region_configured_is_a_configuration_error(monkey
     with pytest.raises(ConfigurationError) as info:
         read_secret("ssm:/archmax/payments-webhook")
     assert info.value.setting == "ssm:/archmax/payments-webhook" and "region" in str(info.value).lower()
+
+
+# Issue 21 item 6 (BEHAVIOUR.md §5.11): the token of a mail that asked a question names its park.
+
+
+@pytest.mark.parametrize("version", [0, 7, 12345])
+def test_a_park_token_verifies_to_its_session_and_park_version(version: int) -> None:
+    token = sign("AAQk-1", SECRET, version)
+    assert re.fullmatch(rf"[a-z2-7]+-{version}-[a-z2-7]{{26}}", token)
+    assert reply_token.verify_token(token, SECRET) == ("AAQk-1", version)
+    assert reply_token.verify_token(token.upper(), SECRET) == ("AAQk-1", version)
+    assert verify(token, SECRET) == "AAQk-1"  # readers of the session alone see no difference
+
+
+def test_a_token_without_a_park_still_verifies_with_no_park() -> None:
+    assert reply_token.verify_token(sign("AAQk-1", SECRET), SECRET) == ("AAQk-1", None)
+
+
+def test_the_park_version_is_signed_it_cannot_be_changed_added_or_removed() -> None:
+    id32, version, mac = sign("AAQk-1", SECRET, 4).split("-")
+    v1_id32, v1_mac = sign("AAQk-1", SECRET).split("-")
+    for forged in (f"{id32}-9-{mac}", f"{id32}-{mac}", f"{v1_id32}-4-{v1_mac}", f"{id32}-04-{mac}"):
+        assert reply_token.verify_token(forged, SECRET) is None, forged
+    assert reply_token.verify_token(f"{id32}-{version}-{mac}", OTHER) is None
+
+
+@pytest.mark.parametrize("bad", [-1, 10**18, True, "3", 1.0])
+def test_a_bad_park_version_is_refused_when_signing(bad: object) -> None:
+    with pytest.raises(ValueError):
+        sign("AAQk-1", SECRET, bad)  # type: ignore[arg-type]
+
+
+def test_the_park_costs_one_octet_plus_its_digits_and_a_short_id_fits_a_local_part() -> None:
+    """RFC 5321: a local part is at most 64 octets. The park adds ``-<version>``, not a second session id."""
+    address = reply_address("support@example.com", "AAQk-1", SECRET, 12)
+    assert len(address.partition("@")[0]) <= 64
+    assert len(sign("AAQk-1", SECRET, 12)) == len(sign("AAQk-1", SECRET)) + len("-12")
+
+
+def test_the_recipient_list_yields_the_park_too() -> None:
+    address = reply_address("support@example.com", "AAQk-1", SECRET, 3)
+    found = reply_token.token_from_addresses(["someone@example.com", address], SECRET)
+    assert found == ("AAQk-1", 3) and session_from_addresses([address], SECRET) == "AAQk-1"

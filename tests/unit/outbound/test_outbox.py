@@ -27,6 +27,7 @@ def test_a_park_on_an_email_records_the_threaded_question_and_a_parked_event_in_
     assert mail.subject == "Re: Question about the café grinder"
     assert mail.in_reply_to == CUSTOMER_ID and mail.references == [CUSTOMER_ID]
     assert mail.text == outcome.reply and "Which order is this about?" in mail.text
+    assert f"{CUSTOMER_ID}@v{mail.park_version}" == record.park_id  # the park its reply token names (issue 21 item 6)
     assert (event.kind, event.index, event.version) == ("event", 1, record.version)
     assert event.detail == {
         "session_id": CUSTOMER_ID,
@@ -57,7 +58,7 @@ def test_the_answer_after_a_reply_threads_on_the_reply_and_keeps_the_question_en
     mail, event = record.outbox[2:]
     assert mail.version == record.version and mail.in_reply_to == "dana-reply-1@example.org"
     assert mail.references == [CUSTOMER_ID, "q-1@example.com", "dana-reply-1@example.org"]
-    assert "ORD-1001" in mail.text
+    assert "ORD-1001" in mail.text and mail.park_version is None  # it asks nothing: its token names no park
     assert event.detail_type == "Session Completed" and event.detail["exit"] == {"success": True}
     assert event.detail["state"] == "answer" and event.detail["channel"] is None
 

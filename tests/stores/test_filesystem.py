@@ -227,3 +227,17 @@ def test_processes_racing_to_commit_the_same_version_have_exactly_one_winner(roo
     assert len(winners) == 1
     assert sorted(outcomes.values()) == ["conflict"] * (n - 1) + ["won"]
     assert FilesystemStore(root).load("raced") == worker.record_of("raced", winners[0])
+
+
+def test_a_head_json_written_before_heads_carried_parked_at_still_counts_for_the_oldest_park(
+    store: FilesystemStore, root: Path
+) -> None:
+    """A park committed by an older version has a ``head.json`` without ``parked_at`` (BEHAVIOUR.md §5.11)."""
+    store.commit("old-park", make_record("old-park", 1, status="awaiting_input"), 0)
+    head_file = root / folder_name("old-park") / "checkpoints" / "head.json"
+    doc = json.loads(head_file.read_bytes())
+    del doc["head"]["parked_at"]
+    head_file.write_text(json.dumps(doc), encoding="utf-8")
+
+    assert store.oldest_park("support-inbox") == ("old-park", "2025-01-01T00:00:00.000Z")
+    assert store.head("old-park").parked_at == "2025-01-01T00:00:00.000Z"

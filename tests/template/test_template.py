@@ -83,11 +83,23 @@ def test_due_parks_index_is_keyed_by_shard_and_resume_at_and_projects_sweep_fiel
     types = {a["AttributeName"]: a["AttributeType"] for a in table["AttributeDefinitions"]}
     assert types == {
         "pk": "S", "due_shard": "S", "resume_at": "S", "lease_shard": "S", "lease_expires_at": "S", "outbox_shard": "S",
+        "park_key": "S", "parked_at": "S",
     }  # fmt: skip
     # The sweep filters by workflow and reports status/version without reading the base item.
     assert index["Projection"]["ProjectionType"] in {"INCLUDE", "ALL"}
     if index["Projection"]["ProjectionType"] == "INCLUDE":
         assert {"workflow", "status", "version"} <= set(index["Projection"]["NonKeyAttributes"])
+
+
+def test_open_parks_index_is_keyed_by_workflow_shard_and_parked_at(transformed: dict[str, Any]) -> None:
+    table = transformed["Resources"]["SessionsTable"]["Properties"]
+    (index,) = [i for i in table["GlobalSecondaryIndexes"] if i["IndexName"] == "open-parks"]
+    assert index["KeySchema"] == [
+        {"AttributeName": "park_key", "KeyType": "HASH"},
+        {"AttributeName": "parked_at", "KeyType": "RANGE"},
+    ]
+    # The oldest park is the first item of each shard: its keys (pk among them) are all it needs.
+    assert index["Projection"]["ProjectionType"] in {"KEYS_ONLY", "INCLUDE", "ALL"}
 
 
 def test_stale_leases_index_is_keyed_by_shard_and_lease_expiry_and_projects_the_workflow(

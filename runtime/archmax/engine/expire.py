@@ -8,6 +8,7 @@ An input park's deadline needs nothing of its own: the sweep delivers ``timeout`
 
 from __future__ import annotations
 
+from archmax.engine import forwarding
 from archmax.engine.claims import Applied, claim_park, guarded, open_work
 from archmax.engine.firing_rule import parked_channel, refuse_other_park
 from archmax.engine.loop import TurnLoop
@@ -16,7 +17,7 @@ from archmax.engine.runtime import Runtime
 from archmax.errors import SessionNotAwaitingInputError, SessionNotParkedError
 from archmax.session.firing import Expire
 from archmax.session.notes import make_note
-from archmax.session.records import SessionStatus
+from archmax.session.records import Checkpoint, SessionStatus
 from archmax.session.variables import set_trigger_variable
 from archmax.stores.riders import Riders
 
@@ -32,6 +33,9 @@ def timed_out(duration: str | None) -> str:
 def expire(rt: Runtime, f: Expire, riders: Riders | None = None) -> Applied:
     """Fire ``timeout`` into the decision park ``f`` names, once its deadline has passed (§5.11).
 
+    A caller parked at its child's decision (§5.10) carries the child's deadline; the timeout is the
+    child's: it takes its ``on_timeout`` edge (or fails), and the caller resumes when it finishes.
+
     Raises:
         SessionNotParkedError: the session is not parked on ``decision`` (also the loser of a race).
         SessionNotAwaitingInputError: the session is no longer at ``f.park_version``, or its park has
@@ -41,11 +45,27 @@ def expire(rt: Runtime, f: Expire, riders: Riders | None = None) -> Applied:
     rec = rt.store.load(sid)
     if parked_channel(rt, rec) != "decision":
         raise SessionNotParkedError(sid, str(rec.status) if rec else None)
-    assert rec is not None and rec.pending_decision is not None
+    assert rec is not None
     refuse_other_park(sid, rec.version, str(rec.status), f.park_version)
+    return expire_at_park(rt, rec, f.now or rt.now(), riders)
+
+
+def expire_at_park(rt: Runtime, rec: Checkpoint, now: str, riders: Riders | None = None) -> Applied:
+    """Fire ``timeout`` into the decision park of ``rec`` (checked to be one) if its deadline passed by ``now``.
+
+    Raises:
+        SessionNotParkedError: ``rec`` is not parked on ``decision`` (a child that moved on).
+        SessionNotAwaitingInputError: its park has no deadline, or the deadline has not passed.
+    """
+    sid = rec.session_id
+    if parked_channel(rt, rec) != "decision":
+        raise SessionNotParkedError(sid, str(rec.status))
+    assert rec.pending_decision is not None
     pending = rec.pending_decision
-    if pending.timeout_at is None or pending.timeout_at > (f.now or rt.now()):
+    if pending.timeout_at is None or pending.timeout_at > now:
         raise SessionNotAwaitingInputError(sid, str(rec.status), "its park's deadline has not passed")
+    if rec.delegation is not None:  # the child's deadline, mirrored: the child's park times out (§5.10)
+        return forwarding.forward_expire(rt, rec, now, riders, expire=expire_at_park)
     state = rt.workflow.states.get(pending.state)
     edge = state.timeout_transition if state is not None else None
     record = rec  # a load is the caller's own object (SessionStore.load)

@@ -211,6 +211,40 @@ def forward_decision(
     return _with_child_reply(guarded(rt, work, body, "decide"), answers)
 
 
+def forward_expire(
+    rt: Runtime,
+    rec: Checkpoint,
+    now: str,
+    riders: Riders | None,
+    *,
+    expire: Callable[..., Applied],
+) -> Applied:
+    """A deadline passed at a caller parked at its child's decision: the child's park times out (§5.10, §5.11).
+
+    The caller mirrors its child's deadline, so its sweep finds the pair; the child takes its
+    ``on_timeout`` edge (or fails the turn), then the caller settles with the child's news.
+
+    Raises:
+        SessionNotParkedError: the child is no longer parked at its decision, or the caller was
+            claimed by another firing first.
+        SessionNotAwaitingInputError: the child's own deadline has not passed.
+    """
+    child_rt, child = child_of(rt, rec, "decision")
+    pending = child.pending_decision
+    assert pending is not None
+    if pending.timeout_at is None or pending.timeout_at > now:
+        raise SessionNotAwaitingInputError(child.session_id, str(child.status), "its park's deadline has not passed")
+    work = _claim_caller(rt, rec, [], riders, after="decision")
+    answers: list[Outcome | None] = []
+
+    def body() -> None:
+        with waiting_on_child(work):
+            answers.append(expire(child_rt, child, now).outcome)
+        TurnLoop(rt, work).run()
+
+    return _with_child_reply(guarded(rt, work, body, "decide"), answers)
+
+
 def _claim_caller(
     rt: Runtime,
     rec: Checkpoint,

@@ -281,7 +281,12 @@ def _drive(child_rt: Runtime, d: Delegation, parent: Checkpoint) -> Checkpoint:
 
 
 def _mirror_park(loop: RunningTurn, child: Checkpoint, channel: str, answering: bool) -> tuple[str, str] | None:
-    """Park the caller through its child: its reason on ``input``, its decision on ``decision`` (§5.10)."""
+    """Park the caller through its child: its reason on ``input``, its decision on ``decision`` (§5.10).
+
+    The child's deadline (``timeout``, ``timeout_at``) and ``resume_at`` are mirrored too, so the
+    caller is in its own workflow's due listing when the child's park comes due (§5.11): the child
+    runs another workflow, and only its caller's sweep wakes the pair.
+    """
     rt, rec = loop.rt, loop.rec
     d = rec.delegation
     assert d is not None
@@ -291,7 +296,13 @@ def _mirror_park(loop: RunningTurn, child: Checkpoint, channel: str, answering: 
         park = child.pending_input
         assert park is not None
         rec.pending_input = PendingInput(
-            state=d.state, title=title, reason=park.reason, parked_at=rt.now(), resume_at=park.resume_at
+            state=d.state,
+            title=title,
+            reason=park.reason,
+            parked_at=rt.now(),
+            resume_at=park.resume_at,
+            timeout=park.timeout,  # the child's deadline is the caller's: its sweep fires it (§5.11)
+            timeout_at=park.timeout_at,
         )
         rec.pending_decision = None
         rec.status = SessionStatus.AWAITING_INPUT
@@ -307,6 +318,8 @@ def _mirror_park(loop: RunningTurn, child: Checkpoint, channel: str, answering: 
             transitions=pending.transitions,
             evidence=pending.evidence,
             created_at=pending.created_at,
+            timeout=pending.timeout,  # the child's deadline is the caller's: its sweep fires it (§5.11)
+            timeout_at=pending.timeout_at,
         )
         rec.pending_input = None
         rec.status = SessionStatus.AWAITING_DECISION

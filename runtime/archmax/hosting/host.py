@@ -476,6 +476,8 @@ class Host:
         4. Outbox: every committed outbox entry not sent yet (SMTP was down, the process died right
            after its commit, its stream record ran out of retries) is sent, a finished session's too
            (:func:`archmax.hosting.sweep.send_outbox`, issue 20 item 2).
+        5. Oldest park: the workflow's park made longest ago and its age (``report.oldest_park``,
+           ``oldest_park_age_s``; BEHAVIOUR.md §5.11), one ``store.oldest_park`` call (no scan).
 
         Args:
             now: Instant ``YYYY-MM-DDTHH:MM:SS.mmmZ``; ``None`` reads the host's clock.

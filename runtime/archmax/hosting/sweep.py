@@ -24,7 +24,6 @@ from archmax.errors import (
     SessionNotResumableError,
     SessionStoreCapabilityError,
 )
-from archmax.session.records import SessionStatus
 from archmax.stores.base import Capability, SessionStore
 
 if TYPE_CHECKING:
@@ -43,8 +42,6 @@ SKIPPED = "skipped"
 
 ERROR = "error"
 """The kind reported for a delivery that raised an error other than :data:`SKIPPED`'s."""
-
-_PARKED = (SessionStatus.AWAITING_INPUT, SessionStatus.AWAITING_DECISION)
 
 RECOVERED = "recovered"
 """What ``archmax sweep`` prints for a dead turn :func:`recover_stale` continued (whatever its outcome)."""
@@ -301,37 +298,26 @@ def send_outbox(
 def oldest_park(agent: Agent, now: str | None = None) -> tuple[str, float] | None:
     """The workflow's oldest open park and its age in seconds, so a wait nobody answers is seen (§5.11).
 
-    Reads every session head of the workflow and the checkpoint of each parked one (a park's
-    instant lives in its record): one listing per sweep, on top of the due listing.
+    One store call, ``store.oldest_park(workflow)``: the AWS store queries its sparse
+    ``open-parks`` index (one item per shard, never a scan); no session is read.
 
     Args:
         agent: An assembled agent; its store needs the ``list`` capability.
         now: The instant to measure at; ``None`` reads the agent's clock.
 
     Returns:
-        ``(session_id, age_s)`` of the park made longest ago (ties: the lowest id), or ``None`` when
-        no session of the workflow is parked.
+        ``(session_id, age_s)`` of the park made longest ago, or ``None`` when no session of the
+        workflow is parked. A park made after ``now`` has age 0.
 
     Raises:
         SessionStoreCapabilityError: the store cannot list sessions.
     """
     instant = _listing_instant(agent, now)
-    oldest: tuple[str, str] | None = None
-    for session_id in sorted(agent.store.list()):
-        head = agent.store.head(session_id)
-        if head is None or head.workflow != agent.spec.slug or head.status not in _PARKED:
-            continue
-        rec = agent.store.load(session_id)
-        park = (rec.pending_input or rec.pending_decision) if rec is not None else None
-        if park is None:
-            continue
-        since = park.created_at if rec.pending_decision is not None else park.parked_at  # type: ignore[union-attr]
-        if oldest is None or since < oldest[1]:
-            oldest = (session_id, since)
+    oldest = agent.store.oldest_park(agent.spec.slug)
     if oldest is None:
         return None
-    age = (parse_instant(instant) - parse_instant(oldest[1])).total_seconds()
-    return oldest[0], max(age, 0.0)
+    age = (parse_instant(instant) - parse_instant(oldest.parked_at)).total_seconds()
+    return oldest.session_id, max(age, 0.0)
 
 
 def sweep_failed(results: list[tuple[str, str]]) -> bool:

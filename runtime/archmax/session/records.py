@@ -395,6 +395,16 @@ class Checkpoint(_Record):
         return min(due) if due else None
 
     @property
+    def parked_since(self) -> str | None:
+        """When the current park was made: a decision park's ``created_at``, an input park's ``parked_at``.
+
+        ``None`` when no park record is present. What the oldest-park metric ages (BEHAVIOUR.md §5.11).
+        """
+        if self.pending_decision is not None:
+            return self.pending_decision.created_at
+        return self.pending_input.parked_at if self.pending_input is not None else None
+
+    @property
     def channel(self) -> Literal["decision", "input"] | None:
         """The park channel derived from the record present (§3.1)."""
         if self.pending_decision is not None:

@@ -96,6 +96,9 @@ class SessionSummary(_Result):
     """Only while parked on input."""
     resume_at: str | None = None
     """Only while parked on input with an ``until``."""
+    timeout_at: str | None = None
+    """Only while parked with a deadline (``timeout``, BEHAVIOUR.md §5.11): when the sweep fires
+    ``timeout`` into the park. A caller parked through its child shows the child's (§5.10)."""
     exit: SessionExit | None = None
     """Only while ``failed``."""
     variables: dict[str, dict[str, Any]] | None = None
@@ -142,7 +145,8 @@ def summary_of(record: Checkpoint, parent_session_id: str | None = None, now: st
         record: The latest checkpoint.
         parent_session_id: The parent's id for a child session (§4.1), else None.
         now: The current instant. With it, a session whose handoff call is still owed under a live
-            lease is not yet parked (§3.1), so ``state``/``wait_reason``/``resume_at`` are left out.
+            lease is not yet parked (§3.1), so ``state``/``wait_reason``/``resume_at``/``timeout_at``
+            are left out.
     """
     live_lease = record.lease is not None and now is not None and record.lease.live_at(now)
     parked = record.status in PARKED_STATUSES and not live_lease
@@ -158,6 +162,7 @@ def summary_of(record: Checkpoint, parent_session_id: str | None = None, now: st
         state=park.state if parked and park else None,
         wait_reason=record.pending_input.reason if parked and record.pending_input else None,
         resume_at=record.pending_input.resume_at if parked and record.pending_input else None,
+        timeout_at=park.timeout_at if parked and park else None,
         park_id=record.park_id if parked else None,
         exit=exit_of(record) if record.status == SessionStatus.FAILED else None,
         variables=variables or None,

@@ -29,7 +29,7 @@ from archmax.errors import CommitConflictError, PathExistsError, SessionStoreCap
 from archmax.session.ids import folder_name
 from archmax.session.records import Checkpoint
 from archmax.stores import common as _common
-from archmax.stores.base import Capability, DuePark, ReadGuards, SessionHead
+from archmax.stores.base import Capability, DuePark, OldestPark, ReadGuards, SessionHead
 from archmax.stores.codec import (
     chunk_bytes,
     chunk_counts,
@@ -204,6 +204,10 @@ class BackendSessionStore(StoreFallbacks):
     def due_parks(self, now: str, workflow: str | None = None) -> builtins.list[DuePark]:
         """:meth:`due` with the version each park was found at (what a timer delivery names)."""
         return _common.due_parks_of(self._heads(), now, workflow)
+
+    def oldest_park(self, workflow: str) -> OldestPark | None:
+        """The workflow's park made longest ago, from every session's latest checkpoint (§5.11)."""
+        return _common.oldest_park_of(self._heads(), workflow)
 
     def stale(self, now: str, workflow: str | None = None) -> builtins.list[str]:
         """Ids of ``running`` sessions whose lease expired or is missing, sorted."""

@@ -49,7 +49,7 @@ class Capability(StrEnum):
     """
 
     LIST = "list"
-    """``list()``, ``due()``, ``due_parks()`` and ``stale()`` answer (else they raise
+    """``list()``, ``due()``, ``due_parks()``, ``stale()``, ``outbox_pending()`` and ``oldest_park()`` answer (else they raise
     ``SessionStoreCapabilityError``). Callers: ``sessions.list``, ``sweep``, the CLI."""
     DELETE = "delete"
     """``delete()`` works (else ``SessionStoreCapabilityError``). Caller: ``sessions.delete``."""
@@ -179,7 +179,17 @@ class SessionHead(BaseModel):
     resume_at: str | None = None
     """Present only while parked with a wake instant: an input park's ``resume_at``, or a park's
     deadline (``timeout_at``) when that comes first (BEHAVIOUR.md §5.11)."""
+    parked_at: str | None = None
+    """Present only while parked: when the current park was made (``Checkpoint.parked_since``),
+    what the oldest-park metric ages (BEHAVIOUR.md §5.11)."""
     updated_at: str
+
+
+class OldestPark(NamedTuple):
+    """The longest-open park of a workflow: the session and when its park was made (an instant string)."""
+
+    session_id: str
+    parked_at: str
 
 
 class DuePark(NamedTuple):
@@ -302,6 +312,23 @@ class SessionStore(Protocol):
         """
         ...
 
+    def oldest_park(self, workflow: str) -> OldestPark | None:
+        """The workflow's park made longest ago, or ``None`` when none of its sessions is parked (needs ``LIST``).
+
+        What hosts report as the oldest park's age per workflow (BEHAVIOUR.md §5.11, issue 21 item 7),
+        at every sweep: so it reads no session but the answer (the AWS store queries its sparse
+        ``open-parks`` index, one item per shard, never a table scan). A parked child session
+        (§5.10) counts under its own workflow; its caller is parked too and counts under its own.
+
+        Args:
+            workflow: The workflow slug.
+
+        Returns:
+            ``(session_id, parked_at)`` of the park with the smallest ``parked_at`` (ties: the lowest
+            id), where ``parked_at`` is ``SessionHead.parked_at``.
+        """
+        ...
+
     # ------------------------------------------------------------------ the outbox marks (issue 20)
 
     def outbox_pending(self, workflow: str | None = None) -> builtins.list[str]:
@@ -420,6 +447,7 @@ def head_of(record: Checkpoint) -> SessionHead:
         lease=record.lease,
         # the park's wake instant: its until or its deadline, whichever comes first (§5.11)
         resume_at=record.wake_at if record.status in PARKED_STATUSES else None,
+        parked_at=record.parked_since if record.status in PARKED_STATUSES else None,
         updated_at=record.updated_at,
     )
 

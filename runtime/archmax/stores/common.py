@@ -13,8 +13,8 @@ from collections.abc import Iterable
 from typing import Any, TypeVar
 
 from archmax.errors import CommitConflictError, InvalidFilePathError, SessionIdMismatchError, StoreError
-from archmax.session.records import Checkpoint, SessionStatus
-from archmax.stores.base import DuePark, SessionHead, check_relative_path
+from archmax.session.records import PARKED_STATUSES, Checkpoint, SessionStatus
+from archmax.stores.base import DuePark, OldestPark, SessionHead, check_relative_path
 
 CHECKPOINTS = "checkpoints"
 """The folder holding checkpoint chunks; file methods refuse paths inside it (§9.2)."""
@@ -90,6 +90,19 @@ def due_parks_of(heads: Iterable[SessionHead], now: str, workflow: str | None) -
         and (workflow is None or h.workflow == workflow)
     ]
     return sorted(due, key=lambda park: (park.resume_at, park.session_id))
+
+
+def oldest_park_of(heads: Iterable[SessionHead], workflow: str) -> OldestPark | None:
+    """The park made longest ago among ``heads`` of ``workflow`` (ties: the lowest id), or ``None`` (§5.11)."""
+    parks = [
+        (h.parked_at, h.session_id)
+        for h in heads
+        if h.status in PARKED_STATUSES and h.parked_at is not None and h.workflow == workflow
+    ]
+    if not parks:
+        return None
+    parked_at, session_id = min(parks)
+    return OldestPark(session_id, parked_at)
 
 
 def due_of(heads: Iterable[SessionHead], now: str, workflow: str | None) -> list[tuple[str, str]]:

@@ -13,7 +13,16 @@ from contextlib import contextmanager
 from typing import Any
 
 from archmax.session.records import Checkpoint
-from archmax.stores.base import CORE_FLAGS, Capabilities, Capability, ReadGuards, SessionHead, StoreLocation
+from archmax.stores.base import (
+    CORE_FLAGS,
+    Capabilities,
+    Capability,
+    OldestPark,
+    ReadGuards,
+    SessionHead,
+    StoreLocation,
+)
+from archmax.stores.common import oldest_park_of
 
 
 class NoReadGuards:
@@ -67,6 +76,19 @@ class StoreFallbacks:
         if head is None or not wanted(head):
             return head, None
         return head, self.load(session_id)
+
+    def list(self) -> builtins.list[str]:  # pragma: no cover - every store defines it
+        """Defined by each store itself."""
+        raise NotImplementedError
+
+    def oldest_park(self, workflow: str) -> OldestPark | None:
+        """The workflow's oldest park from every session's head: :meth:`list`, then :meth:`head` of each.
+
+        Correct on any store with ``list``, and a read per session: a store with an index overrides
+        it (BEHAVIOUR.md §5.11). Raises what :meth:`list` raises without the ``list`` capability.
+        """
+        heads = (self.head(session_id) for session_id in self.list())
+        return oldest_park_of((h for h in heads if h is not None), workflow)
 
     def append_text(self, session_id: str, path: str, text: str) -> None:
         """Append by rewriting: read the file, write it back longer (no ``APPEND_TEXT``)."""

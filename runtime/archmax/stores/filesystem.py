@@ -39,9 +39,9 @@ from typing import TYPE_CHECKING, Any
 
 from archmax.errors import CommitConflictError, InvalidFilePathError, PathExistsError, StoreError
 from archmax.session.ids import folder_name, portable_folder_name
-from archmax.session.records import Checkpoint
+from archmax.session.records import PARKED_STATUSES, Checkpoint
 from archmax.stores import common as _common
-from archmax.stores.base import Capability, DuePark, ReadGuards, SessionHead, StoreLocation
+from archmax.stores.base import Capability, DuePark, OldestPark, ReadGuards, SessionHead, StoreLocation
 from archmax.stores.fallbacks import StoreFallbacks, local_capabilities
 from archmax.stores.fs_io import acquired, head_doc, io_errors, scan_latest, write_file
 from archmax.stores.fs_outbox import FsOutboxMarks
@@ -194,6 +194,14 @@ class FilesystemStore(FsOutboxMarks, StoreFallbacks):
             StoreError: on I/O failure.
         """
         return _common.due_parks_of(self._heads(), now, workflow)
+
+    def oldest_park(self, workflow: str) -> OldestPark | None:
+        """The workflow's park made longest ago, from every session's ``head.json`` (BEHAVIOUR.md §5.11).
+
+        Raises:
+            StoreError: on I/O failure.
+        """
+        return _common.oldest_park_of(self._heads(), workflow)
 
     def stale(self, now: str, workflow: str | None = None) -> builtins.list[str]:
         """Ids of ``running`` sessions whose lease expired or is missing, sorted (DESIGN.md §3 "Inbox").
@@ -428,6 +436,8 @@ class FilesystemStore(FsOutboxMarks, StoreFallbacks):
             try:
                 doc = json.loads((checkpoints / _HEAD).read_bytes())
                 version = int(doc["version"])
+                if _predates_parked_at(doc):
+                    doc = None  # a head.json written before heads carried parked_at: read its chunk
             except (FileNotFoundError, NotADirectoryError, ValueError, KeyError):
                 doc, version = None, scan_latest(checkpoints)
             # head.json is written after the chunk it describes: probe for chunks it has not caught up with.
@@ -479,3 +489,9 @@ class FilesystemStore(FsOutboxMarks, StoreFallbacks):
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
             raise
+
+
+def _predates_parked_at(doc: dict[str, Any]) -> bool:
+    """Whether a ``head.json`` of a parked session was written before heads carried ``parked_at`` (§5.11)."""
+    head = doc.get("head") or {}
+    return head.get("status") in PARKED_STATUSES and "parked_at" not in head

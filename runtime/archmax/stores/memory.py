@@ -22,7 +22,7 @@ from archmax.errors import CommitConflictError, PathExistsError, SessionStoreCap
 from archmax.session.ids import validate_session_id
 from archmax.session.records import Checkpoint
 from archmax.stores import common as _common
-from archmax.stores.base import Capability, DuePark, ReadGuards, SessionHead
+from archmax.stores.base import Capability, DuePark, OldestPark, ReadGuards, SessionHead
 from archmax.stores.codec import (
     chunk_bytes,
     chunk_counts,
@@ -197,6 +197,18 @@ class MemoryStore(StoreFallbacks):
             latest = [s.chunks[-1] for s in self._sessions.values() if s.chunks]
         heads = [head_of_chunk(chunk_from_bytes(b)) for b in latest]
         return _common.due_parks_of(heads, now, workflow)
+
+    def oldest_park(self, workflow: str) -> OldestPark | None:
+        """The workflow's park made longest ago, from each session's latest chunk (BEHAVIOUR.md §5.11).
+
+        Raises:
+            SessionStoreCapabilityError: without the ``list`` capability.
+        """
+        if Capability.LIST not in self.capabilities:
+            raise SessionStoreCapabilityError("list")
+        with self._lock:
+            latest = [s.chunks[-1] for s in self._sessions.values() if s.chunks]
+        return _common.oldest_park_of((head_of_chunk(chunk_from_bytes(b)) for b in latest), workflow)
 
     def stale(self, now: str, workflow: str | None = None) -> builtins.list[str]:
         """Ids of ``running`` sessions whose lease expired or is missing, sorted (DESIGN.md §3 "Inbox").

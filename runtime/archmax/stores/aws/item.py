@@ -23,6 +23,8 @@ Item attributes::
     lease_shard        S   only while ``running`` (the stale-leases index's hash key)
     channel, state, reason, parked_at  S   park summary, only while a park record is present
     due_shard, resume_at  S   only while parked on input with a resume_at (the sparse index keys)
+    park_key           S   only while parked: ``<workflow>#<shard>`` (the open-parks index's hash key,
+                           ranged on ``parked_at``; the oldest park per workflow, BEHAVIOUR.md §5.11)
     ttl                N   epoch seconds, only on finished sessions
     outbox_shard, outbox_version  S, N  only while the outbox may hold an entry not yet sent (issue 20
                            item 2): set by every commit that records outbox entries (``outbox_version``
@@ -41,7 +43,7 @@ from typing import Any
 
 from archmax.clock import parse_instant
 from archmax.session.records import PARKED_STATUSES, Checkpoint, Lease, SessionStatus, is_finished
-from archmax.stores.aws.layout import due_shard, lease_shard, outbox_shard
+from archmax.stores.aws.layout import due_shard, lease_shard, outbox_shard, park_key
 from archmax.stores.base import SessionHead
 from archmax.stores.common import outbox_mark as _common_outbox_mark
 
@@ -53,6 +55,9 @@ STALE_INDEX = "stale-leases"
 
 OUTBOX_INDEX = "outbox-pending"
 """The sparse GSI the sweep queries for sessions with outbox entries to send (template.yaml ``SessionsTable``)."""
+
+PARKS_INDEX = "open-parks"
+"""The sparse GSI the sweep queries for a workflow's oldest park (template.yaml ``SessionsTable``)."""
 
 QUARANTINE_HINT = "quarantine_hint"
 """The item's string set of possibly-held mail ids (see the attribute table): commits never touch it."""
@@ -66,6 +71,7 @@ _OPTIONAL = (
     "state",
     "reason",
     "parked_at",
+    "park_key",
     "due_shard",
     "resume_at",
     "ttl",
@@ -120,9 +126,10 @@ def item_attributes(record: Checkpoint, *, ttl_days: int | None) -> dict[str, di
         attrs["state"] = _s(park.state)
         if record.pending_input is not None:
             attrs["reason"] = _s(record.pending_input.reason)
-            attrs["parked_at"] = _s(record.pending_input.parked_at)
-        else:
-            attrs["parked_at"] = _s(record.pending_decision.created_at)  # type: ignore[union-attr]
+        attrs["parked_at"] = _s(record.parked_since or "")
+    # The open-parks index is sparse: only a parked session carries its key, ranged on parked_at.
+    if record.status in PARKED_STATUSES and record.parked_since:
+        attrs["park_key"] = _s(park_key(record.workflow, record.session_id))
     # The due-parks index is sparse: only an input park with a resume_at carries its keys.
     # A park's wake instant: an input park's until, or any park's deadline when it comes first (§5.11).
     if record.status in PARKED_STATUSES and record.wake_at:
@@ -271,6 +278,7 @@ def head_of_item(item: dict[str, Any]) -> SessionHead:
         status=status,
         lease=Lease(owner=owner, expires_at=expires) if owner and expires else None,
         resume_at=_str(item, "resume_at") if status in PARKED_STATUSES else None,
+        parked_at=_str(item, "parked_at") if status in PARKED_STATUSES else None,
         updated_at=item["updated_at"]["S"],
     )
 

@@ -2,7 +2,7 @@
 
 Rule source: BEHAVIOUR.md §9.2 (one id, one folder: ``<root>/<folder>/...``, ``_specs/<hash>.json``),
 DESIGN.md §3 (sparse due-parks index on ``due_shard`` + ``resume_at``; sparse stale-leases index on
-``lease_shard`` + ``lease_expires_at``).
+``lease_shard`` + ``lease_expires_at``; sparse open-parks index on ``park_key`` + ``parked_at``, BEHAVIOUR.md §5.11).
 
 Checkpoint chunk keys carry a per-attempt token after the 10-digit version
 (``checkpoints/0000000005-<token>.json``): two writers racing for version 5 each put their own
@@ -45,6 +45,15 @@ OUTBOX_SHARDS: tuple[str, ...] = ("0", "1", "2", "3")
 def outbox_shard(session_id: str) -> str:
     """The outbox-pending shard of a session: stable, spread evenly by a hash of the id."""
     return _shard(session_id, OUTBOX_SHARDS)
+
+
+PARK_SHARDS: tuple[str, ...] = ("0", "1", "2", "3")
+"""The shards of each workflow in the open-parks index (its hash key is ``<workflow>#<shard>``)."""
+
+
+def park_key(workflow: str, session_id: str) -> str:
+    """The open-parks index hash key of a parked session: its workflow and a shard spread by a hash of the id."""
+    return f"{workflow}#{_shard(session_id, PARK_SHARDS)}"
 
 
 def due_shard(session_id: str) -> str:

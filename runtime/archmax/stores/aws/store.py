@@ -8,7 +8,8 @@ DESIGN.md §3 (AWS store, sparse due-parks and stale-leases indexes, no scans on
 Round trips (counted by ``bench/roundtrips.py``): ``head`` is one GetItem; ``load`` is one GetItem
 plus one GetObject per chunk not already cached (chunk objects are immutable, so this instance
 caches their bytes); ``commit`` is one PutObject plus one UpdateItem (plus one GetItem when this
-instance has not seen the version it is committing on); ``due`` and ``stale`` are one Query per shard page.
+instance has not seen the version it is committing on); ``due`` and ``stale`` are one Query per shard page;
+``oldest_park`` is one Query of one item per shard.
 
 The store is assembled from parts by job (each its own module): :mod:`~archmax.stores.aws.state`
 (clients, caches), :mod:`~archmax.stores.aws.reads`, :mod:`~archmax.stores.aws.commit`,
@@ -28,9 +29,9 @@ from archmax.stores import common as _common
 from archmax.stores.aws.errors import aws_call
 from archmax.stores.aws.files import AwsFiles
 from archmax.stores.aws.guards import GuardedReads
-from archmax.stores.aws.item import DUE_INDEX, OUTBOX_INDEX, STALE_INDEX, outbox_settled_request
-from archmax.stores.aws.layout import DUE_SHARDS, LEASE_SHARDS, OUTBOX_SHARDS
-from archmax.stores.base import Capabilities, Capability, DuePark, StoreLocation
+from archmax.stores.aws.item import DUE_INDEX, OUTBOX_INDEX, PARKS_INDEX, STALE_INDEX, outbox_settled_request
+from archmax.stores.aws.layout import DUE_SHARDS, LEASE_SHARDS, OUTBOX_SHARDS, PARK_SHARDS
+from archmax.stores.base import Capabilities, Capability, DuePark, OldestPark, StoreLocation
 from archmax.stores.fallbacks import StoreFallbacks
 
 __all__ = ["AwsStore", "GuardedReads"]
@@ -43,8 +44,8 @@ class AwsStore(AwsFiles, StoreFallbacks):
     ``SessionsBucket``).
 
     Args:
-        table_name: The sessions table (key ``pk``, sparse GSIs ``due-parks``, ``stale-leases`` and
-            ``outbox-pending``).
+        table_name: The sessions table (key ``pk``, sparse GSIs ``due-parks``, ``stale-leases``,
+            ``outbox-pending`` and ``open-parks``).
         bucket: The sessions bucket.
         prefix: Key root inside the bucket (``""`` for the bucket root).
         dynamodb_client: A boto3 DynamoDB client; built with ``boto3.client("dynamodb")`` on first use when omitted.
@@ -182,6 +183,35 @@ class AwsStore(AwsFiles, StoreFallbacks):
             workflow,
             operation="stale",
         )
+
+    def oldest_park(self, workflow: str) -> OldestPark | None:
+        """The workflow's park made longest ago (BEHAVIOUR.md §5.11, issue 21 item 7).
+
+        Queries the sparse ``open-parks`` index (only parked items carry ``park_key``,
+        ``<workflow>#<shard>``, ranged on ``parked_at``): each of the workflow's shards once, oldest
+        first, one item each; the oldest of those is the answer. Never a scan, and no session read.
+        The index is eventually consistent: a park answered a moment ago may still be the answer.
+        Ties on ``parked_at`` across shards go to the lowest id; within one shard, to either.
+
+        Raises:
+            StoreError: on an AWS failure.
+        """
+        found: builtins.list[OldestPark] = []
+        for shard in PARK_SHARDS:
+            page = aws_call(
+                self._ddb.query,
+                operation="oldest_park",
+                TableName=self.table_name,
+                IndexName=PARKS_INDEX,
+                KeyConditionExpression="#key = :key",
+                ProjectionExpression="#pk, #parked_at",
+                ExpressionAttributeNames={"#key": "park_key", "#pk": "pk", "#parked_at": "parked_at"},
+                ExpressionAttributeValues={":key": {"S": f"{workflow}#{shard}"}},
+                ScanIndexForward=True,
+                Limit=1,
+            )
+            found.extend(OldestPark(i["pk"]["S"], i["parked_at"]["S"]) for i in page.get("Items", []))
+        return min(found, key=lambda park: (park.parked_at, park.session_id), default=None)
 
     # ------------------------------------------------------------------ the outbox marks (issue 20 item 2)
 

@@ -33,7 +33,9 @@ def test_the_wake_function_reads_the_queue_with_batch_failures_and_bounded_concu
     timeout = resources["WakeFunction"]["Properties"]["Timeout"]
     assert queue["VisibilityTimeout"] >= timeout  # a message is never handed out again mid-batch
     alarm = resources["TimerDeadLettersAlarm"]["Properties"]
-    assert alarm["Dimensions"] == [{"Name": "QueueName", "Value": {"Fn::GetAtt": ["TimerDeadLetterQueue", "QueueName"]}}]
+    assert alarm["Dimensions"] == [
+        {"Name": "QueueName", "Value": {"Fn::GetAtt": ["TimerDeadLetterQueue", "QueueName"]}}
+    ]
 
 
 def test_the_wake_function_may_load_and_commit_sessions_and_nothing_account_wide(resources):  # noqa: F811

@@ -111,7 +111,9 @@ def _passed_deadline(agent: Agent, timer: DueTimer) -> Callable[[], Outcome] | N
     if rec.pending_decision is not None:
         return lambda: agent.workflow.expire(session_id, park_version=version, now=instant)
     variables = {"now": instant, "timeout": park.timeout}
-    return lambda: agent.workflow.deliver(session_id, trigger=TIMEOUT_TRIGGER, variables=variables, park_version=version)
+    return lambda: agent.workflow.deliver(
+        session_id, trigger=TIMEOUT_TRIGGER, variables=variables, park_version=version
+    )
 
 
 class TimerHandOff(Protocol):

@@ -42,6 +42,7 @@ FUNCTIONS = {
     "deliver": "DeliverFunction",
     "resolve": "ResolveFunction",
     "timer": "TimerFunction",
+    "wake": "WakeFunction",
 }
 LAYER_WORKFLOWS = re.compile(r"^/opt/workflows/")
 

@@ -219,3 +219,42 @@ def test_the_timer_queue_setting_makes_the_sweep_queue_and_its_absence_fires_in_
     timers = _timer_queue({"TIMER_QUEUE_URL": "http://sqs/q"}, lambda service: sqs)
     assert isinstance(timers, SqsTimers) and timers.queue_url == "http://sqs/q"
     assert _timer_queue({}, lambda service: sqs) is None
+
+
+def test_a_park_still_due_is_queued_again_only_at_its_redrive_point_not_at_every_sweep(
+    aws: Any, sqs: Any, poller: Path, clock: FakeClock
+) -> None:
+    d, url, _handler = _deploy(aws, sqs, poller, [WAIT] * 2)
+    ids = _park(d, 2)
+    clock.advance(timedelta(days=1))
+    first = d.call("timer", event("scheduled_sweep.json"))["report"]["due"]
+    assert sorted(first) == [[sid, "queued"] for sid in ids]
+    kinds = []
+    for _minute in range(15):  # no worker runs: both parks stay due
+        clock.advance(minutes=1)
+        kinds.append({kind for _sid, kind in d.call("timer", event("scheduled_sweep.json"))["report"]["due"]})
+    # just due (< 90 s: the first sweep and the one a minute later), then waiting, then queued again at 15 min
+    assert kinds[0] == {"queued"} and kinds[1:14] == [{"waiting"}] * 13 and kinds[14] == {"queued"}
+    assert len(_receive_all(sqs, url)) == 2 * 3
+
+
+def test_an_entry_the_queue_refuses_is_an_error_told_to_the_sweep_and_the_others_are_queued(
+    aws: Any, sqs: Any, poller: Path, clock: FakeClock
+) -> None:
+    d, url, _handler = _deploy(aws, sqs, poller, [WAIT] * 3)
+    ids = _park(d, 3)
+    clock.advance(timedelta(days=1))
+    real = sqs.send_message_batch
+
+    def refuse_second(**kwargs: Any) -> dict[str, Any]:
+        entries = kwargs.pop("Entries")
+        answer = real(Entries=[e for e in entries if e["Id"] != "1"], **kwargs)
+        answer["Failed"] = [{"Id": "1", "Code": "InternalError", "Message": "try again", "SenderFault": False}]
+        return answer
+
+    d.collaborators.host.timers = SqsTimers(
+        type("Client", (), {"send_message_batch": staticmethod(refuse_second)})(), url
+    )
+    report = d.collaborators.host.sweep()
+    assert report.due == [(ids[0], "queued"), (ids[1], "error"), (ids[2], "queued")]
+    assert len(_receive_all(sqs, url)) == 2

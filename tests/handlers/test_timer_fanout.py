@@ -258,3 +258,16 @@ def test_an_entry_the_queue_refuses_is_an_error_told_to_the_sweep_and_the_others
     report = d.collaborators.host.sweep()
     assert report.due == [(ids[0], "queued"), (ids[1], "error"), (ids[2], "queued")]
     assert len(_receive_all(sqs, url)) == 2
+
+
+def test_a_park_whose_deadline_passed_first_is_fired_timeout_by_the_wake_function(
+    aws: Any, sqs: Any, poller: Path, clock: FakeClock
+) -> None:
+    wait = {"say": "Waiting.", "call": {"archmax_wait": {"reason": "the payment", "until": "3h", "timeout": "2h"}}}
+    d, url, handler = _deploy(aws, sqs, poller, [wait, {"say": "No payment came; closing."}])
+    (sid,) = _park(d, 1)
+    clock.advance(timedelta(hours=2))
+    assert d.call("timer", event("scheduled_sweep.json"))["report"]["due"] == [[sid, "queued"]]
+    assert _fire(handler, _receive_all(sqs, url)) == []
+    rec = d.collaborators.agent.store.load(sid)
+    assert (str(rec.status), rec.trigger) == ("completed", "timeout")  # the deadline came before the timer

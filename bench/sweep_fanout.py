@@ -177,7 +177,7 @@ def fan_out(due: list[tuple[float, int]], costs: Costs, workers: int, batch_size
         if queue[0][0] > t:
             sim.at(queue[0][0], take_batch)
             return
-        batch = []
+        batch: list[int] = []
         while queue and queue[0][0] <= t and len(batch) < batch_size:
             batch.append(queue.popleft()[1])
         run(iter(batch), t + costs.pickup_s)
@@ -232,7 +232,7 @@ def due_timers(parked: int, due_per_min: float, minutes: int, seed: int = 24) ->
     return sorted((rng.uniform(0, minutes * 60.0), pid) for pid in range(count))
 
 
-def _pct(values: list[float], q: float) -> float:
+def _pct(values: list[float], q: int) -> float:
     return statistics.quantiles(values, n=100, method="inclusive")[q - 1] if len(values) > 1 else values[0]
 
 

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
-SCRIPTS = ("roundtrips", "commit_size", "deliveries", "cold_import", "peers", "cycle")
+SCRIPTS = ("roundtrips", "commit_size", "deliveries", "cold_import", "peers", "cycle", "sweep_fanout")
 
 
 def main(argv: list[str] | None = None) -> int:

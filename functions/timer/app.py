@@ -1,4 +1,4 @@
-"""timer: the 1-minute schedule sweeps due parks and re-drives waiting inboxes (DESIGN.md §4).
+"""timer: the 1-minute schedule queues due parks for wake and re-drives waiting inboxes (DESIGN.md §4).
 
 Thin by design: collaborators come from the environment (archmax.hosting.wiring: the workflow of
 WORKFLOW_DIR with its tools.py, the store, the model), the logic is archmax.handlers.timer, shared with

@@ -32,6 +32,7 @@ def test_every_event_file_is_covered_by_a_test_below() -> None:
         "apigw_resolve.json", "deliver_direct.json", "resolve_direct.json", "send_drain.json",
         "scheduled_sweep.json", "scheduler_sweep.json", "ses_inbound.json", "ses_inbound_spam.json",
         "apigw_decision.json",  # test_decisions.py
+        "sqs_due_timers.json",  # test_timer_fanout.py
     }  # fmt: skip
     assert {p.name for p in EVENTS.glob("*.json")} == covered
 

@@ -50,7 +50,7 @@ def settings(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     return tmp_path
 
 
-@pytest.mark.parametrize("name", ["send", "deliver", "resolve", "timer"])
+@pytest.mark.parametrize("name", ["send", "deliver", "resolve", "timer", "wake"])
 def test_each_function_is_thin(name: str) -> None:
     code = [line for line in (FUNCTIONS / name / "app.py").read_text().splitlines() if line.strip()]
     assert len(code) < 40
@@ -71,6 +71,12 @@ def test_the_timer_function_sweeps_on_a_schedule(settings: Path) -> None:
         json.loads((EVENTS / "scheduled_sweep.json").read_text()), FakeLambdaContext()
     )
     assert answer["ok"] is True and answer["report"]["due"] == []
+
+
+def test_the_wake_function_fires_a_queued_timer_batch_and_reports_no_failure_for_a_stale_park(settings: Path) -> None:
+    wake = load_function("wake")
+    answer = wake.lambda_handler(json.loads((EVENTS / "sqs_due_timers.json").read_text()), FakeLambdaContext())
+    assert answer == {"batchItemFailures": []}  # its session has no such park on a fresh store: nothing changed
 
 
 def _template_functions() -> dict[str, dict[str, Any]]:

@@ -263,3 +263,46 @@ def test_a_timer_delivery_reports_how_late_it_came_after_resume_at(
     assert late == [120.0] and dims["Workflow"] == "support-inbox"  # the fake clock's two minutes, exactly
     (outcome,) = out.lines("outcome")
     assert outcome["operation"] == "deliver" and outcome["disposition"] == "deliver"
+
+
+def test_a_timer_the_sweep_queued_reports_its_lateness_from_the_wake_function(
+    deployed: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 24 goal 3: TimerLateness is resume_at -> the delivery returning in the worker, queue wait included."""
+    from archmax.clock import FakeClock
+    from archmax.handlers import send, timer, wake
+    from archmax.hosting.telemetry import Telemetry
+    from archmax.hosting.timers import QUEUED
+    from archmax.hosting.wiring import from_environment
+
+    script = tmp_path / "wait.yaml"
+    script.write_text(yaml.safe_dump([
+        {"call": {"archmax_advance": {"to": "clarify", "reason": "no order number"}}},
+        {"say": "Which order?", "call": {"archmax_wait": {"reason": "the order number", "until": "1h"}}},
+        {"say": "No reply came."},
+    ]))  # fmt: skip
+    monkeypatch.setenv("ARCHMAX_MODEL", f"scripted:{script}")
+    clock = FakeClock("2025-01-01T00:00:00.000Z")
+    queued: list[Any] = []
+
+    class Queue:  # the timer queue as the sweep sees it (SqsTimers on AWS; tests/handlers/test_timer_fanout.py)
+        def hand(self, agent: Any, timers: Any, **_: Any) -> list[tuple[str, str]]:
+            queued.extend(timers)
+            return [(t.session_id, QUEUED) for t in timers]
+
+    sweeper = Telemetry("timer")
+    collaborators = from_environment(clock=clock, telemetry=sweeper)
+    collaborators.host.timers = Queue()
+    assert sweeper.handler(send.build(collaborators))(event("apigw_send_message.json"), FakeLambdaContext())
+    clock.advance(hours=1, minutes=2)
+    sweeper.handler(timer.build(collaborators))(event("scheduled_sweep.json"), FakeLambdaContext())
+    capsys.readouterr()
+
+    worker = Telemetry("wake")
+    wake_handler = worker.handler(wake.build(from_environment(clock=clock, telemetry=worker)))
+    clock.advance(seconds=30)  # the message waited in the queue
+    records = [{"messageId": "m-1", "body": t.model_dump_json(), "eventSource": "aws:sqs"} for t in queued]
+    assert wake_handler({"Records": records}, FakeLambdaContext()) == {"batchItemFailures": []}
+    out = read(capsys)
+    ((late, dims),) = out.metric("TimerLateness")
+    assert late == [150.0] and dims["Workflow"] == "support-inbox"  # two minutes to the sweep, 30 s in the queue

@@ -20,7 +20,7 @@ from archmax.hosting import telemetry
 from .test_template import _decoded, _OfflinePolicies, _packaged
 
 REPO = Path(__file__).resolve().parents[2]
-FUNCTIONS = ("SendFunction", "DeliverFunction", "ResolveFunction", "TimerFunction")
+FUNCTIONS = ("SendFunction", "DeliverFunction", "ResolveFunction", "TimerFunction", "WakeFunction")
 STREAM_FUNCTIONS = ("OutboundFunction",)  # invoked by the stream: no model, no async invocations
 
 

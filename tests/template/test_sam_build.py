@@ -28,7 +28,7 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[2]
 RUNTIME_PROVIDED = ("boto3", "botocore", "s3transfer", "jmespath", "dateutil", "six.py", "urllib3")
-FUNCTIONS = ("send", "deliver", "resolve", "timer")
+FUNCTIONS = ("send", "deliver", "resolve", "timer", "wake")
 
 # The park-and-resume conversation (tests/handlers/conftest.py PARK + ANSWER), read per session.
 SUPPORT_SCRIPT = [
@@ -65,7 +65,8 @@ answers = {}
 os.environ.update(WORKFLOW_DIR=os.path.join(layer, "workflows", "support-inbox"),
                   ARCHMAX_MODEL="scripted:" + os.path.join(work, "support.yaml"))
 for name, file in [("send", "apigw_send_message.json"), ("deliver", "apigw_deliver.json"),
-                   ("resolve", "apigw_get_session.json"), ("timer", "scheduled_sweep.json")]:
+                   ("resolve", "apigw_get_session.json"), ("timer", "scheduled_sweep.json"),
+                   ("wake", "sqs_due_timers.json")]:
     answers[name] = load(name, "a").lambda_handler(event(file), FakeLambdaContext())
 
 os.environ.update(WORKFLOW_DIR=os.path.join(layer, "workflows", "bank-team"),
@@ -177,6 +178,7 @@ def test_every_function_imports_from_the_built_layer_and_serves_an_event(built: 
     assert answers["deliver"]["statusCode"] == 200 and json.loads(answers["deliver"]["body"])["kind"] == "completed"
     assert answers["resolve"]["statusCode"] == 200 and json.loads(answers["resolve"]["body"])["status"] == "completed"
     assert answers["timer"]["ok"] is True
+    assert answers["wake"] == {"batchItemFailures": []}  # the sample's park is not current: a no-op
     # the team's workflow, chosen like the Workflow parameter does, ran its own tool
     assert answers["team"]["statusCode"] == 202
     assert answers["team_session"]["session"]["workflow_state"] == "reconcile"

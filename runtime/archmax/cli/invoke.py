@@ -1,4 +1,4 @@
-"""``archmax invoke <send|deliver|resolve|timer> -e events/<file>.json``: one Lambda invocation, in-process.
+"""``archmax invoke <send|deliver|resolve|timer|wake> -e events/<file>.json``: one Lambda invocation, in-process.
 
 What ``sam local invoke`` does without a container: the function's ``app.py`` (the template's
 ``CodeUri``) is imported in this process with the environment Lambda would give it, the event is
@@ -42,6 +42,7 @@ FUNCTIONS = {
     "deliver": "DeliverFunction",
     "resolve": "ResolveFunction",
     "timer": "TimerFunction",
+    "wake": "WakeFunction",
 }
 LAYER_WORKFLOWS = re.compile(r"^/opt/workflows/")
 
@@ -283,7 +284,7 @@ def read_event(path: str) -> Any:
 def add_parser(add: Callable[[str, str], Any]) -> None:
     """Register ``invoke`` with the CLI's parser (``add(name, help)`` returns the subparser)."""
     p = add("invoke", "Run one Lambda function in-process on an event file, as Lambda would (no Docker).")
-    p.add_argument("function", choices=sorted(FUNCTIONS), metavar="<send|deliver|resolve|timer>")
+    p.add_argument("function", choices=sorted(FUNCTIONS), metavar="<send|deliver|resolve|timer|wake>")
     p.add_argument("-e", "--event", required=True, help="the event file, e.g. events/apigw_send_message.json")
     p.add_argument("--workflow", help="the Workflow parameter (default: the template's default)")
     p.add_argument("--template", help="the SAM template (default: <root>/template.yaml)")

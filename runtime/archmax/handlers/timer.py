@@ -1,8 +1,10 @@
 """The timer handler: the 1-minute schedule sweeps due parks and re-drives waiting inboxes.
 
 Rule source: DESIGN.md §4 (timer: sweep due parks, deliver trigger ``timer`` with ``{now}``;
-re-drive stale leases and inboxes) and the seed, "Waiting for a time, not a reply" (waking a
-session is the host's job; a double-fired timer is safe).
+re-drive stale leases and inboxes), the seed, "Waiting for a time, not a reply" (waking a
+session is the host's job; a double-fired timer is safe) and issue 24 goal 3: with
+``TIMER_QUEUE_URL`` (the stack) the sweep only queues due timers and the wake function
+(:mod:`archmax.handlers.wake`) fires them in parallel; without it the sweep fires them itself.
 """
 
 from __future__ import annotations

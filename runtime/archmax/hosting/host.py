@@ -50,6 +50,7 @@ from archmax.stores.riders import Riders
 
 if TYPE_CHECKING:
     from archmax.agent import Agent
+    from archmax.hosting.timers import TimerHandOff
     from archmax.outbound.dispatch import Dispatcher
 
 log = logging.getLogger("archmax.hosting")
@@ -81,6 +82,8 @@ class Host:
         clock: For ``arrived_at`` and the drain lease (default: the agent's clock).
         lease_ttl_s: Seconds a drain lease lives without renewal (default 900, the engine's lease).
         on_due: Told ``(session_id, resume_at)`` before the sweep wakes a due park (telemetry's timer lateness).
+        sweep_outbound: Builds the sender the sweep sends unsent outbox entries with (issue 20 item 2).
+        timers: Where the sweep hands due timers (default: fired in this process; issue 24 goal 3).
 
     Example:
         >>> host = Host(agent, MemoryInbox())  # doctest: +SKIP
@@ -98,6 +101,7 @@ class Host:
         lease_ttl_s: float = 900,
         on_due: Callable[[str, str], None] | None = None,
         sweep_outbound: Callable[[], Dispatcher | None] | None = None,
+        timers: TimerHandOff | None = None,
     ) -> None:
         self.agent = agent
         self.inbox = inbox
@@ -109,6 +113,9 @@ class Host:
         self.sweep_outbound = sweep_outbound
         """Builds the sender the sweep sends unsent outbox entries with, on first use (AWS: the stream's
         backstop, SES and EventBridge); ``None``: the agent's in-process dispatcher (issue 20 item 2)."""
+        self.timers = timers
+        """Where the sweep hands due timers (issue 24 goal 3): ``None`` fires them here, one after
+        another (:class:`~archmax.hosting.timers.InProcess`); on AWS the timer queue (``SqsTimers``)."""
 
     def _now(self) -> str:
         return format_instant(self.clock.now())
@@ -465,7 +472,9 @@ class Host:
     def sweep(self, now: str | None = None) -> SweepReport:
         """Wake due parks, re-drive waiting inbox items, then finish dead turns (DESIGN.md §3 "Inbox", §4 timer).
 
-        1. Due parks: :func:`archmax.hosting.sweep.sweep` delivers ``timer`` with ``{"now": now}``.
+        1. Due parks: :func:`archmax.hosting.sweep.sweep` finds them and hands each its timer
+           (``timer`` with ``{"now": now}``) to ``timers``: fired here, or queued for the wake
+           function on AWS (issue 24 goal 3).
         2. Re-drive: each session in ``inbox.sessions_with_pending()`` is drained; a session whose
            engine lease expired mid-turn is then taken over by the send (``recovered``).
         3. Stale turns: every other ``running`` session of the workflow whose lease expired or is

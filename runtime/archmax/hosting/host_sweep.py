@@ -29,6 +29,7 @@ def sweep_host(host: Host, instant: str) -> SweepReport:
             instant,
             on_error=lambda sid, exc: log.warning("timer delivery to %r failed: %s", sid, exc),
             on_due=host.on_due,
+            hand_off=host.timers,
         )
     except SessionStoreCapabilityError as exc:
         report.due_skipped = str(exc)

@@ -58,7 +58,8 @@ class SweepReport(BaseModel):
 
     Attributes:
         now: The instant swept at.
-        due: ``(session_id, kind)`` of every due park woken with ``timer`` (see ``archmax.hosting.sweep``).
+        due: ``(session_id, kind)`` of every due park woken with ``timer`` (see ``archmax.hosting.sweep``);
+            with the timer queue (issue 24 goal 3) ``queued``, ``waiting`` (queued by an earlier sweep) or ``error``.
         due_skipped: Why due parks and stale turns were not swept (a store without ``list``), else ``None``.
         redriven: Every session with waiting inbox items, drained.
         stale: ``(session_id, kind)`` of every other ``running`` session whose lease had expired (or

@@ -17,12 +17,16 @@ from collections.abc import Callable, Collection, Iterable
 from typing import TYPE_CHECKING, Any
 
 from archmax.clock import format_instant, parse_instant
-from archmax.errors import (
-    ArchmaxError,
-    SessionNotAwaitingInputError,
-    SessionNotParkedError,
-    SessionNotResumableError,
-    SessionStoreCapabilityError,
+from archmax.errors import ArchmaxError, SessionNotResumableError, SessionStoreCapabilityError
+from archmax.hosting.timers import (  # re-exported: the kinds and triggers a sweep reports
+    ERROR,
+    QUEUED,
+    SKIPPED,
+    TIMEOUT_TRIGGER,
+    TIMER_TRIGGER,
+    DueTimer,
+    InProcess,
+    TimerHandOff,
 )
 from archmax.stores.base import Capability, SessionStore
 
@@ -31,17 +35,6 @@ if TYPE_CHECKING:
     from archmax.outbound.dispatch import Dispatcher
     from archmax.session.results import Outcome
 
-TIMER_TRIGGER = "timer"
-"""The trigger id a sweep delivery carries when a park's ``until`` came due."""
-
-TIMEOUT_TRIGGER = "timeout"
-"""The trigger id a sweep fires when a park's deadline (``timeout``) passed first (BEHAVIOUR.md §5.11)."""
-
-SKIPPED = "skipped"
-"""The kind reported for a session another process resumed (or recovered) first."""
-
-ERROR = "error"
-"""The kind reported for a delivery that raised an error other than :data:`SKIPPED`'s."""
 
 RECOVERED = "recovered"
 """What ``archmax sweep`` prints for a dead turn :func:`recover_stale` continued (whatever its outcome)."""
@@ -54,32 +47,41 @@ def sweep(
     on_error: Callable[[str, ArchmaxError], None] | None = None,
     on_outcome: Callable[[str, Outcome], None] | None = None,
     on_due: Callable[[str, str], None] | None = None,
+    hand_off: TimerHandOff | None = None,
 ) -> list[tuple[str, str]]:
-    """Deliver ``trigger="timer"`` to every due input park of the agent's workflow.
+    """Find every due input park of the agent's workflow and hand each its timer (issue 24 goal 3).
 
     Selection: sessions of ``agent.spec.slug`` parked on ``input`` with ``resume_at <= now``,
-    ordered by ``resume_at`` then id (``store.due_parks``). Each gets
-    ``deliver(id, trigger="timer", variables={"now": now}, park_version=<the version it was listed at>)``:
-    a timer names the park it wakes. A session that is no longer at that park when its delivery is
-    tried (another sweep, or a reply, got there first, even if it parked again since) raises
-    ``SessionNotAwaitingInputError``, which is reported as ``skipped`` and is not a failure.
+    ordered by ``resume_at`` then id (``store.due_parks``). Each becomes a
+    :class:`~archmax.hosting.timers.DueTimer` naming the version it was listed at, and ``hand_off``
+    has it fired (:func:`archmax.hosting.timers.fire`):
+    ``deliver(id, trigger="timer", variables={"now": now}, park_version=<that version>)``, or
+    ``timeout`` when the park's deadline passed first (§5.11). A session that is no longer at that
+    park when its timer is fired (another sweep, or a reply, got there first, even if it parked
+    again since) raises ``SessionNotAwaitingInputError``, which is reported as ``skipped`` and is
+    not a failure.
 
     Args:
         agent: An assembled agent; its store needs the ``list`` capability.
         now: The instant to sweep at, ``YYYY-MM-DDTHH:MM:SS.mmmZ``; ``None`` reads the agent's clock.
         on_error: Called with ``(session_id, error)`` for a delivery that raised any other
-            :class:`ArchmaxError`; the sweep then goes on with the next session.
+            :class:`ArchmaxError` (or a timer the queue refused); the sweep then goes on.
         on_outcome: Called with ``(session_id, outcome)`` for each delivery that returned (what
             ``archmax sweep`` prints the reply or handoff message from).
         on_due: Called with ``(session_id, resume_at)`` for each due park just before its delivery
             (hosting measures how late the timer fired).
+        hand_off: Where the timers go; default :class:`~archmax.hosting.timers.InProcess` (fired
+            here, one after another). On AWS, :class:`~archmax.hosting.timer_queue.SqsTimers`
+            queues them for the wake function, which fires them in parallel.
 
     Returns:
-        ``[(session_id, kind), ...]`` in delivery order, where ``kind`` is the Outcome's kind
-        (``completed``, ``parked``, ``failed``, ``rejected``), ``skipped`` or ``error``.
+        ``[(session_id, kind), ...]`` in listing order, where ``kind`` is the Outcome's kind
+        (``completed``, ``parked``, ``failed``, ``rejected``), ``skipped`` or ``error``; ``queued``
+        for a timer handed to the queue.
 
     Raises:
         SessionStoreCapabilityError: the store cannot list due parks.
+        StoreError: the timer queue failed as a whole (``SqsTimers``).
 
     Example:
         >>> sweep(agent, "2025-01-02T00:00:00.000Z")  # doctest: +SKIP
@@ -88,52 +90,11 @@ def sweep(
     instant = _listing_instant(agent, now)
     # Each timer names the park it found due (its version): a sweep working from this listing after
     # another sweep woke the session and it parked again is refused, never wakes the new park.
-    parks = {park.session_id: park for park in agent.store.due_parks(instant, workflow=agent.spec.slug)}
-
-    def wake(session_id: str) -> Outcome:
-        park = parks[session_id]
-        if on_due is not None:
-            on_due(session_id, park.resume_at)
-        deadline = _passed_deadline(agent, session_id, park.version, instant)
-        if deadline is not None:  # the park's timeout came first (§5.11)
-            return deadline()
-        return agent.workflow.deliver(
-            session_id, trigger=TIMER_TRIGGER, variables={"now": instant}, park_version=park.version
-        )
-
-    return _drive(
-        list(parks),
-        wake,
-        (SessionNotAwaitingInputError, SessionNotParkedError),  # a decision park answered meanwhile too
-        on_error,
-        on_outcome,
-    )
-
-
-def _passed_deadline(agent: Agent, session_id: str, version: int, instant: str) -> Callable[[], Outcome] | None:
-    """The wake-up of a park whose ``timeout`` passed before its ``until`` (BEHAVIOUR.md §5.11), else ``None``.
-
-    ``until`` and ``timeout`` together: whichever comes first wakes the session, and the trigger
-    names which (``timer`` or ``timeout``). An input park gets the delivery ``timeout`` (its state
-    continues with an ``[event]`` note naming it); a decision park takes its ``on_timeout`` edge or
-    fails the turn (:func:`archmax.engine.expire.expire`). A record read here that moved on since
-    the listing is left to the versioned delivery, which refuses it.
-    """
-    rec = agent.store.load(session_id)
-    if rec is None or rec.version != version:
-        return None
-    park = rec.pending_input or rec.pending_decision
-    if park is None or park.timeout_at is None or park.timeout_at > instant:
-        return None
-    resume_at = rec.pending_input.resume_at if rec.pending_input is not None else None
-    if resume_at is not None and resume_at < park.timeout_at:
-        return None  # the timer came first
-    if rec.pending_decision is not None:
-        return lambda: agent.workflow.expire(session_id, park_version=version, now=instant)
-    variables = {"now": instant, "timeout": park.timeout}
-    return lambda: agent.workflow.deliver(
-        session_id, trigger=TIMEOUT_TRIGGER, variables=variables, park_version=version
-    )
+    timers = [
+        DueTimer(session_id=park.session_id, park_version=park.version, resume_at=park.resume_at, now=instant)
+        for park in agent.store.due_parks(instant, workflow=agent.spec.slug)
+    ]
+    return (hand_off or InProcess()).hand(agent, timers, on_error=on_error, on_outcome=on_outcome, on_due=on_due)
 
 
 def recover_stale(
@@ -323,3 +284,19 @@ def oldest_park(agent: Agent, now: str | None = None) -> tuple[str, float] | Non
 def sweep_failed(results: list[tuple[str, str]]) -> bool:
     """Whether a sweep should exit 1: any delivery or recovered turn ended ``failed``/``rejected`` or raised (§11)."""
     return any(kind in ("failed", "rejected", ERROR) for _sid, kind in results)
+
+
+__all__ = [
+    "ERROR",
+    "QUEUED",
+    "RECOVERED",
+    "SENT",
+    "SKIPPED",
+    "TIMEOUT_TRIGGER",
+    "TIMER_TRIGGER",
+    "oldest_park",
+    "recover_stale",
+    "send_outbox",
+    "sweep",
+    "sweep_failed",
+]

@@ -24,6 +24,9 @@ Settings (environment variables):
 ``ARCHMAX_OUTBOUND``  ``inline`` (default with the filesystem store: send in-process) or ``stream``
                      (default with the AWS store: the outbound function sends); see
                      :mod:`archmax.outbound.config` for the mail and event settings
+``TIMER_QUEUE_URL``  the timer queue: the sweep sends each due timer there for the wake function
+                     (:mod:`archmax.hosting.timer_queue`, issue 24 goal 3); unset, the sweep fires
+                     due timers itself, one after another (``archmax sweep``, ``archmax serve``)
 ``ARCHMAX_REPLY_SECRET`` / ``ARCHMAX_REPLY_SECRET_PARAM``  the reply-token secret, or the SSM
                      parameter / ``secretsmanager:`` secret holding it (:mod:`archmax.inbound.reply_token`)
 ``ARCHMAX_MAX_ATTACHMENTS`` / ``ARCHMAX_MAX_ATTACHMENT_BYTES``  attachment caps (:mod:`archmax.inbound.caps`)
@@ -58,6 +61,7 @@ from archmax.workflow_tools import load_checked_tools
 
 if TYPE_CHECKING:  # the SES parser and the dispatcher (email) load only in the functions that use them
     from archmax.hosting.telemetry import Telemetry
+    from archmax.hosting.timers import TimerHandOff
     from archmax.inbound.ses import SesMail
     from archmax.outbound.dispatch import Dispatcher
 
@@ -213,6 +217,7 @@ def from_environment(
         clock=clock,
         on_due=telemetry.due if telemetry is not None else None,
         sweep_outbound=_stream_backstop(store, env, clock, client, prefix) if not in_process else None,
+        timers=_timer_queue(env, client),
     )
     from archmax.inbound.reply_token import configured_secret
 
@@ -260,6 +265,16 @@ def _waker(env: Mapping[str, str], client: Callable[[str], Any]) -> Callable[[st
     if not function_name:
         raise StoreError("ARCHMAX_DRAIN=async self-invokes the function: AWS_LAMBDA_FUNCTION_NAME is not set")
     return lambda_waker(client("lambda"), function_name)
+
+
+def _timer_queue(env: Mapping[str, str], client: Callable[[str], Any]) -> TimerHandOff | None:
+    """With ``TIMER_QUEUE_URL``: the sweep queues due timers there (``SqsTimers``); else ``None`` (fired in-process)."""
+    url = (env.get("TIMER_QUEUE_URL") or "").strip()
+    if not url:
+        return None
+    from archmax.hosting.timer_queue import SqsTimers
+
+    return SqsTimers(client("sqs"), url)
 
 
 def _stream_backstop(

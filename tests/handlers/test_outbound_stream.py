@@ -226,6 +226,46 @@ def test_a_crash_between_send_and_record_resends_at_most_once_with_the_same_mess
     assert len(aws.put_events()) == 1
 
 
+def _new_records(aws: Aws, seen: dict[str, Any]) -> dict[str, Any]:
+    """The stream records not in the batch ``seen`` (what the next batch holds)."""
+    old = {r["dynamodb"]["SequenceNumber"] for r in seen["Records"]}
+    return {"Records": [r for r in aws.stream_event()["Records"] if r["dynamodb"]["SequenceNumber"] not in old]}
+
+
+def test_the_stream_sends_from_the_records_image_and_skips_its_own_settle_without_a_call(aws):
+    aws.verify_domain()
+    park(aws)
+    event = aws.stream_event()
+    calllog = moto_env().CallLog
+    with calllog(aws.ddb, aws.s3) as log:
+        assert aws.handle(event, FakeLambdaContext()) == {"batchItemFailures": []}
+    assert log.count("dynamodb.GetItem") == 0 and log.count("s3.GetObject") == 0  # the image carried the entries
+    assert len(aws.sent_mail()) == 1 and [e["detail-type"] for e in aws.put_events()] == ["Session Parked"]
+    echo = _new_records(aws, event)  # the settle's own update of the item, streamed like a commit
+    assert echo["Records"]
+    with calllog(aws.ddb, aws.s3) as log:
+        assert aws.handle(echo, FakeLambdaContext()) == {"batchItemFailures": []}
+    assert log.calls == [] and len(aws.sent_mail()) == 1 and aws.put_events() == []
+
+
+def test_a_park_whose_chunk_is_too_large_for_the_item_is_sent_from_the_session_read_once(aws):
+    from archmax import create_agent
+    from archmax.models.scripted import ScriptedModel
+    from archmax.spec import workflow_from_dict
+
+    asking = workflow_from_dict({"states": {"chat": {"triggers": {"manual": None}}}}, "asking")
+    question = "Which of these " + "very " * 3000 + "long options?"  # ~15 KB: the chunk is an S3 object
+    script = [{"say": question, "call": {"archmax_wait": {"reason": "an option"}}}]
+    agent = create_agent(asking, aws.store, ScriptedModel(script), outbound=False, clock=FakeClock())
+    assert agent.workflow.send("long-1", "Hello").kind == "parked"
+    calllog = moto_env().CallLog
+    with calllog(aws.ddb, aws.s3) as log:
+        assert aws.handle(aws.stream_event(), FakeLambdaContext()) == {"batchItemFailures": []}
+    assert log.count("dynamodb.GetItem") == 1
+    (put,) = aws.put_events()
+    assert put["detail-type"] == "Session Parked" and put["detail"]["text"] == question
+
+
 def _threaded(aws: Aws, raw: bytes) -> str:
     threaded = reply_threader(aws.store, {}, s3_client=aws.s3, s3_prefix=PREFIX)(parse_email(raw), ())
     return threaded.variables["conversation_id"]

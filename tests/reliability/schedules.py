@@ -34,7 +34,6 @@ from archmax.errors import (
 )
 from archmax.hosting.host import Accepted
 from archmax.outbound.dispatch import CLAIM_TTL_S
-from archmax.outbound.settled import OutboxFiles
 from archmax.session.firing import Firing
 from archmax.session.records import SessionStatus
 
@@ -426,7 +425,10 @@ class Driver:
             committed, recorded = set(world.faults.committed), set()
             for sid in world.raw_store.list():
                 committed.update(f"{sid}/{e.id}" for e in world.raw_store.load(sid).outbox)
-                recorded.update(f"{sid}/{entry_id}" for entry_id in OutboxFiles.of(world.raw_store, sid).sent)
+            for sid in {key.rsplit("/", 1)[0] for key in committed}:
+                ids = [key.rsplit("/", 1)[1] for key in committed if key.rsplit("/", 1)[0] == sid]
+                outcomes = world.raw_store.outbox_outcomes(sid, ids)
+                recorded.update(f"{sid}/{entry_id}" for entry_id, outcome in outcomes.items() if outcome == "sent")
             check_outbox(committed, world.sink.sent, world.faults.unrecorded, recorded)
         except Violation:
             self.counters.add("violations")

@@ -156,7 +156,7 @@ def test_the_stream_sends_the_question_through_ses_and_puts_the_parked_event_onc
     assert put["detail"]["session_id"] == CUSTOMER_ID and put["detail"]["state"] == "clarify"
     assert put["detail"]["reason"] == "the customer's order number" and "Which order" in put["detail"]["text"]
     record = aws.store.load(CUSTOMER_ID)
-    result = json.loads(aws.store.outbox_result(CUSTOMER_ID, record.outbox[0].id))
+    result = json.loads(aws.store.outbox_result(CUSTOMER_ID, record.outbox[0].id, created_at=record.created_at))
     assert result["transport"] == "ses" and result["provider_id"] and result["message_id"] in msg["Message-ID"]
 
 
@@ -192,11 +192,11 @@ class CrashOnRecord:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._store, name)
 
-    def outbox_record(self, session_id: str, entry_id: str, outcome: Any, body: str) -> bool:
+    def outbox_record(self, session_id: str, entry_id: str, outcome: Any, body: str, **kw: Any) -> bool:
         if self.crashes and outcome == "sent":
             self.crashes -= 1
             raise StoreError("the function timed out before recording the send")
-        return self._store.outbox_record(session_id, entry_id, outcome, body)
+        return self._store.outbox_record(session_id, entry_id, outcome, body, **kw)
 
 
 def test_a_crash_between_send_and_record_resends_at_most_once_with_the_same_message_id(aws):
@@ -276,7 +276,7 @@ def test_a_reply_threaded_only_to_our_message_id_or_only_to_the_ses_id_finds_the
     agent = park(aws)
     aws.handle(aws.stream_event(), FakeLambdaContext())
     record = aws.store.load(CUSTOMER_ID)
-    result = json.loads(aws.store.outbox_result(CUSTOMER_ID, record.outbox[0].id))
+    result = json.loads(aws.store.outbox_result(CUSTOMER_ID, record.outbox[0].id, created_at=record.created_at))
     ours, ses_id = result["message_id"], result["provider_id"]
     assert S3Aliases(aws.s3, moto_env().BUCKET, PREFIX).get(ours) == CUSTOMER_ID
     assert _threaded(aws, reply_mail(In_Reply_To=f"<{ours}>")) == CUSTOMER_ID

@@ -113,8 +113,9 @@ def test_a_bccd_mail_with_no_from_is_recorded_failed_while_its_parked_event_is_p
         assert no_from(event, FakeLambdaContext())["batchItemFailures"]
     assert aws.sent_mail() == []
     assert [e["detail-type"] for e in aws.put_events()] == ["Session Parked"]  # put once, never held back
-    question, parked = aws.store.load(SID).outbox
-    outcomes = aws.store.outbox_outcomes(SID, [question.id, parked.id])
+    record = aws.store.load(SID)
+    question, parked = record.outbox
+    outcomes = aws.store.outbox_outcomes(SID, [question.id, parked.id], created_at=record.created_at)
     assert outcomes == {question.id: "failed", parked.id: "sent"}
     assert aws.store.list_files(SID, "outbox") == []  # the state is items, not objects (issue 24)
 

@@ -255,10 +255,10 @@ class FaultyStore:
     def seed(self, *a: Any, **k: Any) -> Any:
         return self._faults.write("store.seed", lambda: self._inner.seed(*a, **k))
 
-    def outbox_record(self, session_id: str, entry_id: str, outcome: Any, body: str) -> Any:
+    def outbox_record(self, session_id: str, entry_id: str, outcome: Any, body: str, **kw: Any) -> Any:
         try:
             return self._faults.write(
-                "store.outbox_record", lambda: self._inner.outbox_record(session_id, entry_id, outcome, body)
+                "store.outbox_record", lambda: self._inner.outbox_record(session_id, entry_id, outcome, body, **kw)
             )
         except (Crash, StoreError):
             if outcome == "sent":

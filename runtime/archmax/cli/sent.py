@@ -22,7 +22,7 @@ def sent_lines(store: Any, session_id: str) -> list[str]:
     for entry in record.outbox:
         if entry.version != record.version:
             continue
-        data = store.outbox_result(session_id, entry.id)
+        data = store.outbox_result(session_id, entry.id, created_at=record.created_at)
         if data is not None:
             sent = Sent.model_validate_json(data)
             if sent.kind == "email" or sent.transport != "file":

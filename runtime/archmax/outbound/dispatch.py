@@ -30,7 +30,9 @@ from __future__ import annotations
 
 import email.utils
 import logging
+import threading
 import uuid
+from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from datetime import timedelta
 from typing import Any
@@ -51,6 +53,9 @@ log = logging.getLogger("archmax.outbound")
 CLAIM_TTL_S = 300
 """Seconds a claim holds its entry (issue 20 item 3): well beyond a send's longest wait (the SMTP
 timeout is 30 s), so a live sender is never overtaken; a claim whose holder died is taken over after it."""
+
+SETTLED_SESSIONS = 1024
+"""Sessions whose settled entries a dispatcher remembers (least recently dispatched forgotten first)."""
 
 ReplyTo = Callable[[str, str], str | None]
 """``(our address, session id) -> Reply-To address or None`` (the signed ``<local>+<token>@<domain>``)."""
@@ -143,10 +148,12 @@ class Dispatcher:
         self.sender = sender
         self.reply_to = reply_to
         self.clock = clock or SystemClock()
+        self._settled: OrderedDict[tuple[str, str], set[str]] = OrderedDict()
+        self._settled_lock = threading.Lock()
 
-    def sent(self, session_id: str, entry: OutboxEntry) -> Sent | None:
-        """The result record of ``entry``, or ``None`` while it is unsent."""
-        data = self.store.outbox_result(session_id, entry.id)
+    def sent(self, record: Checkpoint, entry: OutboxEntry) -> Sent | None:
+        """The result record of ``entry`` (of ``record``'s session), or ``None`` while it is unsent."""
+        data = self.store.outbox_result(record.session_id, entry.id, created_at=record.created_at)
         return Sent.model_validate_json(data) if data is not None else None
 
     def dispatch(self, record: Checkpoint, *, versions: Iterable[int] | None = None) -> list[Sent]:
@@ -204,13 +211,30 @@ class Dispatcher:
     def _settle(self, record: Checkpoint, settled: set[str]) -> None:
         """Clear the session's outbox mark once every entry of ``record`` is known sent (or failed for good).
 
-        ``settled``: the entries this dispatch found or made settled; the others are asked of the
-        store (one read), and an entry not known settled keeps the mark for the sweep.
+        ``settled``: the entries this dispatch found or made settled. The others are asked of the
+        store (one read) unless this dispatcher saw them settled before (settled is for good, so
+        what it learnt stays true: a warm outbound container asks only about entries it never saw
+        settle); an entry not known settled keeps the mark for the sweep.
         """
-        others = [entry.id for entry in record.outbox if entry.id not in settled]
-        if others and len(self.store.outbox_outcomes(record.session_id, others)) < len(set(others)):
-            return
-        self.store.outbox_settled(record.session_id, record.version)
+        sid, life = record.session_id, (record.session_id, record.created_at)
+        known = self._learn(life, settled)
+        others = [entry.id for entry in record.outbox if entry.id not in known]
+        if others:
+            answered = self.store.outbox_outcomes(sid, others, created_at=record.created_at)
+            self._learn(life, set(answered))
+            if len(answered) < len(set(others)):
+                return
+        self.store.outbox_settled(sid, record.version)
+
+    def _learn(self, life: tuple[str, str], settled: set[str]) -> set[str]:
+        """Remember ``settled`` entries of one session's life (id, created_at); returns all it knows settled."""
+        with self._settled_lock:
+            known = self._settled.setdefault(life, set())
+            known |= settled
+            self._settled.move_to_end(life)
+            while len(self._settled) > SETTLED_SESSIONS:
+                self._settled.popitem(last=False)
+            return set(known)
 
     def _claimed_send(self, record: Checkpoint, entry: OutboxEntry) -> Sent | OutboxClaim:
         """Claim, send and record one entry: its :class:`Sent`, or what the claim found (settled, or held).
@@ -225,6 +249,7 @@ class Dispatcher:
         claimed = self.store.outbox_claim(
             sid,
             entry.id,
+            created_at=record.created_at,
             owner=owner,
             now=format_instant(now),
             until=format_instant(now + timedelta(seconds=CLAIM_TTL_S)),
@@ -234,10 +259,10 @@ class Dispatcher:
         try:
             delivery, message_id = self._send(record, entry)
         except OutboundError:
-            self._release(sid, entry, owner)
+            self._release(record, entry, owner)
             raise
         except ValueError as exc:  # the mail format refuses a header: no retry changes that
-            self._release(sid, entry, owner)
+            self._release(record, entry, owner)
             raise UnsendableError(f"outbox entry {entry.id} cannot be mailed: {exc}", session_id=sid) from exc
         result = Sent(
             session_id=sid,
@@ -251,16 +276,18 @@ class Dispatcher:
             provider_id=delivery.provider_id,
             sent_at=format_instant(self.clock.now()),
         )
-        if not self.store.outbox_record(sid, entry.id, OutboxOutcome.SENT, result.model_dump_json(indent=2) + "\n"):
+        body = result.model_dump_json(indent=2) + "\n"
+        if not self.store.outbox_record(sid, entry.id, OutboxOutcome.SENT, body, created_at=record.created_at):
             return OutboxClaim.SENT  # another dispatcher recorded it first: its record stands
         return result
 
-    def _release(self, session_id: str, entry: OutboxEntry, owner: str) -> None:
+    def _release(self, record: Checkpoint, entry: OutboxEntry, owner: str) -> None:
         """Let the entry go at once after a failed send; best effort: the claim's TTL frees it anyway."""
+        now = format_instant(self.clock.now())
         try:
-            self.store.outbox_release(session_id, entry.id, owner=owner, now=format_instant(self.clock.now()))
+            self.store.outbox_release(record.session_id, entry.id, created_at=record.created_at, owner=owner, now=now)
         except Exception as exc:  # noqa: BLE001 - the claim expires on its own
-            log.warning("claim on outbox entry %s of session %r not released: %s", entry.id, session_id, exc)
+            log.warning("claim on outbox entry %s of session %r not released: %s", entry.id, record.session_id, exc)
 
     def _record_failed(self, record: Checkpoint, entry: OutboxEntry, exc: UnsendableError) -> None:
         """Record the entry failed for good (once): no sender tries it again."""
@@ -272,9 +299,8 @@ class Dispatcher:
             reason=str(exc),
             failed_at=format_instant(self.clock.now()),
         )
-        self.store.outbox_record(
-            record.session_id, entry.id, OutboxOutcome.FAILED, failed.model_dump_json(indent=2) + "\n"
-        )
+        body = failed.model_dump_json(indent=2) + "\n"
+        self.store.outbox_record(record.session_id, entry.id, OutboxOutcome.FAILED, body, created_at=record.created_at)
 
     def _send(self, record: Checkpoint, entry: OutboxEntry) -> tuple[Delivery, str | None]:
         if entry.kind == "event":

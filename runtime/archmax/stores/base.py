@@ -343,7 +343,9 @@ class SessionStore(Protocol):
 
     # ------------------------------------------------------------------ outbox entry state (issue 20 items 3, 5; issue 24)
 
-    def outbox_claim(self, session_id: str, entry_id: str, *, owner: str, now: str, until: str) -> OutboxClaim:
+    def outbox_claim(
+        self, session_id: str, entry_id: str, *, created_at: str, owner: str, now: str, until: str
+    ) -> OutboxClaim:
         """Claim outbox entry ``entry_id`` for sending, unless it is settled or another sender holds it.
 
         One sender at a time: a claim holds the entry until ``until`` or until its owner releases it;
@@ -353,6 +355,9 @@ class SessionStore(Protocol):
         Args:
             session_id: The session.
             entry_id: The entry's id (``OutboxEntry.id``, ``<version, 10 digits>-<index>``).
+            created_at: The session's ``created_at`` (every ``outbox_*`` member takes it): entry ids
+                repeat in a session deleted and started again under the same id, so state a store
+                keeps beyond ``delete`` is the state of one session's life only.
             owner: The claimer's unique token.
             now: The current instant; a claim whose ``until`` is at or before it holds nothing.
             until: The instant this claim stops holding the entry.
@@ -366,7 +371,7 @@ class SessionStore(Protocol):
         """
         ...
 
-    def outbox_release(self, session_id: str, entry_id: str, *, owner: str, now: str) -> None:
+    def outbox_release(self, session_id: str, entry_id: str, *, created_at: str, owner: str, now: str) -> None:
         """Let ``owner``'s claim on the entry go at once (a failed send): the next claim may be made now.
 
         Nothing happens when ``owner`` no longer holds the entry or it is settled.
@@ -376,7 +381,9 @@ class SessionStore(Protocol):
         """
         ...
 
-    def outbox_record(self, session_id: str, entry_id: str, outcome: OutboxOutcome, body: str) -> bool:
+    def outbox_record(
+        self, session_id: str, entry_id: str, outcome: OutboxOutcome, body: str, *, created_at: str
+    ) -> bool:
         """Record the entry ``SENT`` or ``FAILED`` for good, once; ``body`` is the result's JSON text.
 
         Returns:
@@ -388,7 +395,9 @@ class SessionStore(Protocol):
         """
         ...
 
-    def outbox_outcomes(self, session_id: str, entry_ids: Iterable[str]) -> dict[str, OutboxOutcome]:
+    def outbox_outcomes(
+        self, session_id: str, entry_ids: Iterable[str], *, created_at: str
+    ) -> dict[str, OutboxOutcome]:
         """``entry id -> SENT | FAILED`` for the entries among ``entry_ids`` that are settled.
 
         An entry missing from the answer is not known settled (it may have been settled a moment
@@ -401,7 +410,7 @@ class SessionStore(Protocol):
         """
         ...
 
-    def outbox_result(self, session_id: str, entry_id: str) -> str | None:
+    def outbox_result(self, session_id: str, entry_id: str, *, created_at: str) -> str | None:
         """The JSON text recorded for a ``SENT`` entry (``outbound.dispatch.Sent``), or ``None`` while unsent.
 
         Raises:

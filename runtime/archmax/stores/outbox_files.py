@@ -11,6 +11,8 @@ listing answers for every entry:
   "released"}``). The highest ``n`` is the one that counts; a sender takes an entry over by
   creating claim ``n + 1``, which only one of several racing senders can do, and only once claim
   ``n`` is released or expired. A release is claim ``n + 1`` created already released.
+
+``created_at`` is not needed here: ``delete`` removes the folder, these files with it.
 """
 
 from __future__ import annotations
@@ -78,7 +80,9 @@ class FileOutboxState:
         """Defined by each store itself."""
         raise NotImplementedError
 
-    def outbox_claim(self, session_id: str, entry_id: str, *, owner: str, now: str, until: str) -> OutboxClaim:
+    def outbox_claim(
+        self, session_id: str, entry_id: str, *, created_at: str, owner: str, now: str, until: str
+    ) -> OutboxClaim:
         """Create claim ``n + 1`` once claim ``n`` is over (one listing, one create-only write; see the port)."""
         listing = OutboxListing.of(self.list_files(session_id, "outbox"))
         if entry_id in listing.settled:
@@ -97,7 +101,7 @@ class FileOutboxState:
                     return OutboxClaim(outcome.value)
         return OutboxClaim.CLAIMED
 
-    def outbox_release(self, session_id: str, entry_id: str, *, owner: str, now: str) -> None:
+    def outbox_release(self, session_id: str, entry_id: str, *, created_at: str, owner: str, now: str) -> None:
         """Create the next claim, already released, when ``owner`` holds the last one."""
         listing = OutboxListing.of(self.list_files(session_id, "outbox"))
         last = listing.claims.get(entry_id, 0)
@@ -109,7 +113,9 @@ class FileOutboxState:
         except PathExistsError:
             pass  # another sender claimed it meanwhile: nothing of ours to let go
 
-    def outbox_record(self, session_id: str, entry_id: str, outcome: OutboxOutcome, body: str) -> bool:
+    def outbox_record(
+        self, session_id: str, entry_id: str, outcome: OutboxOutcome, body: str, *, created_at: str
+    ) -> bool:
         """Create ``outbox/<id>.<outcome>.json`` (create-only); False when it exists."""
         try:
             self.seed(session_id, {outcome_path(entry_id, outcome): body}, create_only=True)
@@ -117,7 +123,9 @@ class FileOutboxState:
             return False
         return True
 
-    def outbox_outcomes(self, session_id: str, entry_ids: Iterable[str]) -> dict[str, OutboxOutcome]:
+    def outbox_outcomes(
+        self, session_id: str, entry_ids: Iterable[str], *, created_at: str
+    ) -> dict[str, OutboxOutcome]:
         """The settled ones among ``entry_ids``, from one listing of ``outbox/``."""
         wanted = set(entry_ids)
         if not wanted:
@@ -125,7 +133,7 @@ class FileOutboxState:
         settled = OutboxListing.of(self.list_files(session_id, "outbox")).settled
         return {entry_id: outcome for entry_id, outcome in settled.items() if entry_id in wanted}
 
-    def outbox_result(self, session_id: str, entry_id: str) -> str | None:
+    def outbox_result(self, session_id: str, entry_id: str, *, created_at: str) -> str | None:
         """The text of ``outbox/<id>.sent.json``, or ``None``."""
         data = self.get(session_id, outcome_path(entry_id, OutboxOutcome.SENT))
         return None if data is None else data.decode("utf-8")

@@ -37,11 +37,11 @@ class CrashOnRecord:
     def __getattr__(self, name: str):
         return getattr(self._store, name)
 
-    def outbox_record(self, session_id: str, entry_id: str, outcome: Any, body: str) -> bool:
+    def outbox_record(self, session_id: str, entry_id: str, outcome: Any, body: str, **kw: Any) -> bool:
         if self.crashes and outcome == "sent":
             self.crashes -= 1
             raise StoreError("the process died before recording the send")
-        return self._store.outbox_record(session_id, entry_id, outcome, body)
+        return self._store.outbox_record(session_id, entry_id, outcome, body, **kw)
 
 
 @pytest.fixture

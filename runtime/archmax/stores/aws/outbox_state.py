@@ -6,9 +6,9 @@ per send"). Where the default keeps create-only files listed from S3
 (:mod:`archmax.stores.outbox_files`), each entry here is one item, written only by conditional
 UpdateItems, so one write both claims and de-duplicates::
 
-    pk            S   <session id> US "outbox" US <entry id>  (US = U+001F, which no session id
-                      holds (§4.1), so the key never names a session; no index key, no ``status``:
-                      the stream's filter and every index ignore it)
+    pk            S   <session id> US "outbox" US <session created_at> US <entry id>  (US = U+001F,
+                      which no session id holds (§4.1), so the key never names a session; no index
+                      key, no ``status``: the stream's filter and every index ignore it)
     claim_owner   S   the last claimer's token
     claim_until   S   the instant that claim stops holding the entry ("" once released)
     sent          S   the sent record's JSON (``outbound.dispatch.Sent``), written once
@@ -38,9 +38,17 @@ BATCH_GET = 100
 """Keys per BatchGetItem (DynamoDB's limit)."""
 
 
-def entry_key(session_id: str, entry_id: str) -> dict[str, Any]:
-    """The key of the entry's state item."""
-    return {"pk": {"S": f"{session_id}{SEPARATOR}outbox{SEPARATOR}{entry_id}"}}
+def _prefix(session_id: str, created_at: str) -> str:
+    return f"{session_id}{SEPARATOR}outbox{SEPARATOR}{created_at}{SEPARATOR}"
+
+
+def entry_key(session_id: str, created_at: str, entry_id: str) -> dict[str, Any]:
+    """The key of the entry's state item.
+
+    The session's ``created_at`` is in it: a session deleted and started again under the same id
+    repeats entry ids, and ``delete`` cannot list these items.
+    """
+    return {"pk": {"S": _prefix(session_id, created_at) + entry_id}}
 
 
 def _conflict_item(exc: CommitConflictError) -> dict[str, Any]:
@@ -54,7 +62,9 @@ def _conflict_item(exc: CommitConflictError) -> dict[str, Any]:
 class AwsOutboxState(AwsState):
     """The outbox-state members of :class:`~archmax.stores.aws.store.AwsStore` (see the module docstring)."""
 
-    def outbox_claim(self, session_id: str, entry_id: str, *, owner: str, now: str, until: str) -> OutboxClaim:
+    def outbox_claim(
+        self, session_id: str, entry_id: str, *, created_at: str, owner: str, now: str, until: str
+    ) -> OutboxClaim:
         """One conditional UpdateItem: claimed unless settled or held by a live claim (see the port).
 
         Raises:
@@ -68,7 +78,7 @@ class AwsOutboxState(AwsState):
                 operation="outbox_claim",
                 session_id=session_id,
                 TableName=self.table_name,
-                Key=entry_key(session_id, entry_id),
+                Key=entry_key(session_id, created_at, entry_id),
                 UpdateExpression="SET #owner = :owner, #until = :until",
                 ConditionExpression=(
                     "attribute_not_exists(#sent) AND attribute_not_exists(#failed)"
@@ -87,7 +97,7 @@ class AwsOutboxState(AwsState):
             return OutboxClaim.FAILED if "failed" in found else OutboxClaim.HELD
         return OutboxClaim.CLAIMED
 
-    def outbox_release(self, session_id: str, entry_id: str, *, owner: str, now: str) -> None:
+    def outbox_release(self, session_id: str, entry_id: str, *, created_at: str, owner: str, now: str) -> None:
         """One conditional UpdateItem: ``claim_until`` emptied while ``owner`` holds the unsettled entry.
 
         Raises:
@@ -101,7 +111,7 @@ class AwsOutboxState(AwsState):
                 operation="outbox_release",
                 session_id=session_id,
                 TableName=self.table_name,
-                Key=entry_key(session_id, entry_id),
+                Key=entry_key(session_id, created_at, entry_id),
                 UpdateExpression="SET #until = :released",
                 ConditionExpression="#owner = :owner AND attribute_not_exists(#sent) AND attribute_not_exists(#failed)",
                 ExpressionAttributeNames={
@@ -112,7 +122,9 @@ class AwsOutboxState(AwsState):
         except CommitConflictError:
             pass  # taken over or settled meanwhile: nothing of ours to let go
 
-    def outbox_record(self, session_id: str, entry_id: str, outcome: OutboxOutcome, body: str) -> bool:
+    def outbox_record(
+        self, session_id: str, entry_id: str, outcome: OutboxOutcome, body: str, *, created_at: str
+    ) -> bool:
         """One conditional UpdateItem: the outcome's attribute set unless present; False when it was.
 
         Raises:
@@ -126,7 +138,7 @@ class AwsOutboxState(AwsState):
                 operation="outbox_record",
                 session_id=session_id,
                 TableName=self.table_name,
-                Key=entry_key(session_id, entry_id),
+                Key=entry_key(session_id, created_at, entry_id),
                 UpdateExpression="SET #outcome = :body",
                 ConditionExpression="attribute_not_exists(#outcome)",
                 ExpressionAttributeNames={"#outcome": outcome.value},
@@ -136,7 +148,9 @@ class AwsOutboxState(AwsState):
             return False
         return True
 
-    def outbox_outcomes(self, session_id: str, entry_ids: Iterable[str]) -> dict[str, OutboxOutcome]:
+    def outbox_outcomes(
+        self, session_id: str, entry_ids: Iterable[str], *, created_at: str
+    ) -> dict[str, OutboxOutcome]:
         """The settled ones among ``entry_ids``: one eventually consistent BatchGetItem per 100 entries.
 
         Raises:
@@ -145,10 +159,10 @@ class AwsOutboxState(AwsState):
         """
         validate_session_id(session_id)
         wanted = list(dict.fromkeys(entry_ids))
-        prefix = f"{session_id}{SEPARATOR}outbox{SEPARATOR}"
+        prefix = _prefix(session_id, created_at)
         found: dict[str, OutboxOutcome] = {}
         for start in range(0, len(wanted), BATCH_GET):
-            keys = [entry_key(session_id, entry_id) for entry_id in wanted[start : start + BATCH_GET]]
+            keys = [entry_key(session_id, created_at, entry_id) for entry_id in wanted[start : start + BATCH_GET]]
             while keys:
                 answer = aws_call(
                     self._ddb.batch_get_item,
@@ -171,7 +185,7 @@ class AwsOutboxState(AwsState):
                 keys = answer.get("UnprocessedKeys", {}).get(self.table_name, {}).get("Keys", [])
         return found
 
-    def outbox_result(self, session_id: str, entry_id: str) -> str | None:
+    def outbox_result(self, session_id: str, entry_id: str, *, created_at: str) -> str | None:
         """The sent record's JSON: one GetItem (strongly consistent), or ``None`` while unsent.
 
         Raises:
@@ -184,7 +198,7 @@ class AwsOutboxState(AwsState):
             operation="outbox_result",
             session_id=session_id,
             TableName=self.table_name,
-            Key=entry_key(session_id, entry_id),
+            Key=entry_key(session_id, created_at, entry_id),
             ConsistentRead=True,
         )
         sent = (answer.get("Item") or {}).get("sent")

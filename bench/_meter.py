@@ -58,6 +58,12 @@ class Meter:
         """Calls answered with an error (``service.Operation: Code``), also in :attr:`calls`."""
         self.ended_failed: Counter[str] = Counter()
         """:attr:`failed` of the window the last :meth:`reset` ended."""
+        self.running: str | None = None
+        """The function whose invocation is running (set by the caller): its calls go to :attr:`by_function`."""
+        self.by_function: Counter[str] = Counter()
+        """Calls made while :attr:`running` named a function, by ``"<function> <service>.<Operation>"``."""
+        self.ended_by_function: Counter[str] = Counter()
+        """:attr:`by_function` of the window the last :meth:`reset` ended."""
 
     # ------------------------------------------------------------------ windows
 
@@ -65,13 +71,16 @@ class Meter:
         """Start a new window; returns the calls and bill of the one that ended."""
         with self._lock:
             calls, bill, self.ended_failed = self.calls, self.bill, self.failed
-            self.calls, self.bill, self.failed = Counter(), Bill(), Counter()
+            self.ended_by_function = self.by_function
+            self.calls, self.bill, self.failed, self.by_function = Counter(), Bill(), Counter(), Counter()
         return calls, bill
 
     def note_call(self, name: str) -> None:
         """Count a call made outside the metered clients (``"lambda.Invoke"``)."""
         with self._lock:
             self.calls[name] += 1
+            if self.running is not None:
+                self.by_function[f"{self.running} {name}"] += 1
 
     def invoked(self, function: str) -> None:
         """Bill one Lambda invocation of ``function``."""
@@ -90,6 +99,8 @@ class Meter:
         service, op = model.service_model.service_name, model.name
         with self._lock:
             self.calls[f"{service}.{op}"] += 1
+            if self.running is not None:
+                self.by_function[f"{self.running} {service}.{op}"] += 1
         if service == "dynamodb":
             body = json.loads(params.get("body") or b"{}")
             context["bench_body"] = body

@@ -211,7 +211,11 @@ class Stack:
     def invoke(self, container: Container, event: Any) -> Any:
         """One billed invocation of ``container``."""
         self.meter.invoked(container.function)
-        return container.handle(event, FakeLambdaContext())
+        self.meter.running = container.function
+        try:
+            return container.handle(event, FakeLambdaContext())
+        finally:
+            self.meter.running = None
 
     def outbound(self, container: Container) -> None:
         """Hand the outbound function the records the cycle's commits produced (one batch)."""
@@ -285,6 +289,12 @@ class Measured:
     cycles: int
     messages: int
     failed: Counter[str] = field(default_factory=Counter)
+    by_function: Counter[str] = field(default_factory=Counter)
+    """Calls made inside each function's invocations, by ``"<function> <service>.<Operation>"``."""
+
+    def function_calls(self, function: str) -> Counter[str]:
+        """The calls made inside ``function``'s invocations, by operation."""
+        return Counter({k.split(" ", 1)[1]: n for k, n in self.by_function.items() if k.split(" ", 1)[0] == function})
 
     @property
     def calls_per_cycle(self) -> float:
@@ -311,7 +321,7 @@ def _window(meter: Meter, cycles: int, run: Callable[[], None], messages: int) -
     for _ in range(cycles):
         run()
     calls, bill = meter.reset()
-    return Measured(calls, bill, cycles, messages, meter.ended_failed)
+    return Measured(calls, bill, cycles, messages, meter.ended_failed, meter.ended_by_function)
 
 
 ROWS = (  # (row, path, warm containers); the timer row first (see archmax_rows)
@@ -462,7 +472,8 @@ def report(rows: dict[str, dict[int, Measured]], lam: LambdaAssumptions, window:
         f"Issue 24: one park/resume cycle end to end (handler + drain + lambda:Invoke + outbound + sweep share),"
         f" one moto server, one run; mean of {window} cycles per cell"
     )
-    header = ["per park/resume cycle", f"calls @~{small}", f"calls @~{large}", f"$/1M @~{small}", f"$/1M @~{large}",
+    header = ["per park/resume cycle", f"calls @~{small}", f"calls @~{large}",
+              f"outbound calls @~{small}", f"outbound calls @~{large}", f"$/1M @~{small}", f"$/1M @~{large}",
               f"WRU @~{small}", f"WRU @~{large}", "invocations"]  # fmt: skip
     body = []
     for name, by_length in rows.items():
@@ -470,6 +481,8 @@ def report(rows: dict[str, dict[int, Measured]], lam: LambdaAssumptions, window:
         inv = " + ".join(f"{fn}×{n / a.cycles:g}" for fn, n in sorted(a.bill.invocations.items())) or "-"
         body.append([
             name, f"{a.calls_per_cycle:.1f}", f"{b.calls_per_cycle:.1f}",
+            f"{a.function_calls('outbound').total() / a.cycles:.1f}",
+            f"{b.function_calls('outbound').total() / b.cycles:.1f}",
             f"{a.dollars_per_million(lam):.2f}", f"{b.dollars_per_million(lam):.2f}",
             f"{a.bill.wru / a.cycles:.1f}", f"{b.bill.wru / b.cycles:.1f}", inv,
         ])  # fmt: skip
@@ -515,6 +528,14 @@ def report(rows: dict[str, dict[int, Measured]], lam: LambdaAssumptions, window:
     for name, by_length in rows.items():
         print(f"  {name}: {by_length[small].detail()}")
         print(f"  {' ' * len(name)}  {by_length[large].detail()}")
+    print(f"Outbound function calls per cycle (~{small} / ~{large} messages):")
+    for name, by_length in rows.items():
+        parts = [
+            ", ".join(f"{op}×{n / m.cycles:.3g}" for op, n in sorted(m.function_calls("outbound").items())) or "-"
+            for m in (by_length[small], by_length[large])
+        ]
+        if parts != ["-", "-"]:
+            print(f"  {name}: {parts[0]} / {parts[1]}")
     print(
         "Transcript lengths (messages at the start of the window): "
         + "; ".join(f"{name} {by[small].messages}/{by[large].messages}" for name, by in rows.items())

@@ -25,7 +25,7 @@ from archmax.inbound.email import parse_email
 from archmax.inbound.ses import SesMail, ses_firing
 from archmax.outbound.aliases import S3Aliases
 from archmax.outbound.config import reply_threader
-from archmax.outbound.dispatch import CLAIM_TTL_S, Dispatcher, sent_path
+from archmax.outbound.dispatch import CLAIM_TTL_S, Dispatcher
 from archmax.testing import FakeLambdaContext
 from unit.outbound._mail import CUSTOMER_ID, first_mail, parse_raw, reply_mail, send_mail, support_agent
 
@@ -156,7 +156,7 @@ def test_the_stream_sends_the_question_through_ses_and_puts_the_parked_event_onc
     assert put["detail"]["session_id"] == CUSTOMER_ID and put["detail"]["state"] == "clarify"
     assert put["detail"]["reason"] == "the customer's order number" and "Which order" in put["detail"]["text"]
     record = aws.store.load(CUSTOMER_ID)
-    result = json.loads(aws.store.get(CUSTOMER_ID, sent_path(record.outbox[0])))
+    result = json.loads(aws.store.outbox_result(CUSTOMER_ID, record.outbox[0].id, created_at=record.created_at))
     assert result["transport"] == "ses" and result["provider_id"] and result["message_id"] in msg["Message-ID"]
 
 
@@ -192,11 +192,11 @@ class CrashOnRecord:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._store, name)
 
-    def seed(self, session_id: str, files: dict[str, str], create_only: bool = False) -> None:
-        if self.crashes and any(path.endswith(".sent.json") for path in files):
+    def outbox_record(self, session_id: str, entry_id: str, outcome: Any, body: str, **kw: Any) -> bool:
+        if self.crashes and outcome == "sent":
             self.crashes -= 1
             raise StoreError("the function timed out before recording the send")
-        self._store.seed(session_id, files, create_only)
+        return self._store.outbox_record(session_id, entry_id, outcome, body, **kw)
 
 
 def test_a_crash_between_send_and_record_resends_at_most_once_with_the_same_message_id(aws):
@@ -226,6 +226,46 @@ def test_a_crash_between_send_and_record_resends_at_most_once_with_the_same_mess
     assert len(aws.put_events()) == 1
 
 
+def _new_records(aws: Aws, seen: dict[str, Any]) -> dict[str, Any]:
+    """The stream records not in the batch ``seen`` (what the next batch holds)."""
+    old = {r["dynamodb"]["SequenceNumber"] for r in seen["Records"]}
+    return {"Records": [r for r in aws.stream_event()["Records"] if r["dynamodb"]["SequenceNumber"] not in old]}
+
+
+def test_the_stream_sends_from_the_records_image_and_skips_its_own_settle_without_a_call(aws):
+    aws.verify_domain()
+    park(aws)
+    event = aws.stream_event()
+    calllog = moto_env().CallLog
+    with calllog(aws.ddb, aws.s3) as log:
+        assert aws.handle(event, FakeLambdaContext()) == {"batchItemFailures": []}
+    assert log.count("dynamodb.GetItem") == 0 and log.count("s3.GetObject") == 0  # the image carried the entries
+    assert len(aws.sent_mail()) == 1 and [e["detail-type"] for e in aws.put_events()] == ["Session Parked"]
+    echo = _new_records(aws, event)  # the settle's own update of the item, streamed like a commit
+    assert echo["Records"]
+    with calllog(aws.ddb, aws.s3) as log:
+        assert aws.handle(echo, FakeLambdaContext()) == {"batchItemFailures": []}
+    assert log.calls == [] and len(aws.sent_mail()) == 1 and aws.put_events() == []
+
+
+def test_a_park_whose_chunk_is_too_large_for_the_item_is_sent_from_the_session_read_once(aws):
+    from archmax import create_agent
+    from archmax.models.scripted import ScriptedModel
+    from archmax.spec import workflow_from_dict
+
+    asking = workflow_from_dict({"states": {"chat": {"triggers": {"manual": None}}}}, "asking")
+    question = "Which of these " + "very " * 3000 + "long options?"  # ~15 KB: the chunk is an S3 object
+    script = [{"say": question, "call": {"archmax_wait": {"reason": "an option"}}}]
+    agent = create_agent(asking, aws.store, ScriptedModel(script), outbound=False, clock=FakeClock())
+    assert agent.workflow.send("long-1", "Hello").kind == "parked"
+    calllog = moto_env().CallLog
+    with calllog(aws.ddb, aws.s3) as log:
+        assert aws.handle(aws.stream_event(), FakeLambdaContext()) == {"batchItemFailures": []}
+    assert log.count("dynamodb.GetItem") == 1
+    (put,) = aws.put_events()
+    assert put["detail-type"] == "Session Parked" and put["detail"]["text"] == question
+
+
 def _threaded(aws: Aws, raw: bytes) -> str:
     threaded = reply_threader(aws.store, {}, s3_client=aws.s3, s3_prefix=PREFIX)(parse_email(raw), ())
     return threaded.variables["conversation_id"]
@@ -236,7 +276,7 @@ def test_a_reply_threaded_only_to_our_message_id_or_only_to_the_ses_id_finds_the
     agent = park(aws)
     aws.handle(aws.stream_event(), FakeLambdaContext())
     record = aws.store.load(CUSTOMER_ID)
-    result = json.loads(aws.store.get(CUSTOMER_ID, sent_path(record.outbox[0])))
+    result = json.loads(aws.store.outbox_result(CUSTOMER_ID, record.outbox[0].id, created_at=record.created_at))
     ours, ses_id = result["message_id"], result["provider_id"]
     assert S3Aliases(aws.s3, moto_env().BUCKET, PREFIX).get(ours) == CUSTOMER_ID
     assert _threaded(aws, reply_mail(In_Reply_To=f"<{ours}>")) == CUSTOMER_ID

@@ -18,7 +18,7 @@ from archmax.clock import FakeClock
 from archmax.handlers import outbound, timer
 from archmax.hosting.wiring import from_environment
 from archmax.models.scripted import ScriptedModel
-from archmax.outbound.dispatch import Dispatcher, failed_path, sent_path
+from archmax.outbound.dispatch import Dispatcher
 from archmax.spec import workflow_from_dict
 from archmax.testing import FakeLambdaContext, load_event
 from unit.outbound._mail import SUPPORT_INBOX, first_mail, parse_raw, send_mail, support_agent
@@ -113,9 +113,11 @@ def test_a_bccd_mail_with_no_from_is_recorded_failed_while_its_parked_event_is_p
         assert no_from(event, FakeLambdaContext())["batchItemFailures"]
     assert aws.sent_mail() == []
     assert [e["detail-type"] for e in aws.put_events()] == ["Session Parked"]  # put once, never held back
-    question, parked = aws.store.load(SID).outbox
-    assert aws.store.get(SID, failed_path(question)) is not None
-    assert aws.store.get(SID, sent_path(parked)) is not None
+    record = aws.store.load(SID)
+    question, parked = record.outbox
+    outcomes = aws.store.outbox_outcomes(SID, [question.id, parked.id], created_at=record.created_at)
+    assert outcomes == {question.id: "failed", parked.id: "sent"}
+    assert aws.store.list_files(SID, "outbox") == []  # the state is items, not objects (issue 24)
 
 
 def test_the_timer_function_sends_what_a_stream_record_that_ran_out_of_retries_left(stream):

@@ -72,7 +72,10 @@ WORKFLOW = {
     },
 }
 
-STORE_WRITES = ("commit", "seed", "upload_files", "remove_files", "delete", "put_spec")
+STORE_WRITES = (
+    "commit", "seed", "upload_files", "remove_files", "delete", "put_spec",
+    "outbox_claim", "outbox_release", "outbox_record",
+)  # fmt: skip
 INBOX_WRITES = ("put", "mark", "try_acquire", "release")
 STORE_FAULTS = ("crash-before", "crash-after", "error-before", "error-after")
 KILLS = ("kill-before", "kill-after")
@@ -250,10 +253,16 @@ class FaultyStore:
         return self._inner.get(*a, **k)
 
     def seed(self, *a: Any, **k: Any) -> Any:
+        return self._faults.write("store.seed", lambda: self._inner.seed(*a, **k))
+
+    def outbox_record(self, session_id: str, entry_id: str, outcome: Any, body: str, **kw: Any) -> Any:
         try:
-            return self._faults.write("store.seed", lambda: self._inner.seed(*a, **k))
+            return self._faults.write(
+                "store.outbox_record", lambda: self._inner.outbox_record(session_id, entry_id, outcome, body, **kw)
+            )
         except (Crash, StoreError):
-            self._faults.unrecorded.update(_sent_records(*a, **k))
+            if outcome == "sent":
+                self._faults.unrecorded.add(f"{session_id}/{entry_id}")  # the documented duplicate window
             raise
 
     def upload_files(self, *a: Any, **k: Any) -> Any:
@@ -270,12 +279,6 @@ class FaultyStore:
 
     def put_spec(self, *a: Any, **k: Any) -> Any:
         return self._faults.write("store.put_spec", lambda: self._inner.put_spec(*a, **k))
-
-
-def _sent_records(session_id: str, files: dict[str, str] | None = None, *_: Any, **k: Any) -> list[str]:
-    """``<session>/<entry id>`` of the sent records among a seed's files."""
-    files = files if files is not None else k.get("files") or {}
-    return [f"{session_id}/{p[len('outbox/') : -len('.sent.json')]}" for p in files if p.endswith(".sent.json")]
 
 
 class SinkPublisher:

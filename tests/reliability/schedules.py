@@ -34,7 +34,6 @@ from archmax.errors import (
 )
 from archmax.hosting.host import Accepted
 from archmax.outbound.dispatch import CLAIM_TTL_S
-from archmax.outbound.settled import OutboxFiles
 from archmax.session.firing import Firing
 from archmax.session.records import SessionStatus
 
@@ -424,9 +423,15 @@ class Driver:
             check_indexes(world.agent, world.raw_store, records, [now, later])
             self._send_what_is_left()
             committed, recorded = set(world.faults.committed), set()
+            born = {}
             for sid in world.raw_store.list():
-                committed.update(f"{sid}/{e.id}" for e in world.raw_store.load(sid).outbox)
-                recorded.update(f"{sid}/{entry_id}" for entry_id in OutboxFiles.of(world.raw_store, sid).sent)
+                rec = world.raw_store.load(sid)
+                born[sid] = rec.created_at
+                committed.update(f"{sid}/{e.id}" for e in rec.outbox)
+            for sid in {key.rsplit("/", 1)[0] for key in committed} & set(born):
+                ids = [key.rsplit("/", 1)[1] for key in committed if key.rsplit("/", 1)[0] == sid]
+                outcomes = world.raw_store.outbox_outcomes(sid, ids, created_at=born[sid])
+                recorded.update(f"{sid}/{entry_id}" for entry_id, outcome in outcomes.items() if outcome == "sent")
             check_outbox(committed, world.sink.sent, world.faults.unrecorded, recorded)
         except Violation:
             self.counters.add("violations")

@@ -87,7 +87,8 @@ def test_the_outbound_function_writes_only_outbox_files_and_aliases_and_reads_on
         "${SessionsBucket.Arn}/sessions/.aliases/*",
     ]
     dynamodb = sorted(a for s in statements for a in _actions(s) if a.startswith("dynamodb:"))
-    assert dynamodb == ["dynamodb:GetItem", "dynamodb:UpdateItem"]  # UpdateItem: the outbox mark (issue 20)
+    # UpdateItem: each entry's claim and outcome, and the outbox mark (issue 20); BatchGetItem: which are settled (issue 24)
+    assert dynamodb == ["dynamodb:BatchGetItem", "dynamodb:GetItem", "dynamodb:UpdateItem"]
     env = resources["OutboundFunction"]["Properties"]["Environment"]["Variables"]
     assert env["ARCHMAX_EVENT_BUS"] == {"Ref": "ArchmaxEventBus"}
     assert env["ARCHMAX_MAIL_TRANSPORT"] == {"Fn::If": ["SendMail", "ses", "off"]}

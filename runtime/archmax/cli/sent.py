@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from archmax.outbound.dispatch import Sent, describe, sent_path
+from archmax.outbound.dispatch import Sent, describe
 
 
 def sent_lines(store: Any, session_id: str) -> list[str]:
@@ -22,7 +22,7 @@ def sent_lines(store: Any, session_id: str) -> list[str]:
     for entry in record.outbox:
         if entry.version != record.version:
             continue
-        data = store.get(session_id, sent_path(entry))
+        data = store.outbox_result(session_id, entry.id, created_at=record.created_at)
         if data is not None:
             sent = Sent.model_validate_json(data)
             if sent.kind == "email" or sent.transport != "file":

@@ -138,9 +138,8 @@ class Work:
         )
         if not lease:
             # the turn's outbound messages ride its last commit; only entries known sent leave (issue 20 item 1)
-            record_outbox(
-                rec, self.start_messages, settled=settled_in(self.store, rec.session_id), words=self.outbox_words
-            )
+            settled = settled_in(self.store, rec.session_id, list(rec.outbox), created_at=rec.created_at)
+            record_outbox(rec, self.start_messages, settled=settled, words=self.outbox_words)
         owner = None if claim or not self.holds_lease else self.owner
         self.store.commit(rec.session_id, rec, self.version, lease_owner=owner, riders=self.riders)
         self.version = rec.version

@@ -2,9 +2,15 @@
 
 Rule source: DESIGN.md §3 "The change stream" (one stream-fed function sends what a commit
 recorded, idempotently by outbox id) and issue 12 item 4. Each stream record names a session
-(``Keys.pk``) and the version its commit wrote (``NewImage.version``); the handler loads the
-session and sends the entries that version recorded and that have no result record yet. A
-redelivered batch therefore sends nothing twice.
+(``Keys.pk``) and the version its commit wrote (``NewImage.version``); the handler sends the
+entries that version recorded and that have no result record yet. A redelivered batch therefore
+sends nothing twice.
+
+Where the entries come from (issue 24 goal 2): the record's ``NewImage`` is the whole item the
+write left (the template streams ``NEW_IMAGE``). An image whose version recorded no entry (no
+``outbox_version`` at its version: a commit that recorded none, or the sender's own settle) costs
+no call; one whose chunk travels inline carries the committed record, outbox included
+(:mod:`archmax.stores.aws.image`), so the session is not read. Otherwise the session is loaded.
 
 Records are processed with Powertools' batch utility (``BatchProcessor`` for DynamoDB Streams):
 a record whose send failed is reported in ``batchItemFailures``, so Lambda retries it (and, after
@@ -22,6 +28,8 @@ from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import 
 from archmax.errors import InvalidEventError
 from archmax.handlers.common import direct, refuse, unrecognised
 from archmax.outbound.dispatch import Dispatcher
+from archmax.session.records import Checkpoint
+from archmax.stores.aws.image import record_of_image, recorded_nothing
 
 
 def is_stream_batch(event: Any) -> bool:
@@ -53,6 +61,28 @@ def stream_position(record: DynamoDBRecord) -> tuple[str, int]:
         raise InvalidEventError(f"NewImage.version {version!r} is not a number") from None
 
 
+def committed_record(store: Any, record: DynamoDBRecord) -> Checkpoint | None:
+    """The committed record whose outbox entries a stream record asks to send, or ``None`` (nothing to send).
+
+    From the record's ``NewImage`` when it carries them (no call), else ``store.load`` (the
+    session's latest record; ``None`` once it was deleted).
+
+    Raises:
+        InvalidEventError: as :func:`stream_position`.
+        StoreError: the load failed.
+    """
+    session_id, _ = stream_position(record)
+    raw = record.raw_event.get("dynamodb")
+    image = raw.get("NewImage") if isinstance(raw, Mapping) else None
+    if isinstance(image, Mapping):
+        if recorded_nothing(image):
+            return None
+        committed = record_of_image(session_id, image)
+        if committed is not None:
+            return committed
+    return store.load(session_id)
+
+
 def build(store: Any, dispatcher: Dispatcher) -> Any:
     """The outbound function's handler over a store and a dispatcher.
 
@@ -70,10 +100,10 @@ def build(store: Any, dispatcher: Dispatcher) -> Any:
     processor = BatchProcessor(event_type=EventType.DynamoDBStreams, raise_on_entire_batch_failure=False)
 
     def send(record: DynamoDBRecord) -> None:
-        session_id, version = stream_position(record)
-        current = store.load(session_id)
+        _, version = stream_position(record)
+        current = committed_record(store, record)
         if current is None:
-            return  # the session was deleted since: nothing left to answer
+            return  # nothing recorded at this version, or the session was deleted since
         dispatcher.dispatch(current, versions={version})
 
     def handle(event: Mapping[str, Any], context: Any) -> Mapping[str, Any]:

@@ -5,21 +5,22 @@ outbox id), issue 12 item 1 and issue 20 items 1-3 and 5. One dispatcher serves 
 after each operation locally, from the sessions table's stream on AWS (:mod:`archmax.handlers.outbound`),
 and from the sweep for whatever neither sent (:func:`archmax.hosting.sweep.send_outbox`).
 
-Per entry, in order (every fact a create-only file under ``outbox/``, :mod:`archmax.outbound.settled`):
+Per entry, in order (every fact kept by the store's outbox-state members, :class:`~archmax.stores.base.SessionStore`
+``outbox_claim`` ...: create-only files under ``outbox/`` by default, one DynamoDB item per entry on AWS):
 
-1. an entry with a sent or failed record is settled: skip it;
-2. **claim** it: create ``outbox/<id>.claim-<n>.json`` (``n`` one past the last claim, which must
-   be released or expired). Of two live senders (a ``reply`` whose SMTP server holds its DATA and a
-   ``decide`` dispatching the same outbox) one creates the claim; the other skips the entry;
-3. an email gets our Message-ID (stable across attempts), recorded as an alias of the session before
+1. **claim** it (``store.outbox_claim``): one sender at a time. An entry already sent or failed for
+   good is settled: skip it. Of two live senders (a ``reply`` whose SMTP server holds its DATA and a
+   ``decide`` dispatching the same outbox) one gets the claim; the other skips the entry. A claim
+   whose holder died is taken over once it expires (``CLAIM_TTL_S``);
+2. an email gets our Message-ID (stable across attempts), recorded as an alias of the session before
    the send, so a reply that comes back at once threads;
-4. the transport sends (mail) or puts (event);
-5. the ids the provider sent under (SES's) are recorded as aliases, then the sent record is written
-   create-only. A send that failed releases its claim (a next claim at once) and the entries after
-   it are still sent; one no retry can send (:class:`~archmax.errors.UnsendableError`) gets a failed
-   record instead.
+3. the transport sends (mail) or puts (event);
+4. the ids the provider sent under (SES's) are recorded as aliases, then the sent record, once
+   (``store.outbox_record``). A send that failed releases its claim (a next claim at once) and the
+   entries after it are still sent; one no retry can send (:class:`~archmax.errors.UnsendableError`)
+   gets a failed record instead.
 
-The one duplicate window: a crash after step 4 and before step 5's record. The entry's claim then
+The one duplicate window: a crash after step 3 and before step 4's record. The entry's claim then
 holds it for ``CLAIM_TTL_S``; after that the sweep takes it over and sends again, under the same
 Message-ID (mail clients show one message). The ``.eml`` file transport has no such window: its file
 is its own create-only record.
@@ -29,7 +30,9 @@ from __future__ import annotations
 
 import email.utils
 import logging
+import threading
 import uuid
+from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from datetime import timedelta
 from typing import Any
@@ -37,13 +40,13 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from archmax.clock import Clock, SystemClock, format_instant
-from archmax.errors import ArchmaxError, OutboundError, PathExistsError, UnsendableError
+from archmax.errors import ArchmaxError, OutboundError, UnsendableError
 from archmax.outbound.aliases import AliasIndex
 from archmax.outbound.mime import build_reply, domain_of, our_message_id
 from archmax.outbound.outbox import failed_path, sent_path
-from archmax.outbound.settled import OutboxFiles, claim_path
 from archmax.outbound.transports import Delivery, Mailer, Publisher, session_path
 from archmax.session.records import Checkpoint, OutboxEntry
+from archmax.stores.base import OutboxClaim, OutboxOutcome
 
 log = logging.getLogger("archmax.outbound")
 
@@ -51,13 +54,16 @@ CLAIM_TTL_S = 300
 """Seconds a claim holds its entry (issue 20 item 3): well beyond a send's longest wait (the SMTP
 timeout is 30 s), so a live sender is never overtaken; a claim whose holder died is taken over after it."""
 
+SETTLED_SESSIONS = 1024
+"""Sessions whose settled entries a dispatcher remembers (least recently dispatched forgotten first)."""
+
 ReplyTo = Callable[[str, str, int | None], str | None]
 """``(our address, session id, park version) -> Reply-To address or None`` (the signed ``<local>+<token>@<domain>``;
 the park version is the entry's ``park_version``: the park the mail asks its question at, signed in, §5.11)."""
 
 
 class Sent(BaseModel):
-    """The result record of one outbox entry (``outbox/<entry id>.sent.json``), written once."""
+    """The result record of one outbox entry, written once (``store.outbox_record``; read by ``store.outbox_result``)."""
 
     model_config = ConfigDict(frozen=True, defer_build=True)
 
@@ -90,17 +96,6 @@ class Failed(BaseModel):
     detail_type: str
     reason: str
     failed_at: str
-
-
-class Claim(BaseModel):
-    """A sender's claim on an entry (``outbox/<entry id>.claim-<n>.json``): it alone sends until ``expires_at``."""
-
-    model_config = ConfigDict(frozen=True, defer_build=True)
-
-    owner: str
-    expires_at: str
-    released: bool = False
-    """A sender that failed lets the entry go at once: the next claim may be made now."""
 
 
 class DispatchError(OutboundError):
@@ -154,10 +149,12 @@ class Dispatcher:
         self.sender = sender
         self.reply_to = reply_to
         self.clock = clock or SystemClock()
+        self._settled: OrderedDict[tuple[str, str], set[str]] = OrderedDict()
+        self._settled_lock = threading.Lock()
 
-    def sent(self, session_id: str, entry: OutboxEntry) -> Sent | None:
-        """The result record of ``entry``, or ``None`` while it is unsent."""
-        data = self.store.get(session_id, sent_path(entry))
+    def sent(self, record: Checkpoint, entry: OutboxEntry) -> Sent | None:
+        """The result record of ``entry`` (of ``record``'s session), or ``None`` while it is unsent."""
+        data = self.store.outbox_result(record.session_id, entry.id, created_at=record.created_at)
         return Sent.model_validate_json(data) if data is not None else None
 
     def dispatch(self, record: Checkpoint, *, versions: Iterable[int] | None = None) -> list[Sent]:
@@ -178,72 +175,95 @@ class Dispatcher:
         Raises:
             DispatchError: some entries were not sent (``.sent`` holds those that were; entries that
                 failed for a reason a retry can change stay unsettled for the next attempt).
-            StoreError: the store failed listing the outbox folder or recording a result.
+            StoreError: the store failed claiming an entry, recording a result or answering which are settled.
         """
         if not record.outbox:
             return []
         wanted = set(versions) if versions is not None else None
         entries = [e for e in record.outbox if wanted is None or e.version in wanted]
-        files = OutboxFiles.of(self.store, record.session_id)
         done: list[Sent] = []
+        settled: set[str] = set()
+        held = False
         errors: list[tuple[str, ArchmaxError]] = []
         for entry in entries:
-            if entry.id in files.failed:
-                if wanted is not None:
-                    errors.append((entry.id, UnsendableError(f"outbox entry {entry.id} was recorded as unsendable")))
-                continue
-            if entry.id in files.sent:
-                continue
             try:
-                result = self._claimed_send(record, entry, files.claims.get(entry.id, 0))
+                result = self._claimed_send(record, entry)
             except UnsendableError as exc:
                 self._record_failed(record, entry, exc)
                 errors.append((entry.id, exc))
+                continue
             except OutboundError as exc:
                 errors.append((entry.id, exc))
-            else:
-                if result is not None:
-                    done.append(result)
+                continue
+            if isinstance(result, Sent):
+                done.append(result)
+            elif result == OutboxClaim.HELD:
+                held = True
+                continue
+            elif result == OutboxClaim.FAILED and wanted is not None:
+                errors.append((entry.id, UnsendableError(f"outbox entry {entry.id} was recorded as unsendable")))
+            settled.add(entry.id)
         if errors:
             raise DispatchError(record.session_id, done, errors)
-        self._settle(record, files, done)
+        if not held:
+            self._settle(record, settled)
         return done
 
-    def _settle(self, record: Checkpoint, files: OutboxFiles, done: list[Sent]) -> None:
+    def _settle(self, record: Checkpoint, settled: set[str]) -> None:
         """Clear the session's outbox mark once every entry of ``record`` is known sent (or failed for good).
 
-        An entry another sender holds (a live claim) is not known sent: the mark stays for the sweep.
+        ``settled``: the entries this dispatch found or made settled. The others are asked of the
+        store (one read) unless this dispatcher saw them settled before (settled is for good, so
+        what it learnt stays true: a warm outbound container asks only about entries it never saw
+        settle); an entry not known settled keeps the mark for the sweep.
         """
-        sent = {result.id for result in done} | files.sent | files.failed
-        if all(entry.id in sent for entry in record.outbox):
-            self.store.outbox_settled(record.session_id, record.version)
+        sid, life = record.session_id, (record.session_id, record.created_at)
+        known = self._learn(life, settled)
+        others = [entry.id for entry in record.outbox if entry.id not in known]
+        if others:
+            answered = self.store.outbox_outcomes(sid, others, created_at=record.created_at)
+            self._learn(life, set(answered))
+            if len(answered) < len(set(others)):
+                return
+        self.store.outbox_settled(sid, record.version)
 
-    def _claimed_send(self, record: Checkpoint, entry: OutboxEntry, last_claim: int) -> Sent | None:
-        """Claim, send and record one entry; ``None`` when another sender has it (or had it).
+    def _learn(self, life: tuple[str, str], settled: set[str]) -> set[str]:
+        """Remember ``settled`` entries of one session's life (id, created_at); returns all it knows settled."""
+        with self._settled_lock:
+            known = self._settled.setdefault(life, set())
+            known |= settled
+            self._settled.move_to_end(life)
+            while len(self._settled) > SETTLED_SESSIONS:
+                self._settled.popitem(last=False)
+            return set(known)
+
+    def _claimed_send(self, record: Checkpoint, entry: OutboxEntry) -> Sent | OutboxClaim:
+        """Claim, send and record one entry: its :class:`Sent`, or what the claim found (settled, or held).
 
         Raises:
             UnsendableError / OutboundError: the send failed (the claim was released).
             StoreError: the store failed.
         """
         sid = record.session_id
-        if last_claim and not self._claim_over(sid, entry, last_claim):
-            return None  # a live sender holds it: it sends and records, or its claim expires for the sweep
-        n = last_claim + 1
+        owner = uuid.uuid4().hex
         now = self.clock.now()
-        claim = Claim(owner=uuid.uuid4().hex, expires_at=format_instant(now + timedelta(seconds=CLAIM_TTL_S)))
-        try:
-            self.store.seed(sid, {claim_path(entry, n): claim.model_dump_json() + "\n"}, create_only=True)
-        except PathExistsError:
-            return None  # another sender claimed it first
-        if last_claim and self._settled_since(sid, entry):
-            return None  # the sender we took over from finished after all
+        claimed = self.store.outbox_claim(
+            sid,
+            entry.id,
+            created_at=record.created_at,
+            owner=owner,
+            now=format_instant(now),
+            until=format_instant(now + timedelta(seconds=CLAIM_TTL_S)),
+        )
+        if claimed != OutboxClaim.CLAIMED:
+            return OutboxClaim(claimed)
         try:
             delivery, message_id = self._send(record, entry)
         except OutboundError:
-            self._release(sid, entry, n + 1, claim.owner)
+            self._release(record, entry, owner)
             raise
         except ValueError as exc:  # the mail format refuses a header: no retry changes that
-            self._release(sid, entry, n + 1, claim.owner)
+            self._release(record, entry, owner)
             raise UnsendableError(f"outbox entry {entry.id} cannot be mailed: {exc}", session_id=sid) from exc
         result = Sent(
             session_id=sid,
@@ -257,37 +277,21 @@ class Dispatcher:
             provider_id=delivery.provider_id,
             sent_at=format_instant(self.clock.now()),
         )
-        try:
-            self.store.seed(sid, {sent_path(entry): result.model_dump_json(indent=2) + "\n"}, create_only=True)
-        except PathExistsError:
-            return None  # another dispatcher recorded it first: its record stands
+        body = result.model_dump_json(indent=2) + "\n"
+        if not self.store.outbox_record(sid, entry.id, OutboxOutcome.SENT, body, created_at=record.created_at):
+            return OutboxClaim.SENT  # another dispatcher recorded it first: its record stands
         return result
 
-    def _claim_over(self, session_id: str, entry: OutboxEntry, n: int) -> bool:
-        """Whether claim ``n`` on ``entry`` no longer holds it (released, expired, or unreadable)."""
-        data = self.store.get(session_id, claim_path(entry, n))
-        if data is None:
-            return True
+    def _release(self, record: Checkpoint, entry: OutboxEntry, owner: str) -> None:
+        """Let the entry go at once after a failed send; best effort: the claim's TTL frees it anyway."""
+        now = format_instant(self.clock.now())
         try:
-            claim = Claim.model_validate_json(data)
-        except ValueError:
-            return True  # a torn claim file holds nothing
-        return claim.released or claim.expires_at <= format_instant(self.clock.now())
-
-    def _settled_since(self, session_id: str, entry: OutboxEntry) -> bool:
-        """Whether a sent or failed record of ``entry`` appeared after the folder was listed."""
-        return any(self.store.get(session_id, path) is not None for path in (sent_path(entry), failed_path(entry)))
-
-    def _release(self, session_id: str, entry: OutboxEntry, n: int, owner: str) -> None:
-        """Let the entry go at once after a failed send (claim ``n``, released); best effort: the TTL frees it anyway."""
-        released = Claim(owner=owner, expires_at=format_instant(self.clock.now()), released=True)
-        try:
-            self.store.seed(session_id, {claim_path(entry, n): released.model_dump_json() + "\n"}, create_only=True)
+            self.store.outbox_release(record.session_id, entry.id, created_at=record.created_at, owner=owner, now=now)
         except Exception as exc:  # noqa: BLE001 - the claim expires on its own
-            log.warning("claim on outbox entry %s of session %r not released: %s", entry.id, session_id, exc)
+            log.warning("claim on outbox entry %s of session %r not released: %s", entry.id, record.session_id, exc)
 
     def _record_failed(self, record: Checkpoint, entry: OutboxEntry, exc: UnsendableError) -> None:
-        """Write the entry's failed record (create-only): no sender tries it again."""
+        """Record the entry failed for good (once): no sender tries it again."""
         failed = Failed(
             session_id=record.session_id,
             id=entry.id,
@@ -296,12 +300,8 @@ class Dispatcher:
             reason=str(exc),
             failed_at=format_instant(self.clock.now()),
         )
-        try:
-            self.store.seed(
-                record.session_id, {failed_path(entry): failed.model_dump_json(indent=2) + "\n"}, create_only=True
-            )
-        except PathExistsError:
-            pass
+        body = failed.model_dump_json(indent=2) + "\n"
+        self.store.outbox_record(record.session_id, entry.id, OutboxOutcome.FAILED, body, created_at=record.created_at)
 
     def _send(self, record: Checkpoint, entry: OutboxEntry) -> tuple[Delivery, str | None]:
         if entry.kind == "event":
@@ -343,7 +343,6 @@ def describe(sent: Sent, store: Any = None) -> str:
 
 __all__ = [
     "CLAIM_TTL_S",
-    "Claim",
     "DispatchError",
     "Dispatcher",
     "Failed",

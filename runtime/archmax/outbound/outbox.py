@@ -14,8 +14,8 @@ What the record keeps (issue 20 item 1): every entry not known settled, whatever
 the record would hold more than ``OUTBOX_KEPT`` entries, the commit asks which are settled and drops
 them all, so it asks (one listing of ``outbox/``) once per ``OUTBOX_KEPT`` new entries at most, not at
 every commit. "Settled" is the dispatcher's word, read through the ``settled`` callable the committer
-passes: the entry's result record (``outbox/<id>.sent.json``, or ``outbox/<id>.failed.json`` for one
-that can never be sent) exists. Without that callable nothing is known settled and nothing leaves: a
+passes: the entry's result record (sent, or failed for one that can never be sent) exists in the
+store (:meth:`~archmax.stores.base.SessionStore.outbox_outcomes`). Without that callable nothing is known settled and nothing leaves: a
 count never drops an unsent entry.
 """
 
@@ -53,12 +53,12 @@ Settled = Callable[[OutboxEntry], bool]
 
 
 def sent_path(entry: OutboxEntry) -> str:
-    """The path, in the session folder, of the record that ``entry`` was sent (written once, create-only)."""
+    """Where the file-keeping stores write the record that ``entry`` was sent (:mod:`archmax.stores.outbox_files`)."""
     return f"outbox/{entry.id}.sent.json"
 
 
 def failed_path(entry: OutboxEntry) -> str:
-    """The path of the record that ``entry`` can never be sent (an invalid address; issue 20 item 5)."""
+    """Where the file-keeping stores write the record that ``entry`` can never be sent (issue 20 item 5)."""
     return f"outbox/{entry.id}.failed.json"
 
 

@@ -200,6 +200,24 @@ class DuePark(NamedTuple):
     version: int
 
 
+class OutboxOutcome(StrEnum):
+    """How an outbox entry was settled: sent, or failed for good (issue 20 items 1 and 5)."""
+
+    SENT = "sent"
+    FAILED = "failed"
+
+
+class OutboxClaim(StrEnum):
+    """What :meth:`SessionStore.outbox_claim` found (issue 20 item 3)."""
+
+    CLAIMED = "claimed"
+    """This sender holds the entry: it sends, then records the outcome."""
+    SENT = "sent"
+    FAILED = "failed"
+    HELD = "held"
+    """Another sender holds a live claim: it sends and records, or its claim expires for the sweep."""
+
+
 @runtime_checkable
 class SessionStore(Protocol):
     """Where sessions live (§9.1). Every method validates the id (§4.1) before building a path or key.
@@ -347,6 +365,83 @@ class SessionStore(Protocol):
         """Clear the session's outbox mark: every entry recorded up to ``version`` is sent (or failed for good).
 
         A mark a later commit made (a version above ``version``) stays.
+        """
+        ...
+
+    # ------------------------------------------------------------------ outbox entry state (issue 20 items 3, 5; issue 24)
+
+    def outbox_claim(
+        self, session_id: str, entry_id: str, *, created_at: str, owner: str, now: str, until: str
+    ) -> OutboxClaim:
+        """Claim outbox entry ``entry_id`` for sending, unless it is settled or another sender holds it.
+
+        One sender at a time: a claim holds the entry until ``until`` or until its owner releases it;
+        of racing claimers exactly one gets ``CLAIMED``. An entry with a sent or failed record is
+        never claimed again. Rule source: issue 20 item 3 (:mod:`archmax.outbound.dispatch`).
+
+        Args:
+            session_id: The session.
+            entry_id: The entry's id (``OutboxEntry.id``, ``<version, 10 digits>-<index>``).
+            created_at: The session's ``created_at`` (every ``outbox_*`` member takes it): entry ids
+                repeat in a session deleted and started again under the same id, so state a store
+                keeps beyond ``delete`` is the state of one session's life only.
+            owner: The claimer's unique token.
+            now: The current instant; a claim whose ``until`` is at or before it holds nothing.
+            until: The instant this claim stops holding the entry.
+
+        Returns:
+            ``CLAIMED`` (send it now), ``SENT`` / ``FAILED`` (settled: nothing to do), ``HELD``
+            (another sender holds a live claim).
+
+        Raises:
+            StoreError: the store failed.
+        """
+        ...
+
+    def outbox_release(self, session_id: str, entry_id: str, *, created_at: str, owner: str, now: str) -> None:
+        """Let ``owner``'s claim on the entry go at once (a failed send): the next claim may be made now.
+
+        Nothing happens when ``owner`` no longer holds the entry or it is settled.
+
+        Raises:
+            StoreError: the store failed (the claim then expires on its own).
+        """
+        ...
+
+    def outbox_record(
+        self, session_id: str, entry_id: str, outcome: OutboxOutcome, body: str, *, created_at: str
+    ) -> bool:
+        """Record the entry ``SENT`` or ``FAILED`` for good, once; ``body`` is the result's JSON text.
+
+        Returns:
+            True when this call recorded it; False when that outcome was recorded already (the
+            first record stands).
+
+        Raises:
+            StoreError: the store failed.
+        """
+        ...
+
+    def outbox_outcomes(
+        self, session_id: str, entry_ids: Iterable[str], *, created_at: str
+    ) -> dict[str, OutboxOutcome]:
+        """``entry id -> SENT | FAILED`` for the entries among ``entry_ids`` that are settled.
+
+        An entry missing from the answer is not known settled (it may have been settled a moment
+        ago: callers treat "unknown" as "keep it"). What the committer asks before it drops entries
+        from the record (:func:`archmax.outbound.settled.settled_in`) and the sender before it clears
+        the session's outbox mark.
+
+        Raises:
+            StoreError: the store failed.
+        """
+        ...
+
+    def outbox_result(self, session_id: str, entry_id: str, *, created_at: str) -> str | None:
+        """The JSON text recorded for a ``SENT`` entry (``outbound.dispatch.Sent``), or ``None`` while unsent.
+
+        Raises:
+            StoreError: the store failed.
         """
         ...
 

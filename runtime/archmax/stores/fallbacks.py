@@ -23,6 +23,7 @@ from archmax.stores.base import (
     StoreLocation,
 )
 from archmax.stores.common import oldest_park_of
+from archmax.stores.outbox_files import FileOutboxState
 
 
 class NoReadGuards:
@@ -36,10 +37,12 @@ class NoReadGuards:
         return []
 
 
-class StoreFallbacks:
+class StoreFallbacks(FileOutboxState):
     """Default members of :class:`~archmax.stores.base.SessionStore` for a store lacking their capability.
 
-    ``load``, ``head``, ``get`` and ``seed`` are the subclass's; everything here is built on them.
+    ``load``, ``head``, ``get``, ``seed`` and ``list_files`` are the subclass's; everything here is
+    built on them. The outbox entry state (``outbox_claim`` ...) is kept as files in the session
+    folder (:class:`~archmax.stores.outbox_files.FileOutboxState`) unless the store overrides it.
     """
 
     @property

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -36,11 +37,11 @@ class CrashOnRecord:
     def __getattr__(self, name: str):
         return getattr(self._store, name)
 
-    def seed(self, session_id: str, files: dict[str, str], create_only: bool = False) -> None:
-        if self.crashes and any(path.endswith(".sent.json") for path in files):
+    def outbox_record(self, session_id: str, entry_id: str, outcome: Any, body: str, **kw: Any) -> bool:
+        if self.crashes and outcome == "sent":
             self.crashes -= 1
             raise StoreError("the process died before recording the send")
-        self._store.seed(session_id, files, create_only)
+        return self._store.outbox_record(session_id, entry_id, outcome, body, **kw)
 
 
 @pytest.fixture

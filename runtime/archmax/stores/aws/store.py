@@ -13,7 +13,8 @@ instance has not seen the version it is committing on); ``due`` and ``stale`` ar
 
 The store is assembled from parts by job (each its own module): :mod:`~archmax.stores.aws.state`
 (clients, caches), :mod:`~archmax.stores.aws.reads`, :mod:`~archmax.stores.aws.commit`,
-:mod:`~archmax.stores.aws.files`; the listings (``list``, ``due``, ``stale``) are here.
+:mod:`~archmax.stores.aws.files`, :mod:`~archmax.stores.aws.outbox_state` (the outbox entries'
+claims and outcomes, one item each); the listings (``list``, ``due``, ``stale``) are here.
 """
 
 from __future__ import annotations
@@ -31,13 +32,14 @@ from archmax.stores.aws.files import AwsFiles
 from archmax.stores.aws.guards import GuardedReads
 from archmax.stores.aws.item import DUE_INDEX, OUTBOX_INDEX, PARKS_INDEX, STALE_INDEX, outbox_settled_request
 from archmax.stores.aws.layout import DUE_SHARDS, LEASE_SHARDS, OUTBOX_SHARDS, PARK_SHARDS
+from archmax.stores.aws.outbox_state import AwsOutboxState
 from archmax.stores.base import Capabilities, Capability, DuePark, OldestPark, StoreLocation
 from archmax.stores.fallbacks import StoreFallbacks
 
 __all__ = ["AwsStore", "GuardedReads"]
 
 
-class AwsStore(AwsFiles, StoreFallbacks):
+class AwsStore(AwsOutboxState, AwsFiles, StoreFallbacks):
     """A :class:`~archmax.stores.base.SessionStore` on DynamoDB + S3, with every capability but ``APPEND_TEXT`` (§9.1).
 
     Nothing here creates a table or a bucket: ``template.yaml`` owns them (``SessionsTable``,

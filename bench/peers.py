@@ -12,6 +12,15 @@ wait tool; a *cycle* is one resume that parks again; a *resume-and-complete* fin
 
 * **archmax, public API**: ``create_agent(bench/waiter, AwsStore(...))``, ``send`` / ``deliver``,
   measured on a warm instance (one that already ran another session: imports and clients made).
+  With ``AwsStore`` nothing sends in-process (as ``hosting/wiring.py`` builds it on AWS): the
+  outbound function does, from the sessions table's stream, and its result records are what let a
+  commit drop settled entries from the checkpoint's outbox record (issue 20). So both archmax rows
+  run on a table with the template's stream, and after every measured operation the deployed
+  stack's sender (``bench/_stream.py``: moto's DynamoDB Streams read and filtered as Lambda hands
+  them, the outbound handler as ``functions/outbound/app.py`` builds it) settles what that
+  operation committed, before the next one starts: a sender that keeps up. Its calls go through
+  clients of its own and run outside every count and timing here (the caller does not wait for
+  them); ``bench/cycle.py`` counts and prices them end to end.
 * **archmax, Lambda path**: what the send function and its asynchronous drain run (``Host.accept``
   with the wake deferred, then ``Host.drain`` in the same warm container). This undercounts: the
   self-invoke, the drain's own container and the outbound function are not in it;
@@ -22,7 +31,9 @@ wait tool; a *cycle* is one resume that parks again; a *resume-and-complete* fin
 
 Rows: AWS calls per operation (botocore ``before-call`` hooks, warm), bytes written per cycle
 (request bodies of write operations, all of them: checkpoints, artifacts, inbox) at a transcript
-of ~10 and ~1,000 messages, single-thread cycles per second (median of ``--rounds`` rounds,
+of ~10 and ~1,000 messages (each cycle counted on its own, the sender settling between; the notes
+give archmax's calls per cycle over those windows, where the occasional ``outbox/`` listing shows,
+and the outbox record's size after them), single-thread cycles per second (median of ``--rounds`` rounds,
 interleaved), AWS calls of the cheap reads, and the deliver handler's cold import against
 ``import boto3`` (``bench/cold_import.py``'s probe, Lambda-like environment). The last column
 says whether the issue's goal is met. Nothing here is a test: no assertion about time.

@@ -7,7 +7,7 @@ from archmax.clock import FakeClock
 from archmax.inbound.email import parse_email
 from archmax.models.scripted import ScriptedModel
 from archmax.outbound.outbox import record_outbox
-from archmax.session.records import OUTBOX_KEPT, Checkpoint, OutboxEntry, Message, SessionStatus, Variable
+from archmax.session.records import OUTBOX_KEPT, Checkpoint, Message, OutboxEntry, SessionStatus, Variable
 from archmax.spec import workflow_from_dict
 
 from ._mail import CUSTOMER_ID, first_mail, reply_mail, send_mail, support_agent

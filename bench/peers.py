@@ -12,6 +12,15 @@ wait tool; a *cycle* is one resume that parks again; a *resume-and-complete* fin
 
 * **archmax, public API**: ``create_agent(bench/waiter, AwsStore(...))``, ``send`` / ``deliver``,
   measured on a warm instance (one that already ran another session: imports and clients made).
+  With ``AwsStore`` nothing sends in-process (as ``hosting/wiring.py`` builds it on AWS): the
+  outbound function does, from the sessions table's stream, and its result records are what let a
+  commit drop settled entries from the checkpoint's outbox record (issue 20). So both archmax rows
+  run on a table with the template's stream, and after every measured operation the deployed
+  stack's sender (``bench/_stream.py``: moto's DynamoDB Streams read and filtered as Lambda hands
+  them, the outbound handler as ``functions/outbound/app.py`` builds it) settles what that
+  operation committed, before the next one starts: a sender that keeps up. Its calls go through
+  clients of its own and run outside every count and timing here (the caller does not wait for
+  them); ``bench/cycle.py`` counts and prices them end to end.
 * **archmax, Lambda path**: what the send function and its asynchronous drain run (``Host.accept``
   with the wake deferred, then ``Host.drain`` in the same warm container). This undercounts: the
   self-invoke, the drain's own container and the outbound function are not in it;
@@ -22,7 +31,9 @@ wait tool; a *cycle* is one resume that parks again; a *resume-and-complete* fin
 
 Rows: AWS calls per operation (botocore ``before-call`` hooks, warm), bytes written per cycle
 (request bodies of write operations, all of them: checkpoints, artifacts, inbox) at a transcript
-of ~10 and ~1,000 messages, single-thread cycles per second (median of ``--rounds`` rounds,
+of ~10 and ~1,000 messages (each cycle counted on its own, the sender settling between; the notes
+give archmax's calls per cycle over those windows, where the occasional ``outbox/`` listing shows,
+and the outbox record's size after them), single-thread cycles per second (median of ``--rounds`` rounds,
 interleaved), AWS calls of the cheap reads, and the deliver handler's cold import against
 ``import boto3`` (``bench/cold_import.py``'s probe, Lambda-like environment). The last column
 says whether the issue's goal is met. Nothing here is a test: no assertion about time.
@@ -33,15 +44,19 @@ Rule source: issue 10 (the goal table), DESIGN.md §7 (benchmarks side by side i
 from __future__ import annotations
 
 import argparse
+import functools
 import statistics
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from _aws import REGION, AwsEnv, CallCounter, MotoServer
+from _stream import Sender, streamed_env
 from _workload import AGAIN_MESSAGE, FINISH_MESSAGE, PARK_MESSAGE, START, WORKFLOW, WaiterModel
 
 PEER_TABLE = "bench-peer-checkpoints"
@@ -56,18 +71,33 @@ WINDOW = 40  # cycles measured at each length: more than a snapshot period at ~1
 
 
 class Archmax:
-    """archmax through its public API on a warm ``AwsStore`` instance."""
+    """archmax through its public API on a warm ``AwsStore`` instance, with the deployed stack's sender.
+
+    Nothing sends in-process (the store sends from its change stream, as on AWS): :meth:`settle`
+    runs the outbound function on what the last operation committed, on clients of its own.
+    """
 
     label = "archmax (public API)"
-    outbound: Any = None  # create_agent's default: the dispatcher ARCHMAX_OUTBOUND names (inline unless set)
+    outbound: Any = None  # create_agent's default: with AwsStore, nothing in-process (the outbound function sends)
 
-    def __init__(self, env: AwsEnv) -> None:
+    def __init__(self, env: AwsEnv, server: MotoServer) -> None:
         from archmax import FakeClock, create_agent
 
         self.env = env
-        self.agent = create_agent(WORKFLOW, env.store(), MODEL, clock=FakeClock(T0), outbound=self.outbound)
+        clock = FakeClock(T0)
+        self.agent = create_agent(WORKFLOW, env.store(), MODEL, clock=clock, outbound=self.outbound)
         self.clients = (env.dynamodb, env.s3)
+        self.sender = Sender(server, clock)
         self._expect("parked", self.agent.workflow.send("warm-up", PARK_MESSAGE, trigger=START))
+        self.settle()
+
+    def settle(self) -> None:
+        """The outbound function's batch for the last operation's commits (never counted: its own clients)."""
+        self.sender.settle()
+
+    def outbox_size(self, sid: str) -> int:
+        """Entries in the session's checkpoint outbox record now (a fresh store's read, uncounted)."""
+        return len(self.env.store().load(sid).outbox)
 
     @staticmethod
     def _expect(kind: str, outcome: Any) -> int:
@@ -91,8 +121,8 @@ class ArchmaxLambda(Archmax):
     label = "archmax (Lambda path)"
     outbound = False  # as hosting/wiring.py builds it on AWS: the outbound function sends from the table's stream
 
-    def __init__(self, env: AwsEnv) -> None:
-        super().__init__(env)
+    def __init__(self, env: AwsEnv, server: MotoServer) -> None:
+        super().__init__(env, server)
         from archmax.hosting.host import Host
 
         self.host = Host(self.agent, env.inbox(self.agent.runtime.clock), waker=lambda sid: None)
@@ -181,6 +211,9 @@ class Peer:
         self.graph = peer_graph(self.saver)
         self.start("warm-up")
 
+    def settle(self) -> None:
+        """Nothing: the peer has no outbound side."""
+
     def _run(self, sid: str, payload: Any) -> int:
         from langgraph.types import Command
 
@@ -216,13 +249,16 @@ SYSTEMS: tuple[type, ...] = (Archmax, ArchmaxLambda, Peer, PeerExit)
 
 
 def _build(cls: type, server: MotoServer) -> Any:
-    env = server.fresh()
-    return cls(env, server.endpoint_url) if issubclass(cls, Peer) else cls(env)
+    if issubclass(cls, Peer):
+        return cls(server.fresh(), server.endpoint_url)
+    return cls(streamed_env(server), server)
 
 
 def _counted(system: Any, action: Callable[[], Any]) -> CallCounter:
+    """The calls ``action`` makes through the system's clients; then the sender settles, uncounted."""
     with CallCounter(*system.clients) as counter:
         action()
+    system.settle()
     return counter
 
 
@@ -244,9 +280,9 @@ def cheap_reads(server: MotoServer) -> dict[str, CallCounter]:
     from archmax import SessionNotAwaitingInputError
 
     system = _build(Archmax, server)
-    system.start("parked")
-    system.start("done")
-    system.finish("done")
+    for op, sid in ((system.start, "parked"), (system.start, "done"), (system.finish, "done")):
+        op(sid)
+        system.settle()
     wf = system.agent.workflow
 
     def refused() -> None:
@@ -263,37 +299,76 @@ def cheap_reads(server: MotoServer) -> dict[str, CallCounter]:
     }
 
 
-def bytes_per_cycle(server: MotoServer) -> dict[str, tuple[float, float, int, int]]:
-    """Per system: mean bytes written per cycle at ~SMALL and ~LARGE messages, and the lengths reached."""
+@dataclass
+class Window:
+    """``WINDOW`` cycles of one system at one transcript length: what its clients wrote and called."""
+
+    messages: int
+    """Transcript length at the window's start."""
+    bytes_written: int = 0
+    calls: Counter[str] = field(default_factory=Counter)
+    outbox: int | None = None
+    """Entries in archmax's checkpoint outbox record after the window (``None`` for the peer)."""
+
+    @property
+    def bytes_per_cycle(self) -> float:
+        return self.bytes_written / WINDOW
+
+    def per_cycle(self) -> str:
+        """``Operation×mean`` per cycle, sorted."""
+        return ", ".join(f"{op.split('.', 1)[1]}×{n / WINDOW:.3g}" for op, n in sorted(self.calls.items()))
+
+
+def _cycles(system: Any, sid: str, count: int, until: int) -> int:
+    """Cycle (the sender settling after each) until the transcript holds ``until`` messages; the length reached."""
+    while count < until:
+        count = system.cycle(sid)
+        system.settle()
+    return count
+
+
+def bytes_per_cycle(server: MotoServer) -> dict[str, tuple[Window, Window]]:
+    """Per system: ``WINDOW`` cycles counted at ~SMALL and at ~LARGE messages (each cycle counted, then settled)."""
     out = {}
     for cls in SYSTEMS:
         system = _build(cls, server)
         sid = "long"
         count = system.start(sid)
+        system.settle()
         found = []
         for length in (SMALL, LARGE):
-            while count < length:
-                count = system.cycle(sid)
-            at = count
-            with CallCounter(*system.clients) as counter:
-                for _ in range(WINDOW):
-                    count = system.cycle(sid)
-            found.append((counter.bytes_written / WINDOW, at))
-        out[cls.label] = (found[0][0], found[1][0], found[0][1], found[1][1])
+            count = _cycles(system, sid, count, length)
+            window = Window(messages=count)
+            for _ in range(WINDOW):
+                counter = _counted(system, functools.partial(system.cycle, sid))
+                window.bytes_written += counter.bytes_written
+                window.calls.update(counter.calls)
+            if isinstance(system, Archmax):
+                window.outbox = system.outbox_size(sid)
+            found.append(window)
+        out[cls.label] = (found[0], found[1])
     return out
 
 
 def throughput(server: MotoServer, rounds: int, cycles: int) -> dict[str, float]:
-    """Per system: median over rounds of single-thread cycles per second (systems interleaved per round)."""
+    """Per system: median over rounds of single-thread cycles per second (systems interleaved per round).
+
+    Only the operations are timed: the sender's batches run between them, off the clock, as the
+    outbound function runs in its own Lambda off the caller's path.
+    """
     per: dict[str, list[float]] = {cls.label: [] for cls in SYSTEMS}
     for _ in range(rounds):
         for cls in SYSTEMS:
             system = _build(cls, server)
             system.start("t")
-            started = time.perf_counter()
+            system.settle()
+            spent = 0.0
             for _ in range(cycles):
+                started = time.perf_counter()
                 system.cycle("t")
-            per[cls.label].append(cycles / (time.perf_counter() - started))
+                spent += time.perf_counter() - started
+                system.settle()
+            per[cls.label].append(cycles / spent)
     return {label: statistics.median(values) for label, values in per.items()}
 
 
@@ -331,6 +406,29 @@ def _verdict(ok: bool) -> str:
     return "met" if ok else "NOT met"
 
 
+def _window_notes(written: dict[str, tuple[Window, Window]], ours: tuple[str, ...]) -> None:
+    """The bytes row's windows: lengths, archmax's calls per cycle there, the outbox record, and what was left out."""
+    print(
+        "Transcript lengths at the bytes row's windows: "
+        + ", ".join(f"{label} {small.messages} / {large.messages}" for label, (small, large) in written.items())
+    )
+    print(f"archmax calls per cycle over the bytes row's windows ({WINDOW} cycles each, ~{SMALL} / ~{LARGE} msgs):")
+    for label in ours:
+        small, large = written[label]
+        print(f"  {label}: {small.per_cycle()}")
+        print(f"  {' ' * len(label)}  {large.per_cycle()}")
+        print(
+            f"  {' ' * len(label)}  checkpoint outbox record after each window: {small.outbox} / {large.outbox} entries"
+        )
+    print(
+        "archmax sends nothing in-process on AWS: after every measured operation (outside its counts and"
+        " its timing) the outbound function's handler runs once on the stream records that operation"
+        " committed (moto's DynamoDB Streams, the template's FilterCriteria; bench/_stream.py), as a"
+        " sender that keeps up has by the next operation. Its own calls (stream reads, loads, S3 result"
+        " records, EventBridge PutEvents) are in no count here: bench/cycle.py prices them end to end."
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds for cycles/s")
@@ -359,14 +457,14 @@ def main(argv: list[str] | None = None) -> int:
         cells = [str(counted[label][key].total) for label in labels]
         ok = counted[pub][key].total <= 3 and counted[lam][key].total <= 5
         rows.append([f"{name}: AWS calls", *cells, "≤3 public, ≤5 Lambda", _verdict(ok)])
-    growth = {label: written[label][1] / written[label][0] for label in labels}
+    kb = {
+        label: (small.bytes_per_cycle / 1024, large.bytes_per_cycle / 1024) for label, (small, large) in written.items()
+    }
+    growth = {label: large / small for label, (small, large) in kb.items()}
     rows.append(
         [
             f"cycle bytes written at ~{SMALL} → ~{LARGE} msgs",
-            *[
-                f"{written[label][0] / 1024:.1f} → {written[label][1] / 1024:.1f} KB (×{growth[label]:.1f})"
-                for label in labels
-            ],
+            *[f"{kb[label][0]:.1f} → {kb[label][1]:.1f} KB (×{growth[label]:.1f})" for label in labels],
             "≤ ×1.5",
             _verdict(growth[pub] <= 1.5 and growth[lam] <= 1.5),
         ]
@@ -412,10 +510,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {label}, {name}: {counted[label][key].detail()}")
     for name, counter in reads.items():
         print(f"  {pub}, {name}: {counter.detail()}")
-    print(
-        "Transcript lengths reached for the bytes row: "
-        + ", ".join(f"{label} {written[label][2]} / {written[label][3]}" for label in labels)
-    )
+    _window_notes(written, (pub, lam))
     return 0
 
 

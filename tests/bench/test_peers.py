@@ -1,0 +1,45 @@
+"""bench/peers.py's archmax systems with the deployed stack's sender (bench/_stream.py) on moto.
+
+Only counts that do not depend on the runtime's speed are asserted: how many entries the
+checkpoint's outbox record holds, and how often a commit lists ``outbox/`` (issue 20 item 1: a
+commit that would grow the record past ``OUTBOX_KEPT`` lists once and drops every settled entry).
+"""
+
+from __future__ import annotations
+
+import pytest
+from _aws import MotoServer
+from peers import Archmax, ArchmaxLambda, _build, _counted
+
+from archmax.session.records import OUTBOX_KEPT
+
+
+@pytest.fixture(scope="module")
+def server():
+    srv = MotoServer()
+    yield srv
+    srv.stop()
+
+
+@pytest.mark.parametrize("cls", [Archmax, ArchmaxLambda], ids=["public", "lambda"])
+def test_with_the_sender_settling_between_cycles_the_record_stays_within_outbox_kept(server, cls):
+    system = _build(cls, server)
+    system.start("s")
+    system.settle()
+    sizes, listings = [], 0
+    for _ in range(2 * OUTBOX_KEPT):  # one lifecycle event per park: one entry per cycle
+        counter = _counted(system, lambda: system.cycle("s"))  # the sender settles after the count
+        listings += counter.calls["s3.ListObjectsV2"]
+        sizes.append(system.outbox_size("s"))
+    assert max(sizes) <= OUTBOX_KEPT
+    assert sizes.count(1) == 2  # twice the record was emptied of its settled entries, the new one left
+    assert listings == 2  # one listing of outbox/ per OUTBOX_KEPT entries, none at the other commits
+    assert system.sender.records >= 2 * OUTBOX_KEPT + 2  # the warm-up, the start and every cycle were sent
+
+
+def test_without_a_sender_no_entry_leaves_the_record(server):
+    system = _build(Archmax, server)
+    system.start("s")
+    for _ in range(OUTBOX_KEPT + 2):
+        system.cycle("s")
+    assert system.outbox_size("s") == OUTBOX_KEPT + 3  # the start's entry and one per cycle: none sent

@@ -367,3 +367,26 @@ def test_an_event_that_is_not_a_stream_batch_is_answered_with_a_named_400_and_se
     assert answer["ok"] is False and answer["status"] == 400 and answer["error"] == "InvalidEventError"
     assert "DynamoDB stream" in answer["message"]
     assert aws.sent_mail() == [] and aws.put_events() == []
+
+
+def test_an_old_lifes_redelivered_batch_leaves_the_outbox_mark_of_the_session_started_again_under_its_id(aws):
+    """A stream batch of a deleted session's life, redelivered once the id parked again, settles only that life.
+
+    The new life's entries are unsent (its own stream record has not been handled: failing, or
+    dead-lettered); its outbox mark is how the sweep finds them. The old life's batch carries that
+    life's record (inline image): its entries are settled, but the mark is the new life's.
+    """
+    aws.verify_domain()
+    first = support_agent(aws.store, outbound=False, clock=FakeClock("2025-01-14T10:00:00.000Z"))
+    assert send_mail(first, first_mail()).kind == "parked"
+    old = aws.stream_event()
+    assert aws.handle(old, FakeLambdaContext()) == {"batchItemFailures": []}
+    assert first.sessions.delete(CUSTOMER_ID)
+    again = support_agent(aws.store, outbound=False, clock=FakeClock("2025-01-15T10:00:00.000Z"))
+    assert send_mail(again, first_mail()).kind == "parked"
+    assert CUSTOMER_ID in aws.store.outbox_pending()  # the new life's entries wait for a sender
+
+    assert aws.handle(old, FakeLambdaContext()) == {"batchItemFailures": []}  # the old life's batch, again
+
+    assert CUSTOMER_ID in aws.store.outbox_pending()
+    assert len(aws.sent_mail()) == 1  # the new life's question is still owed

@@ -174,3 +174,21 @@ def test_a_held_mail_keeps_its_park_and_its_release_after_the_park_is_gone_chang
     after = d.collaborators.agent.store.load(SID)
     assert (after.version, after.status) == (done.version, "completed")  # no turn opened on the finished session
     assert not any("99999" in m.content for m in after.messages if m.role == "user")
+
+
+def test_ses_redelivering_the_applied_answer_to_a_is_a_duplicate_not_a_late_answer(asked_b: Any) -> None:
+    """SES hands the answer to A in again after it was applied (the session now asks B): one mail, one event.
+
+    The session already applied that Message-ID, so the retry is the no-op duplicate it is (as for a
+    mail threaded without a token, and as the engine orders it: a duplicate before a stale park), not a
+    late answer refused with ``SessionNotAwaitingInputError``.
+    """
+    d = asked_b
+    again = mail("dana@customer.example", msg_id="a1@customer.example", to=d.reply_to_a, body="It's ORD-1001.")
+    d.put_mail("inbound/ses-0002-again", again)
+    before = d.snapshot()
+    answer = d.call("send", receipt("ses-0002-again", [d.reply_to_a]))
+    (record,) = answer["records"]
+    assert record.get("duplicate") is True and "error" not in record, record
+    assert d.snapshot() == before
+    assert d.collaborators.agent.sessions.get(SID).park_id == d.park_b

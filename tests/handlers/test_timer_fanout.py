@@ -271,3 +271,30 @@ def test_a_park_whose_deadline_passed_first_is_fired_timeout_by_the_wake_functio
     assert _fire(handler, _receive_all(sqs, url)) == []
     rec = d.collaborators.agent.store.load(sid)
     assert (str(rec.status), rec.trigger) == ("completed", "timeout")  # the deadline came before the timer
+
+
+def test_a_timer_message_whose_instants_are_not_instants_is_a_batch_item_failure_and_fires_nothing(
+    aws: Any, sqs: Any, poller: Path, clock: FakeClock
+) -> None:
+    """``now`` is the instant a deadline is judged at: text that is no instant cannot pass a deadline early.
+
+    The park (version current) waits for ``until: 3h`` with ``timeout: 2h``; an hour in, a message naming
+    it with ``now`` not an instant (``"zzz"`` sorts after every instant) is malformed: refused, nothing fired.
+    """
+    wait = {"say": "Waiting.", "call": {"archmax_wait": {"reason": "the payment", "until": "3h", "timeout": "2h"}}}
+    d, url, handler = _deploy(aws, sqs, poller, [wait, {"say": "No payment came; closing."}])
+    (sid,) = _park(d, 1)
+    clock.advance(timedelta(hours=1))
+    version = d.collaborators.agent.store.load(sid).version
+    for resume_at, now in (("2025-01-01T03:00:00.000Z", "zzz"), ("soon", "2025-01-01T01:00:00.000Z")):
+        body = {"session_id": sid, "park_version": version, "resume_at": resume_at, "now": now}
+        sqs.send_message(QueueUrl=url, MessageBody=json.dumps(body))
+    messages = _receive_all(sqs, url)
+    before = d.snapshot()
+    failed = _fire(handler, messages)
+    assert sorted(failed) == sorted(m["MessageId"] for m in messages)
+    assert d.snapshot() == before
+    assert _status(d, sid) == "awaiting_input"
+    with pytest.raises(InvalidEventError, match="now"):
+        parse_timer(json.dumps({"session_id": sid, "park_version": 1, "resume_at": "2025-01-01T03:00:00.000Z",
+                                "now": "2025-01-01 01:00"}))  # fmt: skip

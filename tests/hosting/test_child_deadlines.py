@@ -155,3 +155,43 @@ def test_a_decision_before_the_childs_deadline_wins_and_the_sweep_then_fires_not
     clock.advance(timedelta(days=2))
     assert sweep(agent) == []
     assert store.load(CHILD).position == "approved"
+
+
+def test_a_firing_at_the_child_naming_the_childs_current_park_is_applied_through_its_caller(store: Any) -> None:
+    """The child's summary shows its own ``park_id``; a delivery to the child naming it answers the pair's park.
+
+    §5.10: a firing addressed to a child's id is applied as if sent to its caller; §5.11: only a park
+    that is no longer current is refused. The child's park is current, so naming it is no stale park.
+    """
+    clock = FakeClock(T0)
+    wait = {"say": "Waiting for the stock.", "call": {"archmax_wait": {"reason": "the stock"}}}
+    agent = _agent(store, [CALL, wait, {"say": "Stock came."}, CALLER_DONE], clock)
+    agent.workflow.send(CALLER, "Check the stock.")
+    child_park = agent.sessions.get(CHILD).park_id
+    assert child_park is not None and child_park != agent.sessions.get(CALLER).park_id
+
+    assert agent.workflow.deliver(CHILD, trigger="stock", park_id=child_park).kind == "completed"
+    assert store.load(CHILD).status == SessionStatus.COMPLETED
+    assert store.load(CALLER).status == SessionStatus.COMPLETED
+
+
+def test_a_decision_at_the_child_naming_an_earlier_child_park_is_refused_and_the_current_one_applied(
+    store: Any,
+) -> None:
+    from archmax.errors import SessionNotParkedError, SessionStateError
+
+    clock = FakeClock(T0)
+    to_review = {"call": {"archmax_advance": {"to": "review", "reason": "needs a person"}}}
+    entries = [CALL, to_review, {"say": "Please review."}, {"say": "Approved."}, CALLER_DONE]
+    agent = _agent(store, entries, clock)
+    agent.workflow.send(CALLER, "Check the refund.")
+    current = agent.sessions.get(CHILD).park_id
+    assert current is not None
+    stale = f"{CHILD}@v1"
+    assert stale != current
+    before = store.load(CALLER).version
+    with pytest.raises((SessionNotParkedError, SessionStateError)):
+        agent.workflow.decide(CHILD, to="approved", park_id=stale)
+    assert store.load(CALLER).version == before
+    assert agent.workflow.decide(CHILD, to="approved", park_id=current).kind == "completed"
+    assert store.load(CHILD).position == "approved"

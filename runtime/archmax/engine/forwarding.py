@@ -319,10 +319,25 @@ def addressed(rt: Runtime, firing: EngineFiring) -> tuple[Runtime, EngineFiring]
     if caller is not None and d is not None and d.session_id == sid and not recovering_a_parked_caller:
         caller_rt = _runtime_of(rt, caller.workflow)
         if caller_rt is not None:
-            return addressed(caller_rt, replace(firing, session_id=SessionId(parent)))
+            park = _callers_park(rt, firing, sid, caller)
+            return addressed(caller_rt, replace(firing, session_id=SessionId(parent), **park))
     rec = rt.store.load(sid)
     own = _runtime_of(rt, rec.workflow) if rec is not None else None
     return (own or rt), firing
+
+
+def _callers_park(rt: Runtime, firing: EngineFiring, child_id: str, caller: Checkpoint) -> dict[str, Any]:
+    """The ``park_id`` a firing addressed to a child names, said as its caller's (§5.10, §5.11).
+
+    The child's current park is the pair's park, which the caller holds under its own identity: a
+    firing naming it names the caller's current park. Any other park (the child's earlier one, a
+    made-up one) is kept, and the caller's park check refuses it. A firing naming no park: ``{}``.
+    """
+    park_id = getattr(firing, "park_id", None)
+    if park_id is None or caller.park_id is None:
+        return {}
+    child = rt.store.load(child_id)
+    return {"park_id": caller.park_id} if child is not None and child.park_id == park_id else {}
 
 
 def _runtime_of(rt: Runtime, slug: str) -> Runtime | None:

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from archmax.clock import parse_instant
+from archmax.clock import format_instant, parse_instant
 from archmax.errors import ArchmaxError, InvalidEventError, StoreError
 from archmax.hosting.timers import ERROR, QUEUED, DueTimer
 
@@ -121,15 +121,30 @@ def parse_timer(body: str | None) -> DueTimer:
 
     Raises:
         InvalidEventError: the body is not the JSON of a timer (not JSON, a missing or extra field,
-            a negative version); the message names what is wrong.
+            a negative version, an instant not written as the sweep writes one); the message names
+            what is wrong. ``now`` is the instant a deadline is judged at, compared as text with the
+            stored ``timeout_at``: any other text would judge it wrongly (``"zzz"`` sorts after every
+            instant, so a deadline not yet come would pass).
     """
     if not body:
         raise InvalidEventError("a timer message needs a JSON body {session_id, park_version, resume_at, now}")
     try:
-        return DueTimer.model_validate_json(body)
+        timer = DueTimer.model_validate_json(body)
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'body'}: {e['msg']}" for e in exc.errors())
         raise InvalidEventError(f"not a timer message: {problems}") from None
+    for name in ("resume_at", "now"):
+        if not _is_instant(getattr(timer, name)):
+            raise InvalidEventError(f"not a timer message: {name}: not an instant YYYY-MM-DDTHH:MM:SS.mmmZ")
+    return timer
+
+
+def _is_instant(text: str) -> bool:
+    """Whether ``text`` is an instant exactly as :func:`~archmax.clock.format_instant` writes it."""
+    try:
+        return format_instant(parse_instant(text)) == text
+    except ValueError:
+        return False
 
 
 __all__ = ["BATCH", "FRESH_S", "REDRIVE_S", "WAITING", "SqsTimers", "parse_timer"]

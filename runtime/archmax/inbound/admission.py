@@ -46,6 +46,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from archmax.engine.deliveries import was_applied
 from archmax.engine.firing_rule import refuse_stale_park
 from archmax.errors import SessionNotResumableError, UnknownSessionTriggerError
 from archmax.inbound.mail_auth import (
@@ -198,15 +199,21 @@ def _answering(door: MailDoor, session_id: str, routed: Firing, token: ReplyToke
 
     The stale-park rule of the module docstring (step 1): a token of this session that names a park
     is checked on the session's checkpoint; a token naming no park, or another session, changes nothing.
+    A mail whose delivery id the session already applied is a redelivery (an SES retry, the same
+    ``.eml`` again), not a late answer: it passes on, naming its park, and the inbox or the session
+    answers it ``DuplicateDeliveryError``, as the engine orders the two checks (a duplicate first).
 
     Raises:
         SessionNotAwaitingInputError: the park is no longer current (the session moved on, finished,
             or is mid-turn); nothing was written.
+        StoreError: the checkpoint or a delivery-id marker could not be read.
     """
     if token is None or token.park_version is None or token.session_id != session_id:
         return routed
     park_id = park_id_at(session_id, token.park_version)
-    refuse_stale_park(door.store.load(session_id), park_id, unparked=True)
+    rec = door.store.load(session_id)
+    if not (rec is not None and routed.delivery_id and was_applied(door.store, rec, routed.delivery_id)):
+        refuse_stale_park(rec, park_id, unparked=True)
     return routed.model_copy(update={"park_id": park_id})
 
 

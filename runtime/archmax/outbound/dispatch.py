@@ -225,7 +225,7 @@ class Dispatcher:
             self._learn(life, set(answered))
             if len(answered) < len(set(others)):
                 return
-        self.store.outbox_settled(sid, record.version)
+        self.store.outbox_settled(sid, record.version, created_at=record.created_at)
 
     def _learn(self, life: tuple[str, str], settled: set[str]) -> set[str]:
         """Remember ``settled`` entries of one session's life (id, created_at); returns all it knows settled."""

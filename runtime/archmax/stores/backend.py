@@ -185,8 +185,8 @@ class BackendSessionStore(StoreFallbacks):
                 found.add(doc["session_id"])
         return sorted(found)
 
-    def outbox_settled(self, session_id: str, version: int) -> None:
-        """Delete the session's outbox marks of ``version`` and before (a later commit's mark stays)."""
+    def outbox_settled(self, session_id: str, version: int, *, created_at: str | None = None) -> None:
+        """Delete the session's outbox marks of ``version`` and before (a later commit's mark stays; ``created_at``: see the port)."""
         prefix = f"{_OUTBOX}/{folder_name(session_id)}/"
         for key in self.backend.list(prefix):
             stem = key[len(prefix) :].removesuffix(".json")

@@ -361,10 +361,14 @@ class SessionStore(Protocol):
         """
         ...
 
-    def outbox_settled(self, session_id: str, version: int) -> None:
+    def outbox_settled(self, session_id: str, version: int, *, created_at: str | None = None) -> None:
         """Clear the session's outbox mark: every entry recorded up to ``version`` is sent (or failed for good).
 
-        A mark a later commit made (a version above ``version``) stays.
+        A mark a later commit made (a version above ``version``) stays. ``created_at``: the life of
+        the session the settled record belongs to (its ``created_at``); when given, a mark of another
+        life stays too (a session deleted and started again under its id counts versions afresh, so a
+        sender holding the old life's record must not clear the new life's mark). The AWS store
+        checks it in the same conditional write; the local stores' marks go with ``delete``.
         """
         ...
 

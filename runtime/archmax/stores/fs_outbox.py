@@ -51,8 +51,10 @@ class FsOutboxMarks:
                         found.add(doc["session_id"])
         return sorted(found)
 
-    def outbox_settled(self, session_id: str, version: int) -> None:
+    def outbox_settled(self, session_id: str, version: int, *, created_at: str | None = None) -> None:
         """Remove the session's outbox marks of ``version`` and before (a later commit's mark stays).
+
+        ``created_at``: see the port (these marks go with ``delete``).
 
         Raises:
             InvalidSessionIdError: for an id failing §4.1.

@@ -149,8 +149,8 @@ class MemoryStore(StoreFallbacks):
         with self._lock:
             return sorted(sid for sid, (_v, wf) in self._outbox.items() if workflow is None or wf == workflow)
 
-    def outbox_settled(self, session_id: str, version: int) -> None:
-        """Clear the session's outbox mark unless a commit after ``version`` made it."""
+    def outbox_settled(self, session_id: str, version: int, *, created_at: str | None = None) -> None:
+        """Clear the session's outbox mark unless a commit after ``version`` made it (``created_at``: see the port)."""
         validate_session_id(session_id)
         with self._lock:
             mark = self._outbox.get(session_id)

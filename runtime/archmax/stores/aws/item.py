@@ -237,13 +237,17 @@ def commit_request(
     }
 
 
-def outbox_settled_request(table_name: str, session_id: str, version: int) -> dict[str, Any]:
+def outbox_settled_request(
+    table_name: str, session_id: str, version: int, created_at: str | None = None
+) -> dict[str, Any]:
     """The ``update_item`` that removes the outbox mark when no commit after ``version`` set it.
 
-    Condition: ``outbox_version <= :version`` (a ``ConditionalCheckFailedException`` means a later
-    commit recorded entries, or the mark is gone already: either way, nothing to do).
+    Condition: ``outbox_version <= :version``, and with ``created_at`` the item's ``created_at`` is
+    it (the same life of the session: one deleted and started again counts versions afresh). A
+    ``ConditionalCheckFailedException`` means a later commit (or another life) recorded entries, or
+    the mark is gone already: either way, nothing to do.
     """
-    return {
+    request: dict[str, Any] = {
         "TableName": table_name,
         "Key": {"pk": _s(session_id)},
         "UpdateExpression": "REMOVE #shard, #version",
@@ -251,6 +255,11 @@ def outbox_settled_request(table_name: str, session_id: str, version: int) -> di
         "ExpressionAttributeNames": {"#shard": "outbox_shard", "#version": "outbox_version"},
         "ExpressionAttributeValues": {":version": _n(version)},
     }
+    if created_at is not None:
+        request["ConditionExpression"] += " AND #created = :created"
+        request["ExpressionAttributeNames"]["#created"] = "created_at"
+        request["ExpressionAttributeValues"][":created"] = _s(created_at)
+    return request
 
 
 def committed_attributes(

@@ -273,8 +273,10 @@ class AwsStore(AwsOutboxState, AwsFiles, StoreFallbacks):
                 params["ExclusiveStartKey"] = page["LastEvaluatedKey"]
         return sorted(found)
 
-    def outbox_settled(self, session_id: str, version: int) -> None:
-        """Remove the session's outbox mark unless a commit after ``version`` set it (one conditional UpdateItem).
+    def outbox_settled(self, session_id: str, version: int, *, created_at: str | None = None) -> None:
+        """Remove the session's outbox mark unless a commit after ``version`` (or of another life) set it.
+
+        One conditional UpdateItem; ``created_at``: the settled record's life (see the port).
 
         Raises:
             InvalidSessionIdError: for an id failing §4.1.
@@ -286,7 +288,7 @@ class AwsStore(AwsOutboxState, AwsFiles, StoreFallbacks):
                 self._ddb.update_item,
                 operation="outbox_settled",
                 session_id=session_id,
-                **outbox_settled_request(self.table_name, session_id, version),
+                **outbox_settled_request(self.table_name, session_id, version, created_at),
             )
         except CommitConflictError:
             pass  # a later commit recorded entries (or the mark is gone): it stays for them

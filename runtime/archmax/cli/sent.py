@@ -28,6 +28,5 @@ def sent_lines(store: Any, session_id: str) -> list[str]:
             if sent.kind == "email" or sent.transport != "file":
                 lines.append(describe(sent))
         elif entry.kind == "email":
-            what = f"mail to {', '.join(entry.to)}" if entry.kind == "email" else f"event '{entry.detail_type}'"
-            lines.append(f"outbox: {what} (not sent yet)")
+            lines.append(f"outbox: mail to {', '.join(entry.to)} (not sent yet)")
     return lines

@@ -104,7 +104,7 @@ def refuse_stale_park(rec: Checkpoint | None, park_id: str | None, *, unparked: 
     error = SessionNotAwaitingInputError(
         sid,
         str(rec.status) if rec is not None else None,
-        f"this firing answers park '{park_id}', which is no longer current; {now}",
+        f"this firing answers park '{park_id}', which is not the session's current park; {now}",
     )
     error.park_id, error.current_park_id = park_id, current  # type: ignore[attr-defined]
     raise error

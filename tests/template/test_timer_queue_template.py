@@ -42,7 +42,8 @@ def test_the_wake_function_may_load_and_commit_sessions_and_nothing_account_wide
     statements = [s for _, s in _statements(resources["WakeFunctionRole"])]
     actions = {a for s in statements for a in _actions(s)}
     dynamodb = {a for a in actions if a.startswith("dynamodb:")}
-    assert dynamodb == {"dynamodb:GetItem", "dynamodb:UpdateItem"}  # no listing: the sweep lists
+    # no listing (the sweep lists); BatchGetItem is a commit asking which outbox entries are settled (issue 24)
+    assert dynamodb == {"dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:BatchGetItem"}
     assert "lambda:InvokeFunction" not in actions
     for statement in statements:
         resource: Any = statement.get("Resource")

@@ -507,13 +507,19 @@ def forged_deliveries(draw: Any, world: World) -> Forged:
             payload[draw(st.text(min_size=1, max_size=8))] = draw(json_values)
         elif mutation == "drop":
             payload.pop(draw(st.sampled_from(sorted(payload))))
-        # a replaced value may still be a valid one (None for an optional field); an unknown key never is
-        return Forged("deliver:direct", payload, may_write=usable and mutation != "extra")
+        # judged on what is sent: a replaced value may still be valid (None for an optional field), a
+        # dropped park id names no park; an unknown key, a stale park id or a near-miss trigger never is
+        trigger_sent = payload.get("trigger")
+        misspelt = isinstance(trigger_sent, str) and world.d.agent.spec.near_miss_trigger(trigger_sent) is not None
+        fits = payload.get("park_id") in (None, current) and not misspelt and mutation != "extra"
+        return Forged("deliver:direct", payload, may_write=fits)
     raw, ok = draw(bodies(good))
     if draw(st.booleans()):
         raw, ok = json.dumps(good), True
     segment = path_id(draw, session_id)
     evt = http_event("apigw_deliver.json", f"/sessions/{segment}/deliveries", raw)
+    if draw(st.booleans()):  # a fresh delivery id, so the delivery is not answered as the file's duplicate
+        evt["headers"]["idempotency-key"] = f"fuzz-{world.ses_id()}"
     usable = usable or (unnamed and not near_miss and routed_id_is_valid(segment))  # a decoded id may be valid
     return Forged("deliver:http", draw(envelope_junk(evt)), may_write=usable and ok)
 

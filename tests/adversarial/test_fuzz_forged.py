@@ -603,7 +603,13 @@ def mail_bytes(*, sender: str, message_id: str, to: str = "support@example.com",
     ).encode("utf-8", "surrogateescape")
 
 
+MAIL_KINDS = ("verdicts", "stranger-known-id", "stranger-reply", "forged-token", "missing-object", "envelope")
 VERDICTS = st.one_of(st.sampled_from(["PASS", "FAIL", "GRAY", "PROCESSING_FAILED", "pass", "fail", ""]), json_values)
+
+
+def tampered(token: str) -> str:
+    """The token with its last character changed (never the token itself)."""
+    return token[:-1] + ("b" if token.endswith("a") else "a")
 
 
 def _verdict_passes(value: Any) -> bool:
@@ -622,8 +628,8 @@ def forged_mail(draw: Any, world: World, sample: Path | None = None) -> Forged:
     record = evt["Records"][0]["ses"]
     record["mail"]["messageId"] = ses_id
     receipt = record["receipt"]
-    kind = sample.name if sample is not None else draw(st.sampled_from(
-        ["verdicts", "stranger-known-id", "stranger-reply", "forged-token", "missing-object", "envelope"]))  # fmt: skip
+    kind = sample.name if sample is not None else draw(st.sampled_from(MAIL_KINDS))
+    said = draw(st.text(max_size=40))  # a kind with few variants is otherwise exhausted early (never repeated)
     dana, mallory = "Dana Rivers <dana.rivers@example.org>", "Mallory <mallory@evil.example>"
     fresh = f"fz-{ses_id}@example.org"
     may_write, raw = True, None
@@ -636,25 +642,30 @@ def forged_mail(draw: Any, world: World, sample: Path | None = None) -> Forged:
             receipt["dmarcVerdict"].get("status") if isinstance(receipt["dmarcVerdict"], dict) else None
         )
     elif kind == "stranger-known-id":  # Mallory re-sends the thread's first Message-ID
-        raw = mail_bytes(sender=mallory, message_id=FIRST_ID, in_reply_to=draw(st.sampled_from([None, FIRST_ID])))
+        raw = mail_bytes(
+            sender=mallory, message_id=FIRST_ID, in_reply_to=draw(st.sampled_from([None, FIRST_ID])), text=said
+        )
         may_write = False
     elif kind == "stranger-reply":
         raw = mail_bytes(sender=draw(st.sampled_from([mallory, "dana.rivers@example.org.evil.example", "DANA <dana@rivers.example>"])),
-                         message_id=fresh, in_reply_to=FIRST_ID)  # fmt: skip
+                         message_id=fresh, in_reply_to=FIRST_ID, text=said)  # fmt: skip
         may_write = False
     elif kind == "forged-token":
         target = draw(st.sampled_from(list(EXISTING)))
         token = draw(st.sampled_from([
-            sign_token(target, b"not-the-reply-secret-000000"), sign_token(target, REPLY_SECRET)[:-1] + "a",
+            sign_token(target, b"not-the-reply-secret-000000"), tampered(sign_token(target, REPLY_SECRET)),
             sign_token(target, REPLY_SECRET)[:20], "aaaa-" + "a" * 26, sign_token("AAQk-2", REPLY_SECRET)[:-3] + "zzz",
         ]))  # fmt: skip
         address = f"support+{token}@example.com"
         receipt["recipients"] = [address]
         raw = mail_bytes(
-            sender=mallory, message_id=fresh, to=address, in_reply_to=draw(st.sampled_from([None, FIRST_ID]))
+            sender=mallory, message_id=fresh, to=address, in_reply_to=draw(st.sampled_from([None, FIRST_ID])), text=said
         )
         may_write = True  # a token that names no session opens Mallory's own conversation; never an existing one
-    elif kind == "missing-object":
+    elif kind == "missing-object":  # where SES says it wrote the mail, nothing is
+        if draw(st.booleans()):
+            receipt["action"] = {"type": "S3", "bucketName": world.d.env.bucket, "objectKey": f"inbound/x{ses_id}"}
+        receipt["recipients"] = [draw(st.sampled_from(["support@example.com", said]))]
         may_write = False
     elif sample is not None:  # a real-world mail, as SES would store it (read in place)
         kind = "sample"

@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench soak clean
+.PHONY: demo test lint bench soak fuzz clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -49,6 +49,12 @@ soak: $(STAMP)
 	ARCHMAX_RELIABILITY_PROFILE=soak ARCHMAX_RELIABILITY_COUNTS_DIR=.soak $(PY) -m pytest -n 5 \
 		tests/reliability/test_schedules.py tests/reliability/test_pair_schedules.py tests/reliability/test_sigkill.py; \
 	status=$$?; $(PY) tests/reliability/summary.py .soak; exit $$status
+
+# Forged events through every Lambda handler on moto (issue 21: 0 5xx over >= 10,000 events, refusals
+# write nothing); prints events per handler and answers per status. ARCHMAX_FUZZ_EXAMPLES sets the
+# examples per test (the profile's default splits 10,000 over the module's tests).
+fuzz: $(STAMP)
+	ARCHMAX_FUZZ_PROFILE=fuzz $(PY) -m pytest -p no:xdist -p no:logging -q tests/adversarial/test_fuzz_forged.py
 
 clean:
 	rm -rf $(VENV) sessions demo-sessions .soak

@@ -77,12 +77,14 @@ class Deployment:
     """Model entries (a ``ScriptedModel`` is built) or a model object with ``complete``."""
     context: FakeLambdaContext = field(default_factory=FakeLambdaContext)
     refused: list[Any] = field(default_factory=list)
+    workflow: Path = SUPPORT_INBOX
+    """The workflow folder the agent serves (support-inbox unless a test adds triggers to a copy)."""
 
     def __post_init__(self) -> None:
         self.store = self.env.store(STORE_PREFIX)
         self.inbox = DynamoInbox(INBOX_TABLE, client=self.env.dynamodb, clock=self.clock)
         model = self.script if hasattr(self.script, "complete") else ScriptedModel(self.script)
-        self.agent = create_agent(SUPPORT_INBOX, self.store, model, clock=self.clock)
+        self.agent = create_agent(self.workflow, self.store, model, clock=self.clock)
         self.host = Host(self.agent, self.inbox, clock=self.clock)
         self.collaborators = Collaborators(
             agent=self.agent, host=self.host, bucket=self.env.bucket, fetch_mail=s3_reader(self.env.s3)

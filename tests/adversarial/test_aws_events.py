@@ -257,6 +257,28 @@ def test_an_ses_receipt_whose_s3_action_names_the_mail_it_wrote_under_inbound_is
     assert answer["ok"] is True and answer["records"][0]["session_id"] == "mail:m1@example.org"
 
 
+def test_an_ses_receipt_whose_mail_object_is_missing_is_answered_for_that_record_and_writes_nothing(
+    deploy: Any,
+) -> None:
+    """A forged receipt (or one whose mail the lifecycle expired) names no object: retrying cannot help (issue 21 fuzz)."""
+    d = deploy()
+    evt = event("ses_inbound.json")
+    before = d.snapshot()
+    answer = d.call("send", evt)  # nothing was put under inbound/
+    assert d.snapshot() == before
+    assert answer["ok"] is True
+    [record] = answer["records"]
+    assert record["error"] == "InvalidEventError" and "holds no mail" in record["message"]
+
+
+def test_an_ses_receipt_whose_mail_is_there_after_a_missing_one_is_read(deploy: Any) -> None:
+    d = deploy()
+    d.call("send", event("ses_inbound.json"))
+    d.put_object("inbound/k5lm0f3ua9q1ed7c8rn2h4oe6s2v9example01", MAIL)
+    answer = d.call("send", event("ses_inbound.json"))
+    assert answer["records"][0]["session_id"] == "mail:m1@example.org"
+
+
 @pytest.mark.parametrize("verdict", ["spamVerdict", "virusVerdict"])
 @pytest.mark.parametrize("status", ["FAIL", "fail"])
 def test_an_ses_receipt_with_a_failed_verdict_is_recorded_and_neither_read_nor_written(

@@ -49,7 +49,7 @@ from typing import TYPE_CHECKING, Any
 from archmax.agent import Agent, create_agent
 from archmax.clock import Clock
 from archmax.engine.door import apply
-from archmax.errors import StoreError
+from archmax.errors import InvalidEventError, StoreError
 from archmax.hosting.host import Host
 from archmax.inbound.caps import AttachmentCaps
 from archmax.models import model_from_config
@@ -137,15 +137,29 @@ def lambda_waker(client: Any, function_name: str) -> Callable[[str], None]:
 
 
 def s3_reader(client: Any) -> Callable[[str | None, str], bytes]:
-    """``(bucket, key) -> bytes`` over a boto3 S3 client; S3 failures become :class:`StoreError`."""
+    """``(bucket, key) -> bytes`` over a boto3 S3 client.
+
+    Raises (from the returned function):
+        InvalidEventError: no object at the key (``NoSuchKey``): the receipt names mail that is not
+            there (forged, or expired by the bucket's lifecycle). S3 reads after writes, and SES runs
+            the rule's S3 action before the Lambda action, so a retry cannot find it: a caller's error,
+            answered for that record, never retried (issue 21's fuzz: a missing object was raised).
+        StoreError: any other S3 failure (retryable).
+    """
     from botocore.exceptions import BotoCoreError, ClientError
+
+    from archmax.stores.aws.errors import ErrorKind, error_kind
 
     def fetch(bucket: str | None, key: str) -> bytes:
         if not bucket:
             raise StoreError(f"no bucket to read '{key}' from")
         try:
             return client.get_object(Bucket=bucket, Key=key)["Body"].read()
-        except (ClientError, BotoCoreError) as exc:
+        except ClientError as exc:
+            if error_kind(exc) is ErrorKind.MISSING:
+                raise InvalidEventError(f"the receipt names s3://{bucket}/{key}, which holds no mail") from exc
+            raise StoreError(f"cannot read s3://{bucket}/{key}: {exc}") from exc
+        except BotoCoreError as exc:
             raise StoreError(f"cannot read s3://{bucket}/{key}: {exc}") from exc
 
     return fetch

@@ -99,7 +99,7 @@ def verify(
 
     Raises:
         UnauthenticatedEventError: the signature or timestamp header missing, a timestamp that is
-            not whole seconds or is outside the tolerance, or a signature that matches neither
+            not whole seconds in ASCII digits or is outside the tolerance, or a signature that matches neither
             signed string.
     """
     lower = {k.lower(): v for k, v in headers.items() if isinstance(v, str)}
@@ -110,7 +110,7 @@ def verify(
         raise UnauthenticatedEventError(
             f"a signed webhook needs the {declared.header} and {declared.timestamp_header} headers"
         )
-    if not timestamp.isdigit() or len(timestamp) > 12:
+    if not (timestamp.isascii() and timestamp.isdigit()) or len(timestamp) > 12:  # int() reads "１２" too
         raise UnauthenticatedEventError(f"{declared.timestamp_header} must be Unix seconds")
     if abs(now.timestamp() - int(timestamp)) > declared.tolerance_s:
         raise UnauthenticatedEventError(

@@ -116,7 +116,9 @@ def test_a_late_answer_to_question_a_is_refused_and_the_store_is_unchanged(asked
     c = asked_b
     before = _snapshot(c.root)
     run = c.email(c.reply(2, c.reply_to_a, "Sorry, it's ORD-1002."))
-    assert run.code == 1 and "is not parked awaiting an event" in run.err and "not the session's current park" in run.err  # §5.11
+    assert (
+        run.code == 1 and "is not parked awaiting an event" in run.err and "not the session's current park" in run.err
+    )  # §5.11
     assert c.park_a in run.err and c.park_b in run.err
     assert "quarantined" not in run.err
     assert _snapshot(c.root) == before  # no delivery id, no quarantine, no participant, no transcript line

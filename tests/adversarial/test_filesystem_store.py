@@ -208,24 +208,44 @@ def test_sixteen_threads_sending_to_a_finished_session_let_exactly_one_turn_run(
 
     from archmax.errors import SessionNotResumableError
 
+    all_refused = threading.Event()
+
+    class WinnerHeld(ScriptedModel):
+        """Holds the winning turn's model call until the 15 others were refused.
+
+        Without it a thread the OS schedules late (a busy machine) could start only after the
+        winner finished, and a send to a finished session legitimately opens a new turn: the
+        race this test is about would not be the one it runs.
+        """
+
+        def complete(self, request):  # type: ignore[no-untyped-def]
+            if self.consumed >= 1:  # the first call is the session's first turn, before the race
+                all_refused.wait(timeout=60)
+            return super().complete(request)
+
     store = FilesystemStore(tmp_path)
     agent = create_agent(
         workflow_from_dict(CHAT, "demo"),
         store,
-        ScriptedModel([{"say": "hi"}] * 17),
+        WinnerHeld([{"say": "hi"}] * 17),
         clock=FakeClock("2025-01-01T00:00:00.000Z"),
     )
     agent.workflow.send("s", "first")
     before = store.load("s")
     barrier = threading.Barrier(16)
     results: list[str] = []
+    lock = threading.Lock()
 
     def send(i: int) -> None:
         barrier.wait()
         try:
-            results.append(agent.workflow.send("s", f"message {i}").kind)
+            kind = agent.workflow.send("s", f"message {i}").kind
         except SessionNotResumableError:
-            results.append("refused")
+            kind = "refused"
+        with lock:
+            results.append(kind)
+            if results.count("refused") == 15:
+                all_refused.set()
 
     threads = [threading.Thread(target=send, args=(i,)) for i in range(16)]
     for t in threads:

@@ -14,7 +14,7 @@ from dataclasses import replace
 from typing import Any, NamedTuple
 
 from archmax.engine.claims import Applied, build_outcome, claim_park, guarded, open_work
-from archmax.engine.deliveries import refuse_duplicate, remember_delivery
+from archmax.engine.deliveries import refuse_duplicate, remember_delivery, was_applied
 from archmax.engine.firing_rule import parked_channel, preflight_model
 from archmax.engine.loop import TurnLoop
 from archmax.engine.runtime import Runtime
@@ -22,6 +22,7 @@ from archmax.engine.subworkflows import forwarded
 from archmax.engine.work import Work, waiting_on_child
 from archmax.errors import (
     CommitConflictError,
+    DuplicateDeliveryError,
     InvalidDecisionTargetError,
     SessionNotAwaitingInputError,
     SessionNotParkedError,
@@ -29,7 +30,7 @@ from archmax.errors import (
     WorkflowSpecError,
 )
 from archmax.session.firing import EngineFiring, Recover, Turn
-from archmax.session.ids import SessionId, parent_session_id
+from archmax.session.ids import SessionId, parent_session_id, validate_delivery_id
 from archmax.session.records import Checkpoint, ForwardedDelivery, SessionStatus
 from archmax.session.results import Outcome
 from archmax.stores.riders import Riders
@@ -298,9 +299,10 @@ def addressed(rt: Runtime, firing: EngineFiring) -> tuple[Runtime, EngineFiring]
     A child id (``<caller>~<state>:<slug>:<n>``, §4.1) whose caller's call in flight names it is
     applied as if sent to the caller (delivery, reply, decision, send, recovery of a turn the caller
     runs): the caller is claimed first, so of a firing at the caller and one at its child exactly one
-    proceeds, and the child's news always reaches the caller. Any other session of another workflow
-    (a child whose caller moved on) runs under its own workflow's runtime. Ids without a caller, and
-    ``Turn`` firings, go where they were sent. The caller's own caller is looked up the same way.
+    proceeds, and the child's news always reaches the caller. A retry of a firing the caller (or its
+    caller) applied, by its delivery id, goes to that session even after it moved on. Any other
+    session of another workflow (a child whose caller moved on) runs under its own workflow's
+    runtime. Ids without a caller, and ``Turn`` firings, go where they were sent. The caller's own caller is looked up the same way.
 
     Returns:
         ``(runtime, firing)`` to apply.
@@ -322,8 +324,50 @@ def addressed(rt: Runtime, firing: EngineFiring) -> tuple[Runtime, EngineFiring]
             park = _callers_park(rt, firing, sid, caller)
             return addressed(caller_rt, replace(firing, session_id=SessionId(parent), **park))
     rec = rt.store.load(sid)
+    applier = _ancestor_that_applied(rt, firing, rec, caller)
+    if applier is not None:
+        return applier
     own = _runtime_of(rt, rec.workflow) if rec is not None else None
     return (own or rt), firing
+
+
+def _ancestor_that_applied(
+    rt: Runtime, firing: EngineFiring, rec: Checkpoint | None, caller: Checkpoint | None
+) -> tuple[Runtime, EngineFiring] | None:
+    """Where a redelivery goes that a caller (or its caller) applied when it was addressed to this child.
+
+    A firing at a child's id is applied as if sent to the caller while the caller's call names the
+    child; its retry with the same delivery id may come after the caller moved on (the first attempt's
+    process died before it answered). The event is the caller's, so the retry goes to the nearest
+    ancestor that applied the id, whose firing rule answers it: a duplicate, or the continuation of
+    the turn it started when that turn died (§3.12). A child that applied the id itself answers as
+    usual. Without this the retry ran as a new event in the child, or in a new session of the child's
+    id (issue 22: each event applied once across the pair).
+
+    Returns:
+        ``(runtime, firing)`` addressed to that ancestor, or ``None`` when no ancestor applied the id.
+
+    Raises:
+        DuplicateDeliveryError: the ancestor that applied it is of a workflow this stack cannot run.
+        InvalidDeliveryIdError: the firing's delivery id is malformed (nothing is written).
+        StoreError: a delivery marker could not be read.
+    """
+    delivery_id = getattr(firing, "delivery_id", None)
+    if delivery_id is None:
+        return None
+    validate_delivery_id(delivery_id, session_id=firing.session_id)
+    if rec is not None and was_applied(rt.store, rec, delivery_id):
+        return None
+    ancestor = caller
+    while ancestor is not None:
+        if was_applied(rt.store, ancestor, delivery_id):
+            ancestor_rt = _runtime_of(rt, ancestor.workflow)
+            if ancestor_rt is None:  # a workflow this stack cannot run: its own stack finishes a dead turn
+                raise DuplicateDeliveryError(ancestor.session_id, delivery_id)
+            return ancestor_rt, replace(firing, session_id=SessionId(ancestor.session_id))
+        above = parent_session_id(ancestor.session_id)
+        ancestor = rt.store.load(above) if above is not None else None
+    return None
 
 
 def _callers_park(rt: Runtime, firing: EngineFiring, child_id: str, caller: Checkpoint) -> dict[str, Any]:

@@ -125,7 +125,10 @@ def guarded(rt: Runtime, work: Work, body: Callable[[], None], disposition: str)
     """Run ``body`` under the lease, bring the artifacts up to date and build the result.
 
     On an unexpected error the lease is let go (so the session can be taken over at once) and the
-    error re-raised. Artifacts are written only while this writer's record is still the session's:
+    error re-raised, unless a lease commit of a child this operation waited on failed without saying
+    whether it applied: then the caller keeps its lease until it runs out, so it is never left
+    unleased while its child may still be leased, and the sweep takes the pair over together
+    (issue 22). Artifacts are written only while this writer's record is still the session's:
     after losing the session to another writer (§3.12: it stops without writing) they are not.
     """
     try:
@@ -134,7 +137,7 @@ def guarded(rt: Runtime, work: Work, body: Callable[[], None], disposition: str)
         if isinstance(exc, CommitConflictError):
             raise  # another writer owns the session now: a stale record must not overwrite its artifacts
         still_ours = not work.holds_lease
-        if work.holds_lease:
+        if work.holds_lease and not work.lease_in_doubt:
             try:
                 work.release()
                 still_ours = True

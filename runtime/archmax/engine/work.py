@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 from archmax.clock import Clock, epoch_ms, format_instant
+from archmax.errors import CommitConflictError
 from archmax.outbound.outbox import record_outbox
 from archmax.outbound.settled import settled_in
 from archmax.session.records import Checkpoint, Lease, Usage, stamp_park
@@ -79,6 +80,9 @@ class Work:
     outbox_words: str | None = None
     """The words the turn-ending commit mails when they are not the record's own (a caller answering
     through its child's decision park, issue 20 item 4); ``None`` reads them from the record."""
+    lease_in_doubt: bool = False
+    """A lease commit of a child this caller waited on raised without saying whether it applied: the
+    child may still be leased, so this caller keeps its own lease on an error (issue 22)."""
 
     def __post_init__(self) -> None:
         self.start_messages = len(self.record.messages)
@@ -141,7 +145,15 @@ class Work:
             settled = settled_in(self.store, rec.session_id, list(rec.outbox), created_at=rec.created_at)
             record_outbox(rec, self.start_messages, settled=settled, words=self.outbox_words)
         owner = None if claim or not self.holds_lease else self.owner
-        self.store.commit(rec.session_id, rec, self.version, lease_owner=owner, riders=self.riders)
+        try:
+            self.store.commit(rec.session_id, rec, self.version, lease_owner=owner, riders=self.riders)
+        except Exception as exc:
+            if lease and not isinstance(exc, CommitConflictError):
+                # it may have applied: this child may hold a live lease nobody renews, so its callers keep
+                # theirs too and the pair's leases run out together (issue 22)
+                for caller in _WAITING.get():
+                    caller.lease_in_doubt = True
+            raise
         self.version = rec.version
         self.holds_lease = lease
         self._unstamped = len(rec.messages)

@@ -62,6 +62,29 @@ def _conflict_item(exc: CommitConflictError) -> dict[str, Any]:
 class AwsOutboxState(AwsState):
     """The outbox-state members of :class:`~archmax.stores.aws.store.AwsStore` (see the module docstring)."""
 
+    def _update_entry(
+        self, operation: str, session_id: str, created_at: str, entry_id: str, **request: Any
+    ) -> CommitConflictError | None:
+        """One conditional UpdateItem of an entry's item; the condition's failure is returned, not raised.
+
+        Raises:
+            InvalidSessionIdError: for an id failing §4.1.
+            StoreError: on an AWS failure.
+        """
+        validate_session_id(session_id)
+        try:
+            aws_call(
+                self._ddb.update_item,
+                operation=operation,
+                session_id=session_id,
+                TableName=self.table_name,
+                Key=entry_key(session_id, created_at, entry_id),
+                **request,
+            )
+        except CommitConflictError as exc:
+            return exc
+        return None
+
     def outbox_claim(
         self, session_id: str, entry_id: str, *, created_at: str, owner: str, now: str, until: str
     ) -> OutboxClaim:
@@ -71,31 +94,25 @@ class AwsOutboxState(AwsState):
             InvalidSessionIdError: for an id failing §4.1.
             StoreError: on an AWS failure.
         """
-        validate_session_id(session_id)
-        try:
-            aws_call(
-                self._ddb.update_item,
-                operation="outbox_claim",
-                session_id=session_id,
-                TableName=self.table_name,
-                Key=entry_key(session_id, created_at, entry_id),
-                UpdateExpression="SET #owner = :owner, #until = :until",
-                ConditionExpression=(
-                    "attribute_not_exists(#sent) AND attribute_not_exists(#failed)"
-                    " AND (attribute_not_exists(#until) OR #until <= :now)"
-                ),
-                ExpressionAttributeNames={
-                    "#owner": "claim_owner", "#until": "claim_until", "#sent": "sent", "#failed": "failed",
-                },
-                ExpressionAttributeValues={":owner": {"S": owner}, ":until": {"S": until}, ":now": {"S": now}},
-                ReturnValuesOnConditionCheckFailure="ALL_OLD",
-            )  # fmt: skip
-        except CommitConflictError as exc:
-            found = _conflict_item(exc)
-            if "sent" in found:
-                return OutboxClaim.SENT
-            return OutboxClaim.FAILED if "failed" in found else OutboxClaim.HELD
-        return OutboxClaim.CLAIMED
+        conflict = self._update_entry(
+            "outbox_claim", session_id, created_at, entry_id,
+            UpdateExpression="SET #owner = :owner, #until = :until",
+            ConditionExpression=(
+                "attribute_not_exists(#sent) AND attribute_not_exists(#failed)"
+                " AND (attribute_not_exists(#until) OR #until <= :now)"
+            ),
+            ExpressionAttributeNames={
+                "#owner": "claim_owner", "#until": "claim_until", "#sent": "sent", "#failed": "failed",
+            },
+            ExpressionAttributeValues={":owner": {"S": owner}, ":until": {"S": until}, ":now": {"S": now}},
+            ReturnValuesOnConditionCheckFailure="ALL_OLD",
+        )  # fmt: skip
+        if conflict is None:
+            return OutboxClaim.CLAIMED
+        found = _conflict_item(conflict)
+        if "sent" in found:
+            return OutboxClaim.SENT
+        return OutboxClaim.FAILED if "failed" in found else OutboxClaim.HELD
 
     def outbox_release(self, session_id: str, entry_id: str, *, created_at: str, owner: str, now: str) -> None:
         """One conditional UpdateItem: ``claim_until`` emptied while ``owner`` holds the unsettled entry.
@@ -104,23 +121,16 @@ class AwsOutboxState(AwsState):
             InvalidSessionIdError: for an id failing §4.1.
             StoreError: on an AWS failure.
         """
-        validate_session_id(session_id)
-        try:
-            aws_call(
-                self._ddb.update_item,
-                operation="outbox_release",
-                session_id=session_id,
-                TableName=self.table_name,
-                Key=entry_key(session_id, created_at, entry_id),
-                UpdateExpression="SET #until = :released",
-                ConditionExpression="#owner = :owner AND attribute_not_exists(#sent) AND attribute_not_exists(#failed)",
-                ExpressionAttributeNames={
-                    "#owner": "claim_owner", "#until": "claim_until", "#sent": "sent", "#failed": "failed",
-                },
-                ExpressionAttributeValues={":owner": {"S": owner}, ":released": {"S": ""}},
-            )  # fmt: skip
-        except CommitConflictError:
-            pass  # taken over or settled meanwhile: nothing of ours to let go
+        # a failed condition: taken over or settled meanwhile, nothing of ours to let go
+        self._update_entry(
+            "outbox_release", session_id, created_at, entry_id,
+            UpdateExpression="SET #until = :released",
+            ConditionExpression="#owner = :owner AND attribute_not_exists(#sent) AND attribute_not_exists(#failed)",
+            ExpressionAttributeNames={
+                "#owner": "claim_owner", "#until": "claim_until", "#sent": "sent", "#failed": "failed",
+            },
+            ExpressionAttributeValues={":owner": {"S": owner}, ":released": {"S": ""}},
+        )  # fmt: skip
 
     def outbox_record(
         self, session_id: str, entry_id: str, outcome: OutboxOutcome, body: str, *, created_at: str
@@ -131,22 +141,14 @@ class AwsOutboxState(AwsState):
             InvalidSessionIdError: for an id failing §4.1.
             StoreError: on an AWS failure.
         """
-        validate_session_id(session_id)
-        try:
-            aws_call(
-                self._ddb.update_item,
-                operation="outbox_record",
-                session_id=session_id,
-                TableName=self.table_name,
-                Key=entry_key(session_id, created_at, entry_id),
-                UpdateExpression="SET #outcome = :body",
-                ConditionExpression="attribute_not_exists(#outcome)",
-                ExpressionAttributeNames={"#outcome": outcome.value},
-                ExpressionAttributeValues={":body": {"S": body}},
-            )
-        except CommitConflictError:
-            return False
-        return True
+        conflict = self._update_entry(
+            "outbox_record", session_id, created_at, entry_id,
+            UpdateExpression="SET #outcome = :body",
+            ConditionExpression="attribute_not_exists(#outcome)",
+            ExpressionAttributeNames={"#outcome": outcome.value},
+            ExpressionAttributeValues={":body": {"S": body}},
+        )  # fmt: skip
+        return conflict is None
 
     def outbox_outcomes(
         self, session_id: str, entry_ids: Iterable[str], *, created_at: str

@@ -16,8 +16,9 @@ from typing import Any
 import pytest
 
 from archmax import MemoryStore, SessionNotParkedError, SessionStatus, create_agent
-from archmax.clock import FakeClock
+from archmax.clock import FakeClock, format_instant
 from archmax.hosting.sweep import sweep
+from archmax.hosting.timers import LOST_RACE, DueTimer, fire
 from archmax.models.scripted import ScriptedModel
 from archmax.session.notes import is_runtime_note
 from archmax.spec import workflow_from_dict
@@ -178,3 +179,24 @@ def test_a_person_deciding_before_the_deadline_wins_and_the_sweep_then_does_noth
     clock.advance(timedelta(days=2))
     assert sweep(agent) == []
     assert store.load("s1").position == "approved"
+
+
+def test_a_timer_listed_before_a_persons_reply_still_fires_the_same_park(store: Any) -> None:
+    """A reply keeps the park (§3.6: same record), so the timer the sweep listed before it still names it (§5.11)."""
+    clock = FakeClock(T0)
+    script = [*TO_REVIEW, {"say": "The manager will look at it."}, {"say": "Escalated to the manager."}]
+    agent = _agent(store, _human(on_timeout=True), script, clock)
+    agent.workflow.send("s1", "Refund please")
+    clock.advance(timedelta(days=1))
+    now = format_instant(clock.now())
+    (listed,) = store.due_parks(now)  # the sweep hands this to the timer queue ...
+    timer = DueTimer(session_id="s1", park_version=listed.version, resume_at=listed.resume_at, now=now)
+    assert agent.workflow.reply("s1", "Any news?").kind == "parked"  # ... and a person writes meanwhile
+    assert store.load("s1").version > listed.version
+
+    assert fire(agent, timer).kind == "completed"  # the worker fires it: the same park, not a stale one
+    rec = store.load("s1")
+    assert rec.position == "escalated" and rec.trigger == "timeout"
+    with pytest.raises(LOST_RACE):  # the same timer again (a duplicate message) changes nothing
+        fire(agent, timer)
+    assert store.load("s1").version == rec.version

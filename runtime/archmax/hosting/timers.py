@@ -28,6 +28,7 @@ from archmax.errors import ArchmaxError, SessionNotAwaitingInputError, SessionNo
 
 if TYPE_CHECKING:
     from archmax.agent import Agent
+    from archmax.session.records import Checkpoint
     from archmax.session.results import Outcome
 
 TIMER_TRIGGER = "timer"
@@ -57,8 +58,8 @@ class DueTimer(BaseModel):
 
     Attributes:
         session_id: The parked session.
-        park_version: The version the park was listed at; the delivery is refused unless the
-            session is still at it (BEHAVIOUR.md §3.12: a timer names its park).
+        park_version: The version the park was listed at: the timer names the park current then
+            (BEHAVIOUR.md §3.12, §5.11; :func:`park_version_now`), and a later park refuses it.
         resume_at: When the park came due, ``YYYY-MM-DDTHH:MM:SS.mmmZ`` (timer lateness is read from it).
         now: The sweep's instant: the ``now`` variable the delivery carries, and the instant a
             passed deadline is judged at.
@@ -75,7 +76,8 @@ class DueTimer(BaseModel):
 def fire(agent: Agent, timer: DueTimer) -> Outcome:
     """Wake the park ``timer`` names: ``timer``, or ``timeout`` when its deadline passed first (§5.11).
 
-    An input park gets ``deliver(id, trigger="timer", variables={"now": now}, park_version=v)``;
+    An input park gets ``deliver(id, trigger="timer", variables={"now": now}, park_version=v)``, ``v``
+    the session's version while its park is the listed one (:func:`park_version_now`);
     one whose ``timeout`` passed before its ``until`` gets the delivery ``timeout`` (``variables``
     ``now`` and ``timeout``); a decision park past its deadline is expired
     (:func:`archmax.engine.expire.expire`). Every firing goes through the agent's door.
@@ -85,21 +87,43 @@ def fire(agent: Agent, timer: DueTimer) -> Outcome:
             the timer names (a duplicate, another sweep, a reply got there first); nothing changed.
         ArchmaxError: whatever else the delivery raised (a store or model outage, a typed refusal).
     """
-    deadline = _passed_deadline(agent, timer)
+    rec = agent.store.load(timer.session_id)
+    version = park_version_now(rec, timer)
+    deadline = _passed_deadline(agent, rec, timer, version)
     if deadline is not None:
         return deadline()
     return agent.workflow.deliver(
-        timer.session_id, trigger=TIMER_TRIGGER, variables={"now": timer.now}, park_version=timer.park_version
+        timer.session_id, trigger=TIMER_TRIGGER, variables={"now": timer.now}, park_version=version
     )
 
 
-def _passed_deadline(agent: Agent, timer: DueTimer) -> Callable[[], Outcome] | None:
+def park_version_now(rec: Checkpoint | None, timer: DueTimer) -> int:
+    """The version to fire ``timer`` at: the session's current one while its park is still the listed park.
+
+    A timer names the park it was listed at (§3.12, §5.11): the park current at ``timer.park_version``.
+    A person's message at a park, and the answer it gets, raise the session's version but keep the
+    park (seed: "those move the session nowhere"), so the park is still the listed one while it was
+    made at or before the listing (``parked_version <= park_version <= version``); a park made later
+    is another one. Otherwise the listed version is returned, and the engine refuses the delivery
+    (``SessionNotAwaitingInputError``/``SessionNotParkedError``) and changes nothing.
+    """
+    if rec is None:
+        return timer.park_version
+    park = rec.pending_input or rec.pending_decision
+    made = park.parked_version if park is not None else None
+    if made is not None and made <= timer.park_version <= rec.version:
+        return rec.version
+    return timer.park_version
+
+
+def _passed_deadline(
+    agent: Agent, rec: Checkpoint | None, timer: DueTimer, version: int
+) -> Callable[[], Outcome] | None:
     """The wake-up of a park whose ``timeout`` passed before its ``until`` (BEHAVIOUR.md §5.11), else ``None``.
 
-    A record read here that moved on since the listing is left to the versioned delivery, which refuses it.
+    A record that is not at ``version`` (not the listed park) is left to the versioned delivery, which refuses it.
     """
-    session_id, version, instant = timer.session_id, timer.park_version, timer.now
-    rec = agent.store.load(session_id)
+    session_id, instant = timer.session_id, timer.now
     if rec is None or rec.version != version:
         return None
     park = rec.pending_input or rec.pending_decision

@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 from .conftest import event
+from .test_views_routes import get
 
 BACKENDS = ["filesystem", "aws"]
 
@@ -138,3 +139,23 @@ def test_a_delivery_addressed_to_the_childs_id_through_the_deliver_function_fini
     assert agent.sessions.get("AAQk-1").status == "completed"
     notes = [m.content for m in agent.sessions.messages("AAQk-1") if m.role == "tool"]
     assert "[sub-workflow: lookup] ORD-1001 is on its way." in notes
+
+
+def test_the_poll_of_a_message_the_callers_child_answered_says_it_was_applied(deploy, caller):
+    """Issue 22: a message to a caller parked at its child's decision is a reply the child answers and
+    remembers; the 202's poll at the caller says it was applied (the pair applies events as one session)."""
+    script = [
+        {"call": {"archmax_workflow_lookup": {}}},
+        {"call": {"archmax_advance": {"to": "review", "reason": "a refund of 40 EUR"}}},  # the child
+        {"say": "Please approve the 40 EUR refund."},  # the child's handoff
+        {"say": "A person is looking at it now."},  # the child's answer to the message
+    ]
+    d = deploy(script, caller)
+    d.collaborators.agent.workflow.send("AAQk-1", "Refund ORD-7, please.")
+    accepted = d.call("send", message_event("AAQk-1", "Is it approved yet?"))
+    assert accepted["statusCode"] == 202
+    child = d.collaborators.agent.store.load("AAQk-1~ask:lookup:1")
+    assert child.messages[-1].content == "A person is looking at it now."  # the child answered it
+    polled = d.call("resolve", get(accepted["headers"]["Location"]))
+    delivery = json.loads(polled["body"])["delivery"]
+    assert delivery["applied"] is True and delivery["answered"] is True

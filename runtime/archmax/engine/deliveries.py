@@ -12,6 +12,12 @@ never tried (a ``StoreError``, retryable), so no id is ever forgotten. A deliver
 window nor a marker was never applied. Sessions that never apply more than the window's ids write and
 read no marker; on AWS the markers are S3 objects, so the session item never grows, and they go with
 the session's folder when the session is deleted.
+
+A caller parked through its sub-workflow child and the child apply events as one pair (BEHAVIOUR.md §5.10):
+a reply forwarded to the child is remembered by the child alone (the caller stays parked, unclaimed).
+So a caller's check also asks the child its park delegates to (:func:`applied_in_pair`), and the
+caller adopts its child's ids when it next settles with the child (:func:`adopt_child_deliveries`), so
+they stay remembered after the caller moved on (issue 22: each event applied once, in one transcript).
 """
 
 from __future__ import annotations
@@ -45,6 +51,26 @@ def was_applied(store: SessionStore, rec: Checkpoint, delivery_id: str) -> bool:
     return store.get(rec.session_id, marker_path(delivery_id)) is not None
 
 
+def applied_in_pair(store: SessionStore, rec: Checkpoint, delivery_id: str) -> bool:
+    """Whether ``rec``'s session, or the child its call in flight delegates to (down the chain), applied the id.
+
+    A reply sent to a caller parked at its child's decision is applied by the child and remembered
+    there only (§5.10, §3.6); a redelivery to the caller, by any door, is the same event.
+
+    Raises:
+        StoreError: a child or a marker could not be read (never read as "not applied").
+    """
+    seen: set[str] = set()
+    current: Checkpoint | None = rec
+    while current is not None and current.session_id not in seen:
+        if was_applied(store, current, delivery_id):
+            return True
+        seen.add(current.session_id)
+        delegation = current.delegation
+        current = store.load(delegation.session_id) if delegation is not None else None
+    return False
+
+
 def refuse_duplicate(
     store: SessionStore, rec: Checkpoint | None, delivery_id: str | None, session_id: str | None = None
 ) -> None:
@@ -60,13 +86,14 @@ def refuse_duplicate(
     Raises:
         InvalidDeliveryIdError: ``delivery_id`` is blank, not text, over 512 UTF-8 bytes or holds a
             control character (:func:`archmax.session.ids.validate_delivery_id`).
-        DuplicateDeliveryError: the session already applied ``delivery_id`` (a no-op).
-        StoreError: a marker could not be read.
+        DuplicateDeliveryError: the session already applied ``delivery_id`` (a no-op), or its child did
+            while the session's call to it is in flight (:func:`applied_in_pair`).
+        StoreError: a marker (or the delegated child) could not be read.
     """
     if delivery_id is None:
         return
     validate_delivery_id(delivery_id, session_id=rec.session_id if rec is not None else session_id)
-    if rec is not None and was_applied(store, rec, delivery_id):
+    if rec is not None and applied_in_pair(store, rec, delivery_id):
         raise DuplicateDeliveryError(rec.session_id, delivery_id)
 
 
@@ -80,7 +107,29 @@ def remember_delivery(store: SessionStore, record: Checkpoint, delivery_id: str 
     """
     if delivery_id is None:
         return
-    ids = record.delivery_ids + [delivery_id]
+    _keep(store, record, record.delivery_ids + [delivery_id])
+
+
+def adopt_child_deliveries(store: SessionStore, record: Checkpoint, child: Checkpoint | None) -> None:
+    """Add the ids ``child`` applied during the call and ``record`` lacks, to the caller's next commit.
+
+    Called while the caller settles with the child (and when a new turn abandons the call), so a
+    reply the child applied for the pair stays a duplicate at the caller after it moved on (issue 22).
+    The adopted ids go before the caller's own (its newest id, which a dead turn's redelivery
+    continues, stays newest); the oldest leave the window as markers, as always.
+
+    Raises:
+        StoreError: a marker could not be read or written; the caller has not committed.
+    """
+    if child is None:
+        return
+    adopted = [i for i in child.delivery_ids if not was_applied(store, record, i)]
+    if adopted:
+        _keep(store, record, adopted + record.delivery_ids)
+
+
+def _keep(store: SessionStore, record: Checkpoint, ids: list[str]) -> None:
+    """Set ``record``'s window to the newest ids of ``ids``, writing a marker for each id leaving it first."""
     for leaving in ids[:-DELIVERY_IDS_KEPT]:
         try:
             store.seed(record.session_id, {marker_path(leaving): leaving}, create_only=True)

@@ -39,11 +39,17 @@ def classify(rt: Runtime, session_id: str, rec: Checkpoint | None) -> tuple[Disp
     """The firing rule (§3.2): ``(disposition, recovered)``.
 
     Raises:
-        SessionNotResumableError: the session is mid-turn under a live lease.
+        SessionNotResumableError: the session is mid-turn under a live lease, or it is parked through its
+            sub-workflow child and the child holds a live lease (a reply it is answering: the pair is
+            one session to a firing, §5.10; issue 22).
     """
     if rec is None or is_finished(rec.status):
         return "turn", False
     channel = parked_channel(rt, rec)
+    if channel is not None and rec.delegation is not None:
+        child = rt.store.load(rec.delegation.session_id)
+        if child is not None and lease_live(rt, child):
+            raise SessionNotResumableError(session_id, str(rec.status), f"its child '{child.session_id}' is mid-turn")
     if channel == "input":
         return "resume", False
     if channel == "decision":

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from archmax.engine.deliveries import adopt_child_deliveries
 from archmax.engine.firing_rule import lease_live, parked_channel
 from archmax.engine.placement import place_files, prepare_files, session_file_exists
 from archmax.engine.runtime import FiringRunner, RunningTurn, Runtime
@@ -170,12 +171,15 @@ def settle(loop: RunningTurn, *, answering: bool = False) -> tuple[str, str] | N
     child parks the caller (on ``input`` with the child's reason, or at the child's decision); a
     finished child ends the call with its result, which either answers the tool call
     (``answering=True``) or arrives as a ``[sub-workflow: <slug>]`` note (``[error]`` on failure).
+    The caller adopts the delivery ids the child applied (a reply forwarded to the child is remembered
+    only there), so each stays a duplicate at the caller after the call is over (issue 22).
 
     Returns:
         With ``answering``, the tool result ``(status, text)``; else ``None``.
 
     Raises:
         SessionNotResumableError: another process holds the child's live lease.
+        StoreError: a delivery-id marker could not be read or written.
     """
     rt, rec = loop.rt, loop.rec
     d = rec.delegation
@@ -196,6 +200,7 @@ def settle(loop: RunningTurn, *, answering: bool = False) -> tuple[str, str] | N
         # The child cannot start (a bad file name, binary content without upload_files): the call fails.
         # A model or store outage propagates instead: both sessions stay resumable (§3.12).
         return _finish(loop, "failed", f"sub-workflow '{d.workflow}' could not start: {exc}", answering)
+    adopt_child_deliveries(rt.store, rec, child)  # replies the child applied for the pair (issue 22)
     parked = parked_channel(child_rt, child)
     if parked is not None:
         return _mirror_park(loop, child, parked, answering)

@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
-from archmax.engine.deliveries import was_applied
+from archmax.engine.deliveries import applied_in_pair
 from archmax.errors import InvalidEventError
 from archmax.handlers.common import base_path, json_response
 from archmax.session.ids import parent_session_id, validate_session_id
@@ -212,8 +212,9 @@ def register(router: Any, c: Collaborators) -> None:
         if record is None:
             return _not_found(session_id)
         delivery_id = params().get("delivery_id")
-        # applied once in the checkpoint's window of ids, or (older) as a marker file (engine/deliveries)
-        asked = (delivery_id, was_applied(c.agent.store, record, delivery_id)) if delivery_id is not None else None
+        # applied once in the checkpoint's window of ids, or (older) as a marker file, or by the child a
+        # caller's park delegates to (a reply it answered for the pair, issue 22; engine/deliveries)
+        asked = (delivery_id, applied_in_pair(c.agent.store, record, delivery_id)) if delivery_id is not None else None
         return json_response(200, transcript(record, _workflow_of(c, record), asked))
 
     @router.get("/sessions/<session_id>/trail")

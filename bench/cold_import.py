@@ -255,10 +255,11 @@ class Stack:
             **settings,
         }
 
-    def sample(self, tmp: Path, target: Scenario | str | None) -> dict[str, Any]:
+    def sample(self, tmp: Path, target: Scenario | str | None, bytecode: dict[str, str]) -> dict[str, Any]:
         """One fresh deployment and one fresh interpreter: the probe's report (seconds).
 
-        ``target``: a function's scenario, a :data:`FLOORS` label, or ``None`` for the baseline.
+        ``target``: a function's scenario, a :data:`FLOORS` label, or ``None`` for the baseline;
+        ``bytecode``: the variables of a :data:`BYTECODE` mode.
         """
         self.fresh()
         scenario: Scenario | None = None
@@ -276,7 +277,7 @@ class Stack:
             [sys.executable, "-c", code],
             capture_output=True,
             text=True,
-            env=self.environment(tmp, scenario),
+            env=self.environment(tmp, scenario) | bytecode,
             cwd=tmp,
             check=False,
         )
@@ -292,22 +293,64 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5, help="measured rounds (after one discarded warm-up round)")
     parser.add_argument("--only", nargs="*", default=None, help="functions to measure (default: all)")
+    parser.add_argument("--bytecode", choices=[*BYTECODE, "both"], default="both", help="see BYTECODE (default: both)")
     args = parser.parse_args(argv)
     scenarios = [s for s in SCENARIOS if args.only is None or s.function in args.only]
     targets: list[Scenario | str | None] = [None, *FLOORS, *scenarios]
+    modes = list(BYTECODE) if args.bytecode == "both" else [args.bytecode]
     stack = Stack()
-    runs: dict[str, list[dict[str, Any]]] = {_label(t): [] for t in targets}
+    results: dict[str, dict[str, list[dict[str, Any]]]] = {}
     try:
         with tempfile.TemporaryDirectory() as tmp:
-            for round_ in range(args.runs + 1):  # round 0 writes the bytecode caches and is discarded
-                for target in targets:
-                    report = stack.sample(Path(tmp), target)
-                    if round_:
-                        runs[_label(target)].append(report)
+            for mode in modes:
+                bytecode = _precompiled_runtime(Path(tmp)) if mode == "source" else {}
+                runs: dict[str, list[dict[str, Any]]] = {_label(t): [] for t in targets}
+                for round_ in range(args.runs + 1):  # round 0 writes the bytecode caches and is discarded
+                    for target in targets:
+                        report = stack.sample(Path(tmp), target, bytecode)
+                        if round_:
+                            runs[_label(target)].append(report)
+                results[mode] = runs
     finally:
         stack.server.stop()
-    print_table(runs, args.runs)
+    for mode, runs in results.items():
+        print(f"\n[bytecode: {mode}] {BYTECODE[mode]}")
+        print_table(runs, args.runs)
     return 0
+
+
+BYTECODE = {
+    "cached": "every module's bytecode cached (a layer that ships .pyc for python3.12)",
+    "source": (
+        "the layer's packages compiled at every start, as layers/archmax/Makefile builds it (--no-compile; /opt"
+        " is read-only, so nothing is cached); the standard library and the runtime's boto3 precompiled"
+    ),
+}
+"""How the layer's modules reach the interpreter. ``source`` runs every probe (the baseline too) with a
+bytecode cache prefix holding only the standard library and the packages the Lambda runtime provides,
+and with cache writes off, so everything the layer adds is compiled at each start."""
+
+_RUNTIME_PACKAGES = ("boto3", "botocore", "s3transfer", "jmespath", "dateutil", "urllib3", "six")
+
+
+def _precompiled_runtime(tmp: Path) -> dict[str, str]:
+    """A bytecode cache prefix with the standard library and the runtime's packages compiled; its variables."""
+    import importlib.util
+    import sysconfig
+
+    prefix = tmp / "runtime-pycache"
+    env = {"PYTHONPYCACHEPREFIX": str(prefix)}
+    packages = []
+    for name in _RUNTIME_PACKAGES:
+        spec = importlib.util.find_spec(name)
+        if spec is not None and spec.origin:
+            origin = Path(spec.origin)
+            packages.append(str(origin.parent if origin.name == "__init__.py" else origin))
+    skip = r"[/\\](test|tests|idlelib|tkinter|lib2to3|site-packages)[/\\]"
+    for paths in (["-x", skip, sysconfig.get_paths()["stdlib"]], packages):
+        compileall = [sys.executable, "-m", "compileall", "-q", "-j0", *paths]
+        subprocess.run(compileall, env={**os.environ, **env}, capture_output=True, check=False)
+    return env | {"PYTHONDONTWRITEBYTECODE": "1"}
 
 
 def _label(target: Scenario | str | None) -> str:

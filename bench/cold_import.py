@@ -306,7 +306,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=5, help="measured rounds (after one discarded warm-up round)")
     parser.add_argument("--only", nargs="*", default=None, help="functions to measure (default: all)")
     parser.add_argument("--bytecode", choices=[*BYTECODE, "both"], default="both", help="see BYTECODE (default: both)")
+    parser.add_argument("--explain", metavar="FUNCTION", help="print what FUNCTION imports beyond its floor, then exit")
     args = parser.parse_args(argv)
+    if args.explain:
+        return explain(args.explain)
     scenarios = [s for s in SCENARIOS if args.only is None or s.function in args.only]
     targets: list[Scenario | str | None] = [None, *FLOORS, *scenarios]
     modes = list(BYTECODE) if args.bytecode == "both" else [args.bytecode]
@@ -363,6 +366,56 @@ def _precompiled_runtime(tmp: Path) -> dict[str, str]:
         compileall = [sys.executable, "-m", "compileall", "-q", "-j0", *paths]
         subprocess.run(compileall, env={**os.environ, **env}, capture_output=True, check=False)
     return env | {"PYTHONDONTWRITEBYTECODE": "1"}
+
+
+def explain(function: str, top: int = 25) -> int:
+    """Print the modules ``function``'s cold start imports beyond its floor (``python -X importtime``), by package.
+
+    Self times in ms, summed per package (archmax per subpackage), then the single modules: where
+    the function's own share goes. ``-X importtime`` slows every import, so the figures are relative.
+    """
+    import re
+
+    scenario = next((s for s in SCENARIOS if s.function == function), None)
+    if scenario is None:
+        print(f"no such function: {function}; known: {', '.join(s.function for s in SCENARIOS)}", file=sys.stderr)
+        return 2
+    floor = list(FLOORS)[1 if scenario.event.startswith("apigw") else 0]
+    line = re.compile(r"import time:\s+(\d+) \|\s+\d+ \|\s*(\S+)")
+    stack = Stack()
+    selfs: list[dict[str, int]] = []
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            for target in (floor, scenario):
+                stack.fresh()
+                if isinstance(target, str):
+                    code = _FLOOR_PROBE.format(table=SESSIONS_TABLE, key=_PROBE_KEY, extra=FLOORS[target])
+                else:
+                    event = target.seed(stack.server, Path(tmp)) if target.seed else EVENTS / target.event
+                    path = FUNCTIONS / function / "app.py"
+                    code = _FUNCTION_PROBE.format(event=str(event), path=str(path), name=f"bench-{function}")
+                done = subprocess.run(
+                    [sys.executable, "-X", "importtime", "-c", code],
+                    capture_output=True, text=True, env=stack.environment(Path(tmp), scenario), cwd=tmp, check=False,
+                )  # fmt: skip
+                selfs.append({m[2]: int(m[1]) for m in map(line.match, done.stderr.splitlines()) if m})
+    finally:
+        stack.server.stop()
+    extra = {name: us for name, us in selfs[1].items() if name not in selfs[0]}
+    packages: dict[str, int] = {}
+    for name, us in extra.items():
+        parts = name.split(".")
+        key = ".".join(parts[:2]) if parts[0] == "archmax" else parts[0]
+        packages[key] = packages.get(key, 0) + us
+    print(
+        f"{function}: {len(extra)} modules beyond '{floor}', {sum(extra.values()) / 1000:.1f} ms of -X importtime self time"
+    )
+    for key, us in sorted(packages.items(), key=lambda kv: -kv[1])[:top]:
+        print(f"  {us / 1000:7.1f}  {key}")
+    print("single modules:")
+    for name, us in sorted(extra.items(), key=lambda kv: -kv[1])[:top]:
+        print(f"  {us / 1000:7.1f}  {name}")
+    return 0
 
 
 def _label(target: Scenario | str | None) -> str:

@@ -5,6 +5,11 @@ logic is archmax.handlers.outbound (each entry sent once, keyed by its outbox id
 archmax.hosting.telemetry logs, counts and traces the invocation (Powertools).
 """
 
+# Powertools' batch utility loads its parser models (pydantic models of every record type it knows,
+# built at import, used only as type hints) when pydantic is already loaded: imported before archmax,
+# which loads pydantic, it skips them (issue 24 goal 4, bench/cold_import.py).
+import aws_lambda_powertools.utilities.batch  # noqa: F401  (first: see above)
+
 from archmax.handlers import outbound
 from archmax.hosting.telemetry import Telemetry
 from archmax.hosting.wiring import outbound_from_environment

@@ -5,6 +5,11 @@ archmax.handlers.wake (each message fired once into the park it names, through t
 and archmax.hosting.telemetry logs, counts (TimerLateness) and traces what it does (Powertools).
 """
 
+# Powertools' batch utility loads its parser models (pydantic models of every record type it knows,
+# built at import, used only as type hints) when pydantic is already loaded: imported before archmax,
+# which loads pydantic, it skips them (issue 24 goal 4, bench/cold_import.py).
+import aws_lambda_powertools.utilities.batch  # noqa: F401  (first: see above)
+
 from archmax.handlers import wake
 from archmax.hosting.telemetry import Telemetry
 from archmax.hosting.wiring import from_environment

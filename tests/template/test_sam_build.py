@@ -125,6 +125,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "LAYER_PLATFORM": f"manylinux2014_{machine}",
         "LAYER_PYTHON": f"{sys.version_info.major}.{sys.version_info.minor}",
         "PIP": f"{sys.executable} -m pip",
+        "PYTHON": sys.executable,
     }
     done = subprocess.run([sam, "build"], cwd=clone, env=env, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
@@ -136,6 +137,10 @@ def test_the_layer_ships_the_runtime_the_adapters_and_every_workflow_but_not_bot
     python = built / "ArchmaxLayer" / "python"
     assert (python / "archmax" / "hosting" / "wiring.py").is_file()
     assert (python / "openai").is_dir()  # the template's ModelId offers openai:
+    # Built by the layer's own Python: compiled once (Lambda's /opt is read-only, issue 24 goal 4).
+    tag = sys.implementation.cache_tag
+    assert (python / "archmax" / "hosting" / "__pycache__" / f"wiring.{tag}.pyc").is_file()
+    assert (python / "pydantic" / "__pycache__" / f"main.{tag}.pyc").is_file()
     for name in RUNTIME_PROVIDED:
         assert not (python / name).exists(), f"{name} shadows the Lambda runtime's copy"
     workflows = built / "ArchmaxLayer" / "workflows"

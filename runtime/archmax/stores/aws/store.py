@@ -25,16 +25,17 @@ from typing import Any
 
 from archmax.errors import CommitConflictError
 from archmax.session.ids import validate_session_id
-from archmax.session.records import SessionStatus
+from archmax.session.records import Checkpoint, SessionStatus
 from archmax.stores import common as _common
 from archmax.stores.aws.errors import aws_call
 from archmax.stores.aws.files import AwsFiles
-from archmax.stores.aws.guards import GuardedReads
+from archmax.stores.aws.guards import GuardedReads, note_commit
 from archmax.stores.aws.item import DUE_INDEX, OUTBOX_INDEX, PARKS_INDEX, STALE_INDEX, outbox_settled_request
 from archmax.stores.aws.layout import DUE_SHARDS, LEASE_SHARDS, OUTBOX_SHARDS, PARK_SHARDS
 from archmax.stores.aws.outbox_state import AwsOutboxState
 from archmax.stores.base import Capabilities, Capability, DuePark, OldestPark, StoreLocation
 from archmax.stores.fallbacks import StoreFallbacks
+from archmax.stores.riders import Riders
 
 __all__ = ["AwsStore", "GuardedReads"]
 
@@ -68,6 +69,30 @@ class AwsStore(AwsOutboxState, AwsFiles, StoreFallbacks):
     )
     """Every fast path (riders, guarded reads, the held-mail hint, artifacts on read, the outbox
     stream); not ``APPEND_TEXT`` (the default read-then-write serves it)."""
+
+    def commit(
+        self,
+        session_id: str,
+        record: Checkpoint,
+        expected_version: int,
+        *,
+        lease_owner: str | None = None,
+        riders: Riders | None = None,
+    ) -> None:
+        """:meth:`AwsCommits.commit <archmax.stores.aws.commit.AwsCommits.commit>`, noted in the enclosing guarded block.
+
+        A commit that landed, or failed without saying whether it did (anything but a conflict), is
+        noted in ``ReadGuards.committed``: what tells the engine's door that its operation wrote
+        (engine/remembered.py, issue 24). Raises what the commit raises.
+        """
+        try:
+            super().commit(session_id, record, expected_version, lease_owner=lease_owner, riders=riders)
+        except CommitConflictError:
+            raise  # refused: nothing written
+        except BaseException:
+            note_commit(self, session_id)  # it may have applied
+            raise
+        note_commit(self, session_id)
 
     @property
     def location(self) -> StoreLocation:

@@ -55,5 +55,16 @@ def claim_checked(rt: Runtime, session_id: str | None, run: Callable[[], T]) -> 
             if session_id not in reads.versions or reads.committed:
                 return answer
     # Answered from memory without writing: the view may have been old (another container moved the
-    # session on). Decide again on a real read; the failed claim, if any, wrote nothing.
+    # session on). Decide again on what the store learnt since (the item its lost claim found, or the
+    # read after it: as fresh as a read now), else on a real read; the failed claim wrote nothing.
+    if _learnt_since(rt, session_id, reads.versions[session_id]):
+        with rt.store.guarded_reads(only=session_id, once=True):
+            return run()
     return run()
+
+
+def _learnt_since(rt: Runtime, session_id: str, served: int) -> bool:
+    """Whether the store now remembers a version of ``session_id`` other than ``served`` (no call: memory only)."""
+    with rt.store.guarded_reads(only=session_id, once=True) as peek:
+        rt.store.head(session_id)
+    return peek.versions.get(session_id, served) != served

@@ -103,3 +103,14 @@ def test_without_the_capability_nothing_is_noted_as_committed(store, session_id)
     with store.guarded_reads(only=session_id, once=True) as reads:
         store.commit(session_id, make_record(session_id, 1), 0)
     assert reads.versions == {} and reads.committed == set()  # nothing served from memory: nobody asks
+
+
+def test_a_refused_commit_remembers_the_version_its_condition_found(store, session_id):
+    requires(store, Capability.GUARDED_READS)
+    store.commit(session_id, make_record(session_id, 1), 0)
+    store.prime(session_id, None)  # this instance now believes the session absent
+    with pytest.raises(CommitConflictError):
+        store.commit(session_id, make_record(session_id, 1), 0)  # a claim on that belief loses
+    with store.guarded_reads(only=session_id, once=True) as reads:
+        head = store.head(session_id)  # served from memory: what the refused commit found
+    assert head.version == 1 and reads.versions == {session_id: 1}

@@ -83,11 +83,15 @@ class AwsStore(AwsOutboxState, AwsFiles, StoreFallbacks):
 
         A commit that landed, or failed without saying whether it did (anything but a conflict), is
         noted in ``ReadGuards.committed``: what tells the engine's door that its operation wrote
-        (engine/remembered.py, issue 24). Raises what the commit raises.
+        (engine/remembered.py, issue 24). A conflict remembers the item its condition saw (``prime``),
+        so the firing is decided again on it without another read. Raises what the commit raises.
         """
         try:
             super().commit(session_id, record, expected_version, lease_owner=lease_owner, riders=riders)
-        except CommitConflictError:
+        except CommitConflictError as conflict:
+            found = _found_item(conflict)
+            if found is not None:
+                self.prime(session_id, found)  # what the failed condition saw: the next read may start there
             raise  # refused: nothing written
         except BaseException:
             note_commit(self, session_id)  # it may have applied
@@ -317,3 +321,11 @@ class AwsStore(AwsOutboxState, AwsFiles, StoreFallbacks):
             )
         except CommitConflictError:
             pass  # a later commit recorded entries (or the mark is gone): it stays for them
+
+
+def _found_item(conflict: CommitConflictError) -> dict[str, Any] | None:
+    """The session item a refused commit's condition saw (``ALL_OLD``, no extra call), when it returned one."""
+    response = getattr(conflict.__cause__, "response", None) or {}
+    reasons = response.get("CancellationReasons") or [{}]  # a transaction's: the commit is its first item
+    item = response.get("Item") or reasons[0].get("Item")
+    return item if item and "version" in item else None

@@ -14,9 +14,6 @@ Every test runs on the bare store and behind the protocol-only wrapper (issue 23
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
 import pytest
 
 from archmax import create_agent
@@ -24,30 +21,11 @@ from archmax.errors import ModelError, SessionNotAwaitingInputError
 from archmax.hosting.host import Host
 from archmax.hosting.inbox import DynamoInbox
 from archmax.models.scripted import ScriptedModel
-from archmax.stores.base import SessionStore
 from stores.aws.moto_env import CallLog
-from stores.protocol_only import protocol_only
 
 from .conftest import INBOX_TABLE, SUPPORT_INBOX
+from .test_accept_guarded import _host
 from .test_host import FIRST_TURN, SID, ack, email, user_texts
-
-Wrap = Callable[[SessionStore], SessionStore]
-
-
-def _bare(store: SessionStore) -> SessionStore:
-    return store
-
-
-@pytest.fixture(params=["bare", "protocol-only"])
-def wrap(request: pytest.FixtureRequest) -> Wrap:
-    """The store as built, or behind the protocol-only wrapper (the test id names which)."""
-    return protocol_only if request.param == "protocol-only" else _bare
-
-
-def _host(aws: Any, clock: Any, entries: list[dict[str, Any]], wrap: Wrap) -> Host:
-    """A host with its own store instance (another container) over the shared tables; nothing sent in process."""
-    agent = create_agent(SUPPORT_INBOX, wrap(aws.store()), ScriptedModel(entries), clock=clock, outbound=False)
-    return Host(agent, DynamoInbox(INBOX_TABLE, client=aws.dynamodb, clock=clock), waker=lambda sid: None)
 
 
 def _parked(host: Host) -> None:

@@ -9,7 +9,10 @@ Round trips (counted by ``bench/roundtrips.py``): ``head`` is one GetItem; ``loa
 plus one GetObject per chunk not already cached (chunk objects are immutable, so this instance
 caches their bytes); ``commit`` is one PutObject plus one UpdateItem (plus one GetItem when this
 instance has not seen the version it is committing on); ``due`` and ``stale`` are one Query per shard page;
-``oldest_park`` is one Query of one item per shard.
+``oldest_park`` is one Query of one item per shard. An operation through the engine's door on a warm
+instance makes no read of its own: its first read is answered from what this instance last committed
+or read, and its claim (a conditional commit) checks it (``guarded_reads``; engine/remembered.py,
+issue 24): a warm turn is the claim and the commit.
 
 The store is assembled from parts by job (each its own module): :mod:`~archmax.stores.aws.state`
 (clients, caches), :mod:`~archmax.stores.aws.reads`, :mod:`~archmax.stores.aws.commit`,

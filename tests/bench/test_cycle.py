@@ -1,17 +1,20 @@
 """The end-to-end cycle harness (bench/cycle.py) on moto: what each path invokes and counts, not how fast.
 
-Only structural counts are asserted (invocations per function, the self-invoke, one lifecycle event
-per park): the runtime's own call counts are what the bench measures and are expected to change.
+Structural counts are asserted (invocations per function, the self-invoke, one lifecycle event per
+park), and the session calls issue 24 goal 2 makes deterministic: with a warm store the claim is the
+read, so a public API cycle is the claim and the turn's commit, and a warm deliver container reads no
+session item (engine/remembered.py). A session read coming back fails these.
 """
 
 from __future__ import annotations
 
 import pytest
-from _aws import MotoServer
+from _aws import BUCKET, PREFIX, SESSIONS_TABLE, MotoServer
 from _meter import Meter
-from cycle import MODEL, T0, WORKFLOW, Paths, Stack, _grow
+from cycle import MODEL, T0, WORKFLOW, Paths, Stack, _grow, _public_cycle
 
 from archmax import FakeClock, create_agent
+from archmax.stores.aws import AwsStore
 
 
 @pytest.fixture(scope="module")
@@ -61,3 +64,28 @@ def test_a_timer_cycle_charges_the_whole_sweep_to_the_park_it_wakes(stack):
     assert bill.invocations == {"timer": 1, "outbound": 1}
     assert calls["dynamodb.Query"] >= 1  # the due-parks index
     assert bill.eventbridge_entries == 1
+
+
+def _dynamodb(calls: dict[str, int]) -> dict[str, int]:
+    return {name: n for name, n in calls.items() if name.startswith("dynamodb.")}
+
+
+def test_a_public_api_cycle_on_a_warm_store_is_the_claim_and_the_commit(stack):
+    store = AwsStore(
+        SESSIONS_TABLE, BUCKET, PREFIX, dynamodb_client=stack.clients["dynamodb"], s3_client=stack.clients["s3"]
+    )
+    public = create_agent(WORKFLOW, store, MODEL, clock=stack.clock, outbound=False)
+    _grow(stack.grower, "public-s", 10)
+    _public_cycle(public, "public-s")  # warm-up: the store remembers the park its turn made
+    stack.meter.reset()
+    _public_cycle(public, "public-s")
+    calls, _ = stack.meter.reset()
+    assert _dynamodb(calls) == {"dynamodb.UpdateItem": 2}  # the claim (also the read) and the commit
+    assert stack.meter.ended_failed == {}  # the claim's condition held: no lost claim, no second try
+
+
+def test_a_warm_deliver_container_reads_no_session_item(stack):
+    calls, _ = _one_cycle(stack, "deliver", warm=True)
+    assert calls["dynamodb.GetItem"] == 0  # neither the deliver function nor the outbound one
+    deliver = {k.split(" ", 1)[1]: n for k, n in stack.meter.ended_by_function.items() if k.startswith("deliver ")}
+    assert deliver["dynamodb.UpdateItem"] == 2  # the claim and the turn's commit

@@ -20,8 +20,10 @@ from archmax.clock import FakeClock
 from archmax.hosting.host import Host
 from archmax.hosting.inbox import DynamoInbox, FilesystemInbox, MemoryInbox
 from archmax.models.scripted import ScriptedModel
+from archmax.stores.base import SessionStore
 from archmax.stores.filesystem import FilesystemStore
 from archmax.stores.memory import MemoryStore
+from stores.protocol_only import protocol_only
 
 REPO = Path(__file__).resolve().parents[2]
 SUPPORT_INBOX = REPO / "examples" / "workflows" / "support-inbox"
@@ -107,3 +109,18 @@ def make_aws_host(aws: Any, clock: FakeClock) -> HostFactory:
         return Host(create_agent(SUPPORT_INBOX, store, model, clock=clock), inbox, **kwargs)
 
     return build
+
+
+Wrap = Callable[[SessionStore], SessionStore]
+"""How a test sees its store: as built, or behind the protocol-only wrapper (issue 23)."""
+
+
+def bare(store: SessionStore) -> SessionStore:
+    """The store as built."""
+    return store
+
+
+@pytest.fixture(params=["bare", "protocol-only"])
+def wrap(request: pytest.FixtureRequest) -> Wrap:
+    """The store as built, or behind the protocol-only wrapper (the test id names which)."""
+    return protocol_only if request.param == "protocol-only" else bare

@@ -11,37 +11,21 @@ protocol's members (issue 23): the same fast path, the same AWS calls.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
-
-import pytest
 
 from archmax import create_agent
 from archmax.hosting.host import Host
 from archmax.hosting.inbox import DynamoInbox
 from archmax.models.scripted import ScriptedModel
 from archmax.session.firing import Firing
-from archmax.stores.base import SessionStore
 from stores.aws.moto_env import CallLog
 from stores.protocol_only import protocol_only
 
-from .conftest import INBOX_TABLE, SUPPORT_INBOX, inbox_table_definition, moto_env
+from .conftest import INBOX_TABLE, SUPPORT_INBOX, Wrap, bare, inbox_table_definition, moto_env
 from .test_host import FIRST_TURN, SID, ack, email, user_texts
 
-Wrap = Callable[[SessionStore], SessionStore]
 
-
-def _bare(store: SessionStore) -> SessionStore:
-    return store
-
-
-@pytest.fixture(params=["bare", "protocol-only"])
-def wrap(request: pytest.FixtureRequest) -> Wrap:
-    """The store as built, or behind the protocol-only wrapper (the test id names which)."""
-    return protocol_only if request.param == "protocol-only" else _bare
-
-
-def _host(aws: Any, clock: Any, entries: list[dict[str, Any]], wrap: Wrap = _bare) -> Host:
+def _host(aws: Any, clock: Any, entries: list[dict[str, Any]], wrap: Wrap = bare) -> Host:
     """A host with its own store and inbox instances (another container) over the shared tables.
 
     No in-process outbound dispatcher: on AWS the outbound function sends from the table's stream.
@@ -137,12 +121,12 @@ def _lambda_path_calls(aws: Any, clock: Any, wrap: Wrap) -> list[str]:
 
 
 def test_a_store_behind_a_protocol_only_wrapper_makes_exactly_the_bare_stores_aws_calls(aws, clock):
-    bare = _lambda_path_calls(aws, clock, _bare)
+    plain = _lambda_path_calls(aws, clock, bare)
     fresh = moto_env().fresh_env()  # the same tables, empty again
     fresh.dynamodb.create_table(TableName=INBOX_TABLE, **inbox_table_definition())
     wrapped = _lambda_path_calls(fresh, clock, protocol_only)
-    assert wrapped == bare
-    assert bare.count("dynamodb.TransactWriteItems") >= 4  # the fast path itself: guarded puts, riding commits
+    assert wrapped == plain
+    assert plain.count("dynamodb.TransactWriteItems") >= 4  # the fast path itself: guarded puts, riding commits
 
 
 # ---------------------------------------------------------------- issue 23: a session that keeps moving

@@ -234,7 +234,9 @@ def test_an_inboxed_firing_whose_file_failed_keeps_it_when_another_firing_comes_
 
 def test_a_delivery_that_loses_the_park_race_takes_back_the_files_it_placed(env: Env) -> None:
     _park(env, "s1")
-    racing = LoadsThen(env.store)
+    # another container's instance: it reads the table, and the race lands between that read and the
+    # claim (one acting on a view it remembers decides again on a fresh read: tests/hosting/test_claim_is_read.py)
+    racing = LoadsThen(env.other_store())
     loser = create_agent(DOCS, racing, ScriptedModel([]), clock=env.clock)
     winner = env.agent([WAIT], DOCS)
     racing.arm(lambda: winner.workflow.deliver("s1", trigger="ping", message="ev2", delivery_id="d-2"))

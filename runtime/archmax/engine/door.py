@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from archmax.engine import decide, deliver, expire, forwarding, recover, reply, turn
+from archmax.engine import decide, deliver, expire, forwarding, recover, remembered, reply, turn
 from archmax.engine.claims import Applied
 from archmax.engine.runtime import Runtime
 from archmax.session.firing import Decide, Deliver, EngineFiring, Expire, Recover, Reply, Send, Turn
@@ -50,7 +50,9 @@ def apply(rt: Runtime, firing: EngineFiring, *, riders: Riders | None = None) ->
         Every typed refusal of the firing's kind (BEHAVIOUR.md §3.4–§3.9, §3.12); nothing is written.
     """
     rt, firing = forwarding.addressed(rt, firing)  # a child's id reaches the pair through its caller (§5.10)
-    return forwarding.caught_up(rt, firing, _route(rt, firing, riders))  # and the child's news reaches it
+    # the first read is what a warm store remembers, checked by the claim (issue 24: the claim is the read)
+    applied = remembered.claim_checked(rt, getattr(firing, "session_id", None), lambda: _route(rt, firing, riders))
+    return forwarding.caught_up(rt, firing, applied)  # and the child's news reaches it
 
 
 def _route(rt: Runtime, firing: EngineFiring, riders: Riders | None) -> Applied:

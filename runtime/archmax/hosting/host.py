@@ -30,9 +30,7 @@ from archmax.errors import (
     DuplicateDeliveryError,
     EmptyMessageError,
     MissingDeliveryTriggerError,
-    ModelError,
     SessionNotResumableError,
-    StoreError,
     UnknownSessionTriggerError,
     UnknownTriggerError,
     WorkflowDisabledError,
@@ -56,15 +54,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("archmax.hosting")
 
 DrainResult = Outcome | ArchmaxError
-
-
-def _may_be_stale(result: Outcome | ArchmaxError) -> bool:
-    """A refusal or a lost claim that a remembered (possibly old) view of the session may explain.
-
-    Not a duplicate (an applied id stays applied) nor an outage (a store or model failure is not
-    retried now: the item stays pending for the sweep).
-    """
-    return isinstance(result, ArchmaxError) and not isinstance(result, (DuplicateDeliveryError, StoreError, ModelError))
 
 
 _GUARDED_ATTEMPTS = 3
@@ -364,18 +353,9 @@ class Host:
             # go round: read again what arrived, and let go when nothing did
 
     def _apply(self, item: InboxItem, riders: Riders | None = None) -> DrainResult:
-        warm = self.agent.store.guarded_reads if riders is not None and self._guards_ride_put() else None
-        if warm is None:
-            return self._settle(item, self._run(item, riders), riders)
-        # The operation acts on the version this warm store last saw (no read): its claim is conditional
-        # on that version, so a stale view can only lose the claim. Whatever it refused, it refuses
-        # again on a fresh read before the refusal counts (issue 10).
-        with warm(only=item.session_id, once=True) as reads:
-            result = self._run(item, riders)
-        remembered = item.session_id in reads.versions  # the view came from memory, not the table
-        if remembered and _may_be_stale(result) and not riders.claimed:  # type: ignore[union-attr]
-            result = self._run(item, riders)
-        return self._settle(item, result, riders)
+        # A warm store's remembered view is checked by the operation's claim, and whatever it answered
+        # without writing is answered again on a fresh read: the engine's door does it (issue 24).
+        return self._settle(item, self._run(item, riders), riders)
 
     def _run(self, item: InboxItem, riders: Riders | None) -> Outcome | ArchmaxError:
         """Apply one item through the agent's door: the Outcome, or the ArchmaxError it raised."""

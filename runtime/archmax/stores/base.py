@@ -65,9 +65,12 @@ class Capability(StrEnum):
     are ignored and the caller writes them itself (hosting/host.py's plain drain). Issue 10."""
     GUARDED_READS = "guarded_reads"
     """Inside ``guarded_reads()``, reads may be answered from this instance's memory and every such
-    read is checked by the caller's one write (``reads.condition_checks()`` in the inbox put);
-    ``confirm``/``prime`` feed the outcome back. Without it the block serves nothing from memory
-    (every read is real and ``condition_checks()`` is empty). Caller: ``Host.accept`` / drain."""
+    read is checked by the caller's one write: ``reads.condition_checks()`` in the inbox put, or the
+    operation's claim (a commit conditional on the version read, which fails when the view was old);
+    ``confirm``/``prime`` feed the outcome back, and ``reads.committed`` names the sessions a commit
+    made inside the block wrote. Without it the block serves nothing from memory (every read is real,
+    ``condition_checks()`` is empty). Callers: ``Host.accept``; the engine's door (issue 24: the
+    claim is the read, engine/remembered.py)."""
     HELD_MAIL_HINT = "held_mail_hint"
     """``note_held_mail`` keeps a per-session hint of possibly-held mail and ``held_mail_hint``
     answers from the last read, so a summary needs no quarantine listing. Without it the note is a
@@ -157,9 +160,15 @@ class ReadGuards(Protocol):
 
     Attributes:
         versions: Session id -> the version a read was answered at from memory (0: read as absent).
+        committed: See below (what tells a caller whether its operation wrote anything, issue 24).
     """
 
     versions: dict[str, int]
+    committed: set[str]
+    """Session ids a commit of this store made inside the block wrote, or may have written (it failed
+    without saying whether it applied); a commit refused as a conflict wrote nothing and adds nothing.
+    Kept by a store with ``GUARDED_READS``; always empty without it (nothing was served from memory,
+    so no caller asks)."""
 
     def condition_checks(self) -> builtins.list[dict[str, Any]]:
         """DynamoDB ``TransactWriteItems`` ``ConditionCheck`` entries: each remembered read still holds."""

@@ -31,6 +31,8 @@ class NoReadGuards:
 
     def __init__(self) -> None:
         self.versions: dict[str, int] = {}
+        self.committed: set[str] = set()
+        """Always empty: nothing was served from memory (``versions`` is empty)."""
 
     def condition_checks(self) -> builtins.list[dict[str, Any]]:
         """No checks: no read was answered from memory."""

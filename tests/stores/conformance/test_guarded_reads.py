@@ -7,6 +7,9 @@ capability the block serves nothing from memory: every read is real and there is
 
 from __future__ import annotations
 
+import pytest
+
+from archmax.errors import CommitConflictError
 from archmax.stores.base import Capability
 
 from .conftest import lacks, make_record, requires
@@ -78,3 +81,36 @@ def test_without_the_capability_a_read_hint_changes_nothing(store, session_id):
     assert store.head(session_id, reads=reads) == store.head(session_id)
     assert store.load_if(session_id, lambda h: True, reads=reads)[0] == store.head(session_id)
     assert reads.versions == {}
+
+
+def test_a_commit_inside_the_block_is_noted_and_a_refused_one_is_not(store, session_id):
+    requires(store, Capability.GUARDED_READS)
+    store.commit(session_id, make_record(session_id, 1), 0)
+    with store.guarded_reads(only=session_id, once=True) as reads:
+        store.load(session_id)  # version 1, from memory
+        with pytest.raises(CommitConflictError):
+            store.commit(session_id, make_record(session_id, 1), 0)  # refused (it exists): wrote nothing
+        assert reads.committed == set()
+        store.commit(session_id, make_record(session_id, 2), 1)  # the claim on the version read
+    assert reads.versions == {session_id: 1} and reads.committed == {session_id}
+    with store.guarded_reads() as after:
+        pass
+    assert after.committed == set()  # a block notes only its own commits
+
+
+def test_without_the_capability_nothing_is_noted_as_committed(store, session_id):
+    lacks(store, Capability.GUARDED_READS)
+    with store.guarded_reads(only=session_id, once=True) as reads:
+        store.commit(session_id, make_record(session_id, 1), 0)
+    assert reads.versions == {} and reads.committed == set()  # nothing served from memory: nobody asks
+
+
+def test_a_refused_commit_remembers_the_version_its_condition_found(store, session_id):
+    requires(store, Capability.GUARDED_READS)
+    store.commit(session_id, make_record(session_id, 1), 0)
+    store.prime(session_id, None)  # this instance now believes the session absent
+    with pytest.raises(CommitConflictError):
+        store.commit(session_id, make_record(session_id, 1), 0)  # a claim on that belief loses
+    with store.guarded_reads(only=session_id, once=True) as reads:
+        head = store.head(session_id)  # served from memory: what the refused commit found
+    assert head.version == 1 and reads.versions == {session_id: 1}

@@ -30,6 +30,8 @@ class GuardedReads:
         self._asked: set[str] = set()
         self.versions: dict[str, int] = {}
         """Session id -> the version read (0: read as absent)."""
+        self.committed: set[str] = set()
+        """Session ids a commit of this store wrote (or may have) inside the block (``ReadGuards.committed``)."""
 
     def serves(self, session_id: str) -> bool:
         """Whether this read of ``session_id`` is answered from memory.
@@ -87,3 +89,10 @@ class GuardedReads:
 
 
 _GUARDED: ContextVar[GuardedReads | None] = ContextVar("archmax_guarded_reads", default=None)
+
+
+def note_commit(store: AwsState, session_id: str) -> None:
+    """A commit of ``store`` wrote ``session_id`` (or may have): the enclosing block of ``store`` notes it."""
+    guards = _GUARDED.get()
+    if guards is not None and guards.store is store:
+        guards.committed.add(session_id)

@@ -39,7 +39,7 @@ from archmax.errors import (
     is_retryable,
 )
 from archmax.hosting.host_sweep import sweep_host
-from archmax.hosting.inbox_base import GuardFailed, Inbox, InboxCapability, InboxItem, ItemKind
+from archmax.hosting.inbox_base import Inbox, InboxCapability, InboxItem, ItemKind
 from archmax.hosting.reports import Accepted, Disposition, Redrive, SweepReport
 from archmax.session.firing import Deliver, Firing, Send
 from archmax.session.ids import SessionId, parse_session_id, validate_delivery_id
@@ -65,10 +65,6 @@ def _may_be_stale(result: Outcome | ArchmaxError) -> bool:
     retried now: the item stays pending for the sweep).
     """
     return isinstance(result, ArchmaxError) and not isinstance(result, (DuplicateDeliveryError, StoreError, ModelError))
-
-
-_GUARDED_ATTEMPTS = 3
-"""Guarded accepts tried before the last one reads the session and puts unguarded."""
 
 
 class Host:
@@ -163,43 +159,21 @@ class Host:
             EmptyMessageError, WorkflowDisabledError, MissingDeliveryTriggerError, StoreError (the inbox).
         """
         explicit = session_id if session_id is not None else firing.session_id
-        # DynamoInbox + AwsStore: the put checks the session reads, so they need no call of their own
-        guarded = self.agent.store.guarded_reads if self._guards_ride_put() else None
-        reads = None
-        delivery_id: str | None = None
-        for attempt in range(_GUARDED_ATTEMPTS):
-            reads = None  # a guarded put carries the reads of its own attempt, never an earlier one's
-            if guarded is not None and attempt < _GUARDED_ATTEMPTS - 1:  # the last try reads and puts unguarded
-                try:  # classified on what this warm store last saw, checked by the put itself (issue 10)
-                    with guarded() as reads:
-                        sid, disposition, warnings = self._resolve(firing, explicit, session_path, kind)
-                    self._check(firing, sid, disposition, kind)
-                except ArchmaxError:
-                    guarded = reads = None  # a refusal is never made on a remembered view: read it
-            if reads is None:
-                sid, disposition, warnings = self._resolve(firing, explicit, session_path, kind)
-                self._check(firing, sid, disposition, kind)
-            if delivery_id is None:
-                delivery_id = validate_delivery_id(firing.delivery_id or f"archmax-{uuid.uuid4()}", session_id=sid)
-            item = InboxItem(
-                session_id=sid,
-                delivery_id=delivery_id,
-                arrived_at=self._now(),
-                kind=kind,
-                firing=firing.model_copy(update={"session_id": sid, "delivery_id": delivery_id}),
-            )
-            if reads is None:
-                created = self.inbox.put(item)
-                break
-            try:
-                created = self.inbox.put(item, guards=reads.condition_checks())
-                self.agent.store.confirm(reads)
-                break
-            except GuardFailed as moved:  # the session moved on since this store saw it: classify again
-                for moved_id, found in moved.found.items():
-                    self.agent.store.prime(moved_id, found)
+        # Classified on what the store reads now (on AWS one GetItem, far cheaper than a condition
+        # check on the session item inside the put's transaction, which DynamoDB bills as a write of
+        # the whole item and which failed whenever another container had moved the session: issue 24).
+        sid, disposition, warnings = self._resolve(firing, explicit, session_path, kind)
+        self._check(firing, sid, disposition, kind)
+        delivery_id = validate_delivery_id(firing.delivery_id or f"archmax-{uuid.uuid4()}", session_id=sid)
+        item = InboxItem(
+            session_id=sid,
+            delivery_id=delivery_id,
+            arrived_at=self._now(),
+            kind=kind,
+            firing=firing.model_copy(update={"session_id": sid, "delivery_id": delivery_id}),
+        )
+        created = self.inbox.put(item)
         self._wake(sid)
-        assert delivery_id is not None  # set by the first attempt, which always runs
         return Accepted(
             session_id=sid,
             delivery_id=delivery_id,
@@ -306,13 +280,6 @@ class Host:
             # a firing arrived after the counter was read (or the lease was lost): go round again
         return results
 
-    def _guards_ride_put(self) -> bool:
-        """The store's guarded reads can be checked by the inbox's put (AwsStore + DynamoInbox, issue 10)."""
-        return (
-            Capability.GUARDED_READS in self.agent.store.capabilities
-            and InboxCapability.GUARDED_PUT in self.inbox.capabilities
-        )
-
     def _rides(self) -> bool:
         """The inbox's lease and marks can ride the store's commits (DynamoInbox + AwsStore, issue 10)."""
         return (
@@ -364,7 +331,11 @@ class Host:
             # go round: read again what arrived, and let go when nothing did
 
     def _apply(self, item: InboxItem, riders: Riders | None = None) -> DrainResult:
-        warm = self.agent.store.guarded_reads if riders is not None and self._guards_ride_put() else None
+        warm = (
+            self.agent.store.guarded_reads
+            if riders is not None and Capability.GUARDED_READS in self.agent.store.capabilities
+            else None
+        )
         if warm is None:
             return self._settle(item, self._run(item, riders), riders)
         # The operation acts on the version this warm store last saw (no read): its claim is conditional

@@ -99,18 +99,6 @@ class InboxItem(BaseModel):
         return (self.arrived_at, self.seq)
 
 
-class GuardFailed(Exception):  # noqa: N818 - a signal between the inbox and the host, never raised to callers
-    """A guarded put found a session other than the one the firing was classified on; nothing was written.
-
-    Attributes:
-        found: Session id -> the session item as stored now (``None``: there is none), for ``AwsStore.prime``.
-    """
-
-    def __init__(self, found: dict[str, dict[str, Any] | None]) -> None:
-        super().__init__(f"sessions moved since they were read: {sorted(found)}")
-        self.found = found
-
-
 class DrainView(NamedTuple):
     """One session's inbox as a drainer reads it in one step (``DynamoInbox.drain_view``, issue 10).
 
@@ -134,10 +122,6 @@ class DrainView(NamedTuple):
 class InboxCapability(StrEnum):
     """What an inbox declares it does beyond the core (tested as ``InboxCapability.X in inbox.capabilities``)."""
 
-    GUARDED_PUT = "guarded_put"
-    """``put(item, guards=checks)`` writes only if every ``ConditionCheck`` in ``checks`` holds (one
-    transaction), else raises :class:`GuardFailed`: the store's guarded reads (``Capability.GUARDED_READS``)
-    are checked by the put itself (issue 10). Without it ``guards`` must be empty."""
     COMMIT_RIDERS = "commit_riders"
     """``riders()`` builds the drain lease, done mark and release as writes that ride a store commit
     (``Capability.COMMIT_RIDERS``, :mod:`archmax.stores.riders`). Without it ``riders()`` raises
@@ -154,18 +138,14 @@ class Inbox(Protocol):
 
     capabilities: frozenset[InboxCapability]
 
-    def put(self, item: InboxItem, *, guards: list[dict[str, Any]] | None = None) -> bool:
+    def put(self, item: InboxItem) -> bool:
         """Create the item on (session_id, delivery_id), assign its ``seq`` and bump the arrivals counter.
 
         Args:
             item: The item.
-            guards: ``ConditionCheck`` entries that must hold for the put to land (needs ``GUARDED_PUT``).
 
         Returns:
             ``False`` when that key exists already (a duplicate: nothing changes).
-
-        Raises:
-            GuardFailed: a guard failed; nothing was written.
         """
         ...
 
@@ -236,12 +216,6 @@ class LocalInbox:
             NotImplementedError: always.
         """
         raise NotImplementedError("this inbox has no commit riders (InboxCapability.COMMIT_RIDERS)")
-
-
-def refuse_guards(guards: list[dict[str, Any]] | None) -> None:
-    """Raise ``ValueError`` for guards given to an inbox without ``GUARDED_PUT`` (a caller bug)."""
-    if guards:
-        raise ValueError("this inbox cannot check guards (InboxCapability.GUARDED_PUT)")
 
 
 class InboxState(BaseModel):

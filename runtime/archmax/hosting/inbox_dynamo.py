@@ -40,7 +40,6 @@ from archmax.errors import StoreError
 from archmax.hosting.inbox_base import (
     DRAIN_KEY,
     DrainView,
-    GuardFailed,
     InboxCapability,
     InboxItem,
     ItemStatus,
@@ -105,8 +104,8 @@ class DynamoInbox:
         StoreError: any AWS failure other than a condition (every method).
     """
 
-    capabilities = frozenset({InboxCapability.GUARDED_PUT, InboxCapability.COMMIT_RIDERS})
-    """:meth:`put` carries the condition checks of guarded reads; :meth:`riders` ride ``AwsStore`` commits (issue 10)."""
+    capabilities = frozenset({InboxCapability.COMMIT_RIDERS})
+    """:meth:`riders` ride ``AwsStore`` commits (issue 10)."""
 
     def __init__(
         self,
@@ -181,15 +180,14 @@ class DynamoInbox:
 
     # ------------------------------------------------------------------ protocol
 
-    def put(self, item: InboxItem, *, guards: list[dict[str, Any]] | None = None) -> bool:
-        """See :meth:`Inbox.put`: one transaction (create-only item + conditional counter bump).
+    def put(self, item: InboxItem) -> bool:
+        """See :meth:`Inbox.put`: one transaction of two small items (create-only item + conditional counter bump).
 
-        ``guards``: ``ConditionCheck`` entries that ride the same transaction (the session reads the
-        firing was classified on, ``AwsStore.guarded_reads``, issue 10); when one fails, nothing is
-        written and :class:`~archmax.hosting.inbox_base.GuardFailed` carries what each found.
+        Nothing of the sessions table rides it: a condition check on the session item there would be
+        billed as a write of the whole item, twice (issue 24), and the host classifies the firing on a
+        read of its own.
 
         Raises:
-            GuardFailed: a guard's condition did not hold.
             InvalidSessionIdError, InvalidDeliveryIdError, StoreError (also when 50 attempts lost the counter race).
             InvalidEventError: 413 when the inbox has no bucket and the firing cannot fit in one DynamoDB
                 item (checked before any write: retrying the same firing could never succeed, so it is a
@@ -222,7 +220,7 @@ class DynamoInbox:
                 seen, guess = guess, None
             create, bump = put_writes(self.table_name, item, seen, body)
             try:
-                self._transact([{"Put": create}, {"Update": bump}, *(guards or [])])
+                self._transact([{"Put": create}, {"Update": bump}])
             except _Conflict:
                 # Two items for one session accepted at once (issue 21 item 7): retried here, on a
                 # counter read afresh after a short jittered pause, never surfaced as a 5xx.
@@ -235,13 +233,6 @@ class DynamoInbox:
                     guess = int((found or {}).get("arrivals", {"N": "0"})["N"]) if found is not None else None
                     if guess is not None:
                         self._remember_arrivals(item.session_id, guess)
-                moved = {
-                    g["ConditionCheck"]["Key"]["pk"]["S"]: found
-                    for g, code, found in zip(guards or [], failed.reasons[2:], failed.items[2:], strict=False)
-                    if code == "ConditionalCheckFailed"
-                }
-                if moved:
-                    raise GuardFailed(moved) from None  # what the firing was classified on changed
                 if failed.reasons and failed.reasons[0] == "ConditionalCheckFailed":
                     return False  # the delivery id is there already: a duplicate
                 continue  # another put bumped the counter first: try again on the counter it found

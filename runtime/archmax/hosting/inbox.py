@@ -10,6 +10,7 @@ Rule source: DESIGN.md §3 "Inbox", issue 4 item 2. Import from here::
 from __future__ import annotations
 
 import threading
+
 from archmax.hosting.inbox_base import (
     DRAIN_KEY,
     DrainView,

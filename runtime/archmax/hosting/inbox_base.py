@@ -123,9 +123,10 @@ class InboxCapability(StrEnum):
     """What an inbox declares it does beyond the core (tested as ``InboxCapability.X in inbox.capabilities``)."""
 
     COMMIT_RIDERS = "commit_riders"
-    """``riders()`` builds the drain lease, done mark and release as writes that ride a store commit
-    (``Capability.COMMIT_RIDERS``, :mod:`archmax.stores.riders`). Without it ``riders()`` raises
-    ``NotImplementedError`` and the host drains with its own writes."""
+    """``riders()`` builds the done mark and the arrivals check as writes that ride a store commit
+    (``Capability.COMMIT_RIDERS``, :mod:`archmax.stores.riders`); the drain then takes no drain lease:
+    the session's own lease keeps a second drainer out (issue 24). Without it ``riders()`` raises
+    ``NotImplementedError`` and the host drains with the drain lease and its own writes."""
 
 
 @runtime_checkable
@@ -183,10 +184,11 @@ class Inbox(Protocol):
         """The counter, the drain lease and the pending items, read in that order."""
         ...
 
-    def riders(
-        self, session_id: str, delivery_id: str, *, owner: str, now: str, ttl_s: float, release_seen: int | None
-    ) -> Riders:
-        """The writes that ride the applying operation's commits (needs ``COMMIT_RIDERS``)."""
+    def riders(self, session_id: str, delivery_id: str, *, seen: int | None) -> Riders:
+        """The writes that ride the applying operation's commits (needs ``COMMIT_RIDERS``).
+
+        ``seen``: the arrivals counter the drainer read, for the item it saw last (else ``None``).
+        """
         ...
 
 
@@ -207,9 +209,7 @@ class LocalInbox:
         """:meth:`arrivals`, then :meth:`pending` (two reads: the counter first, so nothing is missed)."""
         return self.arrivals(session_id), self.pending(session_id)
 
-    def riders(
-        self, session_id: str, delivery_id: str, *, owner: str, now: str, ttl_s: float, release_seen: int | None
-    ) -> Riders:
+    def riders(self, session_id: str, delivery_id: str, *, seen: int | None) -> Riders:
         """Not available (no ``COMMIT_RIDERS``): the host drains with its own writes.
 
         Raises:

@@ -411,23 +411,30 @@ class DynamoInbox:
         self._remember_arrivals(session_id, seen)
         return DrainView(seen, owner, expires, sorted(items, key=InboxItem.order_key))
 
-    def riders(
-        self, session_id: str, delivery_id: str, *, owner: str, now: str, ttl_s: float, release_seen: int | None
-    ) -> Riders:
-        """What rides the applying operation's commits (:mod:`archmax.stores.riders`, issue 10).
+    def riders(self, session_id: str, delivery_id: str, *, seen: int | None) -> Riders:
+        """What rides the applying operation's commits (:mod:`archmax.stores.riders`, issues 10 and 24).
 
-        The claim takes or extends the drain lease for ``owner``; the commit that ends the turn marks
-        the item done and, with ``release_seen``, lets the lease go if the counter still equals it.
+        Nothing rides the claim (the session's own lease keeps a second drainer out; a transaction
+        would bill the big session item twice). The commit that ends the turn marks the item done
+        and, with ``seen``, checks that the arrivals counter is still ``seen``: when an item arrived
+        meanwhile the check fails, the commit lands alone and the drain goes round.
         """
-        on_done = [{"Update": self._mark_request(session_id, delivery_id, "done")}]
-        if release_seen is not None:
-            on_done.append({"Update": self._release_request(session_id, owner, release_seen)})
-        return Riders(
-            session_id=session_id,
-            delivery_id=delivery_id,
-            on_claim=[{"Update": self._acquire_request(session_id, owner, now, ttl_s)}],
-            on_done=on_done,
-        )
+        on_done: list[dict[str, Any]] = [{"Update": self._mark_request(session_id, delivery_id, "done")}]
+        if seen is not None:
+            on_done.append({"ConditionCheck": self._arrivals_check(session_id, seen)})
+        return Riders(session_id=session_id, delivery_id=delivery_id, on_done=on_done)
+
+    def _arrivals_check(self, session_id: str, seen: int) -> dict[str, Any]:
+        """The condition that the session's arrivals counter is still ``seen`` (0: no counter yet)."""
+        check: dict[str, Any] = {
+            "TableName": self.table_name,
+            "Key": item_key(session_id, DRAIN_KEY),
+            "ConditionExpression": "#a = :seen" if seen else "attribute_not_exists(#a)",
+            "ExpressionAttributeNames": {"#a": "arrivals"},
+        }
+        if seen:
+            check["ExpressionAttributeValues"] = {":seen": {"N": str(seen)}}
+        return check
 
     def arrivals_and_pending(self, session_id: str) -> tuple[int, list[InboxItem]]:
         """:meth:`arrivals` and :meth:`pending` in ONE strongly consistent query (see :meth:`drain_view`)."""

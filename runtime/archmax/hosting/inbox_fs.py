@@ -22,7 +22,6 @@ import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 from filelock import FileLock, Timeout
 

@@ -8,7 +8,8 @@ Table: ``pk`` = session id (HASH), ``sk`` = ``d#<delivery id>`` (RANGE). Per ses
   and — only while pending — ``pending_shard`` (the key of the sparse ``pending-items`` GSI, so the
   sweep's re-drive queries waiting items and never scans); done and failed items get a ``ttl``;
 * the item ``sk = "~drain"``: ``arrivals`` (the counter every put bumps), ``lease_owner`` and
-  ``lease_expires_at`` (the drain lease).
+  ``lease_expires_at`` (the drain lease of a plain drain; the riding drain of ``AwsStore`` takes
+  none: its riders are the done mark and a check of ``arrivals``, :meth:`DynamoInbox.riders`).
 
 A put is one transaction: the create-only item AND the counter bump conditional on the value read,
 so ``seq`` equals the counter and a drainer that saw the old counter cannot let go without seeing

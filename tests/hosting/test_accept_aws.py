@@ -77,7 +77,9 @@ def test_an_accept_is_one_session_read_and_one_transaction_of_inbox_items(aws, c
     host = _host(aws, clock, FIRST_TURN, wrap)
     with CallLog(aws.dynamodb, aws.s3) as log, TransactionTables(aws.dynamodb) as tables:
         first = host.accept(email("About the thing we discussed", "ses-1"))
-    assert log.calls == ["dynamodb.GetItem", "dynamodb.TransactWriteItems"]  # no session yet: read as absent
+    # the session (absent) is read; so is the counter this inbox never saw (the id came from the mail,
+    # not minted here): a read, never a cancelled transaction
+    assert log.calls == ["dynamodb.GetItem", "dynamodb.GetItem", "dynamodb.TransactWriteItems"]
     assert tables.calls == [[INBOX_TABLE, INBOX_TABLE]]  # the item and the counter: nothing of the sessions table
     assert first.disposition == "turn"
     host.drain(SID)
@@ -99,13 +101,23 @@ def test_an_accept_in_a_container_the_session_moved_past_is_classified_on_the_re
     with CallLog(aws.dynamodb) as log:
         accepted = other.accept(email("It is order 42", "ses-2"))
     assert accepted.disposition == "resume"
-    assert log.count("dynamodb.GetItem") == 1  # (its first guess of the inbox counter, 0, was wrong: put again)
+    assert log.calls == ["dynamodb.GetItem", "dynamodb.GetItem", "dynamodb.TransactWriteItems"]  # + the counter
     first.drain(SID)  # `first` remembers the park it made; `other` saw an older version
     with CallLog(aws.dynamodb) as log:
         accepted = other.accept(email("Thanks", "ses-3"))
     assert accepted.disposition == "resume"
     assert log.calls == ["dynamodb.GetItem", "dynamodb.TransactWriteItems"]  # one put, never a cancelled one
     assert [(i.delivery_id, i.seq) for i in first.inbox.pending(SID)] == [("ses-3", 3)]
+
+
+def test_an_accept_for_a_session_whose_id_it_minted_takes_the_counter_for_zero_without_a_read(aws, clock, wrap):
+    host = _host(aws, clock, [], wrap)
+    firing = Firing(trigger="email_received", message="hello", delivery_id="m-1")  # no conversation id: minted
+    with CallLog(aws.dynamodb) as log:
+        accepted = host.accept(firing, session_path="missing.variable")
+    assert accepted.session_id != SID and accepted.warnings  # the path did not resolve: an id was minted
+    assert log.calls == ["dynamodb.GetItem", "dynamodb.TransactWriteItems"]
+    assert [(i.delivery_id, i.seq) for i in host.inbox.pending(accepted.session_id)] == [("m-1", 1)]
 
 
 def test_a_refusal_is_never_made_on_a_remembered_view(aws, clock, wrap):
@@ -185,13 +197,13 @@ class MovesTheSessionBeforeEachPut(DynamoInbox):
         self.other_store = other_store
         self.moved = 0
 
-    def put(self, item: Any) -> bool:
+    def put(self, item: Any, *, new_session: bool = False) -> bool:
         record = self.other_store.load(item.session_id)
         version = record.version
         record.version = version + 1
         self.other_store.commit(item.session_id, record, version)
         self.moved += 1
-        return super().put(item)
+        return super().put(item, new_session=new_session)
 
 
 def test_an_accept_whose_session_moves_before_its_put_lands_once_and_is_applied_once(aws, clock, wrap):

@@ -320,8 +320,8 @@ class FaultyInbox:
             return attr
         return lambda *a, **k: self._faults.write(f"inbox.{name}", lambda: attr(*a, **k))
 
-    def put(self, item: Any) -> bool:
-        return self._faults.write("inbox.put", lambda: self._inner.put(item))
+    def put(self, item: Any, **kwargs: Any) -> bool:  # kwargs: the new_session hint
+        return self._faults.write("inbox.put", lambda: self._inner.put(item, **kwargs))
 
     def pending(self, session_id: str) -> Any:
         return self._inner.pending(session_id)

@@ -162,7 +162,7 @@ class Host:
         # Classified on what the store reads now (on AWS one GetItem, far cheaper than a condition
         # check on the session item inside the put's transaction, which DynamoDB bills as a write of
         # the whole item and which failed whenever another container had moved the session: issue 24).
-        sid, disposition, warnings = self._resolve(firing, explicit, session_path, kind)
+        sid, disposition, warnings, minted = self._resolve(firing, explicit, session_path, kind)
         self._check(firing, sid, disposition, kind)
         delivery_id = validate_delivery_id(firing.delivery_id or f"archmax-{uuid.uuid4()}", session_id=sid)
         item = InboxItem(
@@ -172,7 +172,7 @@ class Host:
             kind=kind,
             firing=firing.model_copy(update={"session_id": sid, "delivery_id": delivery_id}),
         )
-        created = self.inbox.put(item)
+        created = self.inbox.put(item, new_session=minted)
         self._wake(sid)
         return Accepted(
             session_id=sid,
@@ -184,8 +184,8 @@ class Host:
 
     def _resolve(
         self, firing: Firing, explicit: str | None, session_path: str | None, kind: ItemKind
-    ) -> tuple[str, Disposition, list[str]]:
-        """``(session id, disposition, warnings)`` from ``resolve_session`` (mid-turn is ``queued``)."""
+    ) -> tuple[str, Disposition, list[str], bool]:
+        """``(session id, disposition, warnings, minted)`` from ``resolve_session`` (mid-turn is ``queued``)."""
         try:
             resolution = self.agent.workflow.resolve_session(
                 trigger=firing.trigger,
@@ -193,14 +193,14 @@ class Host:
                 session_id=explicit,
                 session_path=session_path,
             )
-            return resolution.session_id, resolution.disposition, list(resolution.warnings)
+            return resolution.session_id, resolution.disposition, list(resolution.warnings), resolution.minted
         except SessionNotResumableError as exc:  # mid-turn: exactly what the inbox is for
-            return str(exc.session_id), "queued", []
+            return str(exc.session_id), "queued", [], False
         except UnknownSessionTriggerError as exc:
             if kind != "deliver":
                 raise
             # a delivery's trigger is never matched (§3.5); the drain refuses it if the session is not parked
-            return str(exc.session_id), "turn", []
+            return str(exc.session_id), "turn", [], False
 
     def _check(self, firing: Firing, sid: str, disposition: Disposition, kind: ItemKind) -> None:
         spec = self.agent.spec

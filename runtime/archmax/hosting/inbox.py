@@ -60,7 +60,7 @@ class MemoryInbox(LocalInbox):
             state = self._states[session_id] = InboxState(session_id=session_id)
         return state
 
-    def put(self, item: InboxItem) -> bool:
+    def put(self, item: InboxItem, *, new_session: bool = False) -> bool:
         """See :meth:`Inbox.put`. Raises InvalidSessionIdError, InvalidDeliveryIdError."""
         validate_delivery_id(item.delivery_id, session_id=item.session_id)
         with self._lock:

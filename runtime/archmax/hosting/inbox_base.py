@@ -139,11 +139,13 @@ class Inbox(Protocol):
 
     capabilities: frozenset[InboxCapability]
 
-    def put(self, item: InboxItem) -> bool:
+    def put(self, item: InboxItem, *, new_session: bool = False) -> bool:
         """Create the item on (session_id, delivery_id), assign its ``seq`` and bump the arrivals counter.
 
         Args:
             item: The item.
+            new_session: The caller minted the session id just now, so nothing was put for it before
+                (a hint: the DynamoDB inbox then needs no read of a counter it never saw).
 
         Returns:
             ``False`` when that key exists already (a duplicate: nothing changes).

@@ -181,7 +181,7 @@ class DynamoInbox:
 
     # ------------------------------------------------------------------ protocol
 
-    def put(self, item: InboxItem) -> bool:
+    def put(self, item: InboxItem, *, new_session: bool = False) -> bool:
         """See :meth:`Inbox.put`: one transaction of two small items (create-only item + conditional counter bump).
 
         Nothing of the sessions table rides it: a condition check on the session item there would be
@@ -210,10 +210,12 @@ class DynamoInbox:
             body = {"body_key": {"S": key}, "body_sha256": {"S": digest}}
         elif size > MAX_ITEM_BYTES:
             refuse_oversize(item, size)
-        # First try with the counter this instance last saw (0 for a session it never saw): one
-        # transaction when right; a counter that moved fails the condition and is read (issue 10).
+        # First try with the counter this instance last saw: one transaction when right; a counter
+        # that moved fails the condition and comes back with it (issue 10). A counter it never saw is
+        # read first (one small read rather than a cancelled transaction, issue 24), unless the
+        # session is new (its id was just minted): then it is 0.
         with self._seen_lock:
-            guess: int | None = self._seen.get(item.session_id, 0)
+            guess: int | None = self._seen.get(item.session_id, 0 if new_session else None)
         for _ in range(self._max_put_retries):
             if guess is None:
                 seen = int(self._drain_item(item.session_id).get("arrivals", {"N": "0"})["N"])

@@ -92,7 +92,7 @@ class FilesystemInbox(LocalInbox):
 
     # ------------------------------------------------------------------ protocol
 
-    def put(self, item: InboxItem) -> bool:
+    def put(self, item: InboxItem, *, new_session: bool = False) -> bool:
         """See :meth:`Inbox.put`. Raises InvalidSessionIdError, InvalidDeliveryIdError, StoreError."""
         validate_delivery_id(item.delivery_id, session_id=item.session_id)
         with self._session(item.session_id, write=True) as state:

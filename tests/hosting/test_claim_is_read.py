@@ -24,7 +24,7 @@ from archmax.models.scripted import ScriptedModel
 from stores.aws.moto_env import CallLog
 
 from .conftest import INBOX_TABLE, SUPPORT_INBOX
-from .test_accept_guarded import _host
+from .test_accept_aws import _host
 from .test_host import FIRST_TURN, SID, ack, email, user_texts
 
 

@@ -1,9 +1,11 @@
-"""The drain's lease and done marks ride the session's commits (AwsStore + DynamoInbox, issue 10).
+"""The drain's done marks and arrivals check ride the session's commits (AwsStore + DynamoInbox, issues 10, 24).
 
-Rule source: issue 10 ("drain = lease, pending items and arrivals counter in one Query; mark-done +
-release in one transaction"), DESIGN.md §3 "Inbox" (an item is done only once applied; the lease goes
-only when nothing new arrived), ``archmax.stores.riders``. Each test also runs with the store behind
-a wrapper with exactly the store protocol's members (issue 23): riders are a ``commit`` argument.
+Rule source: issue 10 ("drain = pending items and arrivals counter in one Query; mark-done in the
+turn's transaction"), issue 24 (nothing rides the claim: it is one plain conditional write, the
+session's own lease keeping a second drainer out, since a transaction bills the session item
+twice), DESIGN.md §3 "Inbox" (an item is done only once applied; the lease holder lets go only when
+nothing new arrived), ``archmax.stores.riders``. Each test also runs with the store behind a wrapper
+with exactly the store protocol's members (issue 23): riders are a ``commit`` argument.
 """
 
 from __future__ import annotations
@@ -14,7 +16,6 @@ from typing import Any
 import pytest
 
 from archmax import create_agent
-from archmax.errors import CommitConflictError
 from archmax.hosting.host import Host
 from archmax.hosting.inbox import DynamoInbox, InboxItem
 from archmax.hosting.inbox_base import DRAIN_KEY
@@ -70,21 +71,21 @@ def _ended(sid: str, version: int, delivery_id: str) -> Any:
 # ---------------------------------------------------------------- the drain
 
 
-def test_a_drained_email_costs_one_query_and_its_mark_and_release_ride_the_turns_commits(make_aws_host, aws):
+def test_a_drained_email_costs_one_query_a_plain_claim_and_one_transaction_that_marks_it(make_aws_host, aws):
     host = make_aws_host(FIRST_TURN, waker=lambda sid: None)
     host.accept(email("About the thing we discussed", "ses-1"))
     with CallLog(aws.dynamodb) as log:
         results = host.drain(SID)
     assert [r.kind for r in results] == ["parked"]  # type: ignore[union-attr]
-    assert log.count("dynamodb.Query") == 1
-    assert log.count("dynamodb.TransactWriteItems") == 2  # the claim (+ drain lease), the park (+ mark, release)
-    assert log.calls[0] == "dynamodb.Query"
+    assert log.calls[0] == "dynamodb.Query" and log.count("dynamodb.Query") == 1
+    assert log.count("dynamodb.UpdateItem") == 1  # the claim: the session item alone
+    assert log.count("dynamodb.TransactWriteItems") == 1  # the park, the done mark and the counter check
     assert host.inbox.get(SID, "ses-1").status == "done"
-    assert "lease_owner" not in _drain_item(aws, SID)
+    assert "lease_owner" not in _drain_item(aws, SID)  # no drain lease was taken
     assert user_texts(host) == ["About the thing we discussed"]
 
 
-def test_a_drain_finds_the_lease_held_by_another_drainer_and_leaves_the_item_pending(make_aws_host, aws):
+def test_a_drain_finds_the_lease_held_by_a_plain_drainer_and_leaves_the_item_pending(make_aws_host, aws):
     host = make_aws_host(FIRST_TURN, waker=lambda sid: None)
     host.accept(email("Hello", "ses-1"))
     assert host.inbox.try_acquire(SID, "someone-else", T0, 900)
@@ -93,53 +94,75 @@ def test_a_drain_finds_the_lease_held_by_another_drainer_and_leaves_the_item_pen
     assert host.agent.sessions.get(SID) is None
 
 
+def test_a_second_drainer_loses_the_claim_to_the_first_and_the_firing_is_applied_once(make_aws_host, aws):
+    host = make_aws_host(FIRST_TURN, waker=lambda sid: None)
+    host.accept(email("Hello", "ses-1"))
+    item = host.inbox.pending(SID)[0]
+    first = host.inbox.riders(SID, "ses-1", seen=1)
+    assert not isinstance(host._apply(item, first), Exception) and first.claimed and first.done
+    second = host.inbox.riders(SID, "ses-1", seen=1)  # a drainer that read the view before the first applied it
+    assert type(host._apply(item, second)).__name__ == "DuplicateDeliveryError"
+    assert not second.claimed and not second.mid_turn  # nobody holds the session: marked done as a duplicate
+    assert host.inbox.get(SID, "ses-1").status == "done"
+    assert user_texts(host) == ["Hello"]
+
+
 # ---------------------------------------------------------------- the store's transaction
 
 
-def test_a_claim_whose_drain_lease_rider_fails_is_a_conflict_and_writes_nothing(aws, clock, wrap):
+def test_the_claim_is_one_plain_conditional_write_and_is_noted_on_the_riders(aws, clock, wrap):
     store, inbox = wrap(aws.store()), DynamoInbox(INBOX_TABLE, client=aws.dynamodb, clock=clock)
     _put(inbox, "s-1", "d-1")
-    assert inbox.try_acquire("s-1", "other", T0, 900)
-    riders = inbox.riders("s-1", "d-1", owner="me", now=T0, ttl_s=900, release_seen=1)
-    with pytest.raises(CommitConflictError):
+    riders = inbox.riders("s-1", "d-1", seen=1)
+    with CallLog(aws.dynamodb) as log:
         store.commit("s-1", record("s-1", 1, lease_owner="engine"), 0, riders=riders)
-    assert store.load("s-1") is None
-    assert not riders.claimed
-    assert _drain_item(aws, "s-1")["lease_owner"]["S"] == "other"
+    assert log.calls == ["dynamodb.UpdateItem"]
+    assert riders.claimed and not riders.done
+    assert store.head("s-1").version == 1
+    assert inbox.get("s-1", "d-1").status == "pending"
 
 
-def test_the_turns_last_commit_marks_the_item_done_and_lets_the_lease_go_in_one_transaction(aws, clock, wrap):
+def test_the_turns_last_commit_marks_the_item_done_and_checks_the_counter_in_one_transaction(aws, clock, wrap):
     store, inbox = wrap(aws.store()), DynamoInbox(INBOX_TABLE, client=aws.dynamodb, clock=clock)
     _put(inbox, "s-1", "d-1")
-    riders = inbox.riders("s-1", "d-1", owner="me", now=T0, ttl_s=900, release_seen=1)
-    store.commit("s-1", record("s-1", 1, lease_owner="engine"), 0, riders=riders)  # the claim takes the drain lease
-    assert riders.claimed and _drain_item(aws, "s-1")["lease_owner"]["S"] == "me"
+    riders = inbox.riders("s-1", "d-1", seen=1)
+    store.commit("s-1", record("s-1", 1, lease_owner="engine"), 0, riders=riders)
     with CallLog(aws.dynamodb) as log:
         store.commit("s-1", _ended("s-1", 2, "d-1"), 1, lease_owner="engine", riders=riders)
     assert log.calls == ["dynamodb.TransactWriteItems"]
     assert riders.done
     assert inbox.get("s-1", "d-1").status == "done"
-    assert "lease_owner" not in _drain_item(aws, "s-1")
     assert store.head("s-1").version == 2
 
 
-def test_an_item_that_arrived_during_the_turn_keeps_the_lease_and_the_commit_still_lands(aws, clock, wrap):
+def test_an_item_that_arrived_during_the_turn_fails_the_check_and_the_commit_still_lands(aws, clock, wrap):
     store, inbox = wrap(aws.store()), DynamoInbox(INBOX_TABLE, client=aws.dynamodb, clock=clock)
     _put(inbox, "s-1", "d-1")
-    riders = inbox.riders("s-1", "d-1", owner="me", now=T0, ttl_s=900, release_seen=1)
+    riders = inbox.riders("s-1", "d-1", seen=1)
     store.commit("s-1", record("s-1", 1, lease_owner="engine"), 0, riders=riders)
-    _put(inbox, "s-1", "d-2")  # the counter moves on: the release's condition fails
+    _put(inbox, "s-1", "d-2")  # the counter moves on: the check fails
     store.commit("s-1", _ended("s-1", 2, "d-1"), 1, lease_owner="engine", riders=riders)
     assert store.head("s-1").version == 2
-    assert not riders.done  # neither the mark nor the release: the drain writes them itself
+    assert not riders.done  # the mark did not ride: the drain writes it itself and goes round
     assert inbox.get("s-1", "d-1").status == "pending"
-    assert _drain_item(aws, "s-1")["lease_owner"]["S"] == "me"
+
+
+def test_a_done_rider_for_an_item_not_last_in_the_view_checks_no_counter(aws, clock, wrap):
+    store, inbox = wrap(aws.store()), DynamoInbox(INBOX_TABLE, client=aws.dynamodb, clock=clock)
+    _put(inbox, "s-1", "d-1")
+    riders = inbox.riders("s-1", "d-1", seen=None)
+    store.commit("s-1", record("s-1", 1, lease_owner="engine"), 0, riders=riders)
+    _put(inbox, "s-1", "d-2")
+    store.commit("s-1", _ended("s-1", 2, "d-1"), 1, lease_owner="engine", riders=riders)
+    assert riders.done and inbox.get("s-1", "d-1").status == "done"
+    assert [i.delivery_id for i in inbox.pending("s-1")] == ["d-2"]
 
 
 # ---------------------------------------------------------------- which commit carries what
 
 
 def test_riders_ride_only_their_sessions_claim_and_its_ending_commit_that_applied_the_firing():
+    assert Riders("s-1", "d-1").for_commit(record("s-1", 1, lease_owner="e")) == ("claim", [])  # noted, plain
     riders = Riders("s-1", "d-1", on_claim=[{"claim": 1}], on_done=[{"done": 1}])
     assert riders.for_commit(record("child", 1, lease_owner="e")) is None  # a sub-workflow's session
     assert riders.for_commit(record("s-1", 1, lease_owner="e")) == ("claim", [{"claim": 1}])
@@ -183,13 +206,14 @@ class LoseFirstTransactionAnswer:
         raise ReadTimeoutError(endpoint_url=request.url)
 
 
-def test_a_claim_whose_answer_was_lost_knows_it_took_the_drain_lease(aws, clock, wrap):
+def test_a_turns_last_commit_whose_answer_was_lost_knows_its_mark_landed(aws, clock, wrap):
     store, inbox = wrap(aws.store()), DynamoInbox(INBOX_TABLE, client=aws.dynamodb, clock=clock)
     _put(inbox, "s-1", "d-1")
-    riders = inbox.riders("s-1", "d-1", owner="me", now=T0, ttl_s=900, release_seen=1)
+    riders = inbox.riders("s-1", "d-1", seen=1)
+    store.commit("s-1", record("s-1", 1, lease_owner="engine"), 0, riders=riders)
     with LoseFirstTransactionAnswer(aws.dynamodb) as lost:
-        store.commit("s-1", record("s-1", 1, lease_owner="engine"), 0, riders=riders)
+        store.commit("s-1", _ended("s-1", 2, "d-1"), 1, lease_owner="engine", riders=riders)
     assert lost.fired == 1
-    assert riders.claimed  # the retry's conflict was our own landed write: its riders landed with it
-    assert store.head("s-1").version == 1
-    assert _drain_item(aws, "s-1")["lease_owner"]["S"] == "me"
+    assert riders.done  # the retry's conflict was our own landed write: its riders landed with it
+    assert store.head("s-1").version == 2
+    assert inbox.get("s-1", "d-1").status == "done"

@@ -191,13 +191,16 @@ def test_a_turn_that_dies_mid_turn_is_taken_over_by_the_sweep_after_its_lease_ex
     host = make_host(model)
     dying = Runner(host.accept, email("First email", "ses-1"))
     dying.start()
-    assert model.entered.wait(timeout=30)  # mid-turn: engine lease and drain lease held
+    assert model.entered.wait(timeout=30)  # mid-turn: engine lease (and drain lease, but on AWS) held
 
     second = host.accept(email("Are you there?", "ses-2"))
     assert second.disposition == "queued"
 
-    live = host.sweep()  # both leases live: nobody may take over yet
-    assert [(r.session_id, r.results, r.recovered) for r in live.redriven] == [(SID, [], False)]
+    live = host.sweep()  # the leases are live: nobody may take over yet
+    # the drain lease keeps the sweep's drainer out; on AWS (no drain lease, issue 24) the session's
+    # own lease does: its drainer finds ses-1 applied by the turn running now, leaves it and stops
+    busy = ["duplicate"] if make_host.kind == "aws" else []
+    assert [(r.session_id, r.results, r.recovered) for r in live.redriven] == [(SID, busy, False)]
     assert [i.delivery_id for i in host.inbox.pending(SID)] == ["ses-1", "ses-2"]
 
     clock.advance(seconds=901)

@@ -28,16 +28,28 @@ def _item(delivery_id: str, sid: str = "conv-1") -> InboxItem:
 def test_a_put_on_a_new_session_or_a_session_this_instance_saw_is_one_transaction(aws: Any, clock: Any) -> None:
     inbox = DynamoInbox(INBOX_TABLE, client=aws.dynamodb, clock=clock)
     with CallLog(aws.dynamodb) as log:
-        assert inbox.put(_item("a")) and inbox.put(_item("b"))
+        assert inbox.put(_item("a"), new_session=True) and inbox.put(_item("b"))
     assert log.calls == ["dynamodb.TransactWriteItems"] * 2
     assert [i.seq for i in inbox.pending("conv-1")] == [1, 2]
+
+
+def test_a_put_on_a_session_this_instance_never_saw_reads_the_counter_first_and_cancels_nothing(
+    aws: Any, clock: Any
+) -> None:
+    first = DynamoInbox(INBOX_TABLE, client=aws.dynamodb, clock=clock)
+    second = DynamoInbox(INBOX_TABLE, client=aws.dynamodb, clock=clock)  # another container
+    first.put(_item("a"))
+    with CallLog(aws.dynamodb) as log:
+        assert second.put(_item("b"))
+    assert log.calls == ["dynamodb.GetItem", "dynamodb.TransactWriteItems"]  # issue 24: no cancelled transaction
+    assert [(i.delivery_id, i.seq) for i in second.pending("conv-1")] == [("a", 1), ("b", 2)]
 
 
 def test_a_put_by_an_instance_whose_counter_is_stale_reads_it_and_keeps_the_sequence(aws: Any, clock: Any) -> None:
     first = DynamoInbox(INBOX_TABLE, client=aws.dynamodb, clock=clock)
     second = DynamoInbox(INBOX_TABLE, client=aws.dynamodb, clock=clock)
     first.put(_item("a"))
-    second.put(_item("b"))  # guessed 0, lost the counter condition, read 1
+    second.put(_item("b"))  # never saw the counter: read it, 1
     first.put(_item("c"))  # guessed 1, lost, read 2
     assert [(i.delivery_id, i.seq) for i in first.pending("conv-1")] == [("a", 1), ("b", 2), ("c", 3)]
     assert not second.put(_item("a"))  # a duplicate is still a duplicate, whatever the guess

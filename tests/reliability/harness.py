@@ -320,7 +320,7 @@ class FaultyInbox:
             return attr
         return lambda *a, **k: self._faults.write(f"inbox.{name}", lambda: attr(*a, **k))
 
-    def put(self, item: Any, **kwargs: Any) -> bool:  # kwargs: DynamoInbox's guards (issue 10)
+    def put(self, item: Any, **kwargs: Any) -> bool:  # kwargs: the new_session hint
         return self._faults.write("inbox.put", lambda: self._inner.put(item, **kwargs))
 
     def pending(self, session_id: str) -> Any:

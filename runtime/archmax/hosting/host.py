@@ -37,7 +37,7 @@ from archmax.errors import (
     is_retryable,
 )
 from archmax.hosting.host_sweep import sweep_host
-from archmax.hosting.inbox_base import GuardFailed, Inbox, InboxCapability, InboxItem, ItemKind
+from archmax.hosting.inbox_base import Inbox, InboxCapability, InboxItem, ItemKind
 from archmax.hosting.reports import Accepted, Disposition, Redrive, SweepReport
 from archmax.session.firing import Deliver, Firing, Send
 from archmax.session.ids import SessionId, parse_session_id, validate_delivery_id
@@ -56,8 +56,6 @@ log = logging.getLogger("archmax.hosting")
 DrainResult = Outcome | ArchmaxError
 
 
-_GUARDED_ATTEMPTS = 3
-"""Guarded accepts tried before the last one reads the session and puts unguarded."""
 
 
 class Host:
@@ -152,43 +150,21 @@ class Host:
             EmptyMessageError, WorkflowDisabledError, MissingDeliveryTriggerError, StoreError (the inbox).
         """
         explicit = session_id if session_id is not None else firing.session_id
-        # DynamoInbox + AwsStore: the put checks the session reads, so they need no call of their own
-        guarded = self.agent.store.guarded_reads if self._guards_ride_put() else None
-        reads = None
-        delivery_id: str | None = None
-        for attempt in range(_GUARDED_ATTEMPTS):
-            reads = None  # a guarded put carries the reads of its own attempt, never an earlier one's
-            if guarded is not None and attempt < _GUARDED_ATTEMPTS - 1:  # the last try reads and puts unguarded
-                try:  # classified on what this warm store last saw, checked by the put itself (issue 10)
-                    with guarded() as reads:
-                        sid, disposition, warnings = self._resolve(firing, explicit, session_path, kind)
-                    self._check(firing, sid, disposition, kind)
-                except ArchmaxError:
-                    guarded = reads = None  # a refusal is never made on a remembered view: read it
-            if reads is None:
-                sid, disposition, warnings = self._resolve(firing, explicit, session_path, kind)
-                self._check(firing, sid, disposition, kind)
-            if delivery_id is None:
-                delivery_id = validate_delivery_id(firing.delivery_id or f"archmax-{uuid.uuid4()}", session_id=sid)
-            item = InboxItem(
-                session_id=sid,
-                delivery_id=delivery_id,
-                arrived_at=self._now(),
-                kind=kind,
-                firing=firing.model_copy(update={"session_id": sid, "delivery_id": delivery_id}),
-            )
-            if reads is None:
-                created = self.inbox.put(item)
-                break
-            try:
-                created = self.inbox.put(item, guards=reads.condition_checks())
-                self.agent.store.confirm(reads)
-                break
-            except GuardFailed as moved:  # the session moved on since this store saw it: classify again
-                for moved_id, found in moved.found.items():
-                    self.agent.store.prime(moved_id, found)
+        # Classified on what the store reads now (on AWS one GetItem, far cheaper than a condition
+        # check on the session item inside the put's transaction, which DynamoDB bills as a write of
+        # the whole item and which failed whenever another container had moved the session: issue 24).
+        sid, disposition, warnings, minted = self._resolve(firing, explicit, session_path, kind)
+        self._check(firing, sid, disposition, kind)
+        delivery_id = validate_delivery_id(firing.delivery_id or f"archmax-{uuid.uuid4()}", session_id=sid)
+        item = InboxItem(
+            session_id=sid,
+            delivery_id=delivery_id,
+            arrived_at=self._now(),
+            kind=kind,
+            firing=firing.model_copy(update={"session_id": sid, "delivery_id": delivery_id}),
+        )
+        created = self.inbox.put(item, new_session=minted)
         self._wake(sid)
-        assert delivery_id is not None  # set by the first attempt, which always runs
         return Accepted(
             session_id=sid,
             delivery_id=delivery_id,
@@ -199,8 +175,8 @@ class Host:
 
     def _resolve(
         self, firing: Firing, explicit: str | None, session_path: str | None, kind: ItemKind
-    ) -> tuple[str, Disposition, list[str]]:
-        """``(session id, disposition, warnings)`` from ``resolve_session`` (mid-turn is ``queued``)."""
+    ) -> tuple[str, Disposition, list[str], bool]:
+        """``(session id, disposition, warnings, minted)`` from ``resolve_session`` (mid-turn is ``queued``)."""
         try:
             resolution = self.agent.workflow.resolve_session(
                 trigger=firing.trigger,
@@ -208,14 +184,14 @@ class Host:
                 session_id=explicit,
                 session_path=session_path,
             )
-            return resolution.session_id, resolution.disposition, list(resolution.warnings)
+            return resolution.session_id, resolution.disposition, list(resolution.warnings), resolution.minted
         except SessionNotResumableError as exc:  # mid-turn: exactly what the inbox is for
-            return str(exc.session_id), "queued", []
+            return str(exc.session_id), "queued", [], False
         except UnknownSessionTriggerError as exc:
             if kind != "deliver":
                 raise
             # a delivery's trigger is never matched (§3.5); the drain refuses it if the session is not parked
-            return str(exc.session_id), "turn", []
+            return str(exc.session_id), "turn", [], False
 
     def _check(self, firing: Firing, sid: str, disposition: Disposition, kind: ItemKind) -> None:
         spec = self.agent.spec
@@ -251,15 +227,17 @@ class Host:
         event is applied after the turn that beat it (nothing lost). Any other refusal → marked
         ``failed`` with the error text, not retried.
         When nothing is left, the lease is released only if no item arrived since the counter was
-        read; otherwise the drain goes round again. On ``DynamoInbox`` + ``AwsStore`` the lease, the
-        done mark and the release ride the operation's own commits (:meth:`_drain_riding`, issue 10).
+        read; otherwise the drain goes round again. On ``DynamoInbox`` + ``AwsStore`` no drain lease is
+        taken: the session's own lease keeps a second drainer out, and the done mark and the counter
+        check ride the commit that ends the turn (:meth:`_drain_riding`, issues 10 and 24).
 
         Args:
             session_id: The session to drain.
 
         Returns:
             One entry per item tried, in order: the :class:`Outcome`, or the error it raised
-            (``DuplicateDeliveryError`` included). ``[]`` when another drainer holds the lease.
+            (``DuplicateDeliveryError`` included). ``[]`` when another drainer holds the lease (or,
+            riding, when nothing waits).
 
         Raises:
             InvalidSessionIdError. Anything that is not an ArchmaxError (a crash) propagates and
@@ -295,62 +273,44 @@ class Host:
             # a firing arrived after the counter was read (or the lease was lost): go round again
         return results
 
-    def _guards_ride_put(self) -> bool:
-        """The store's guarded reads can be checked by the inbox's put (AwsStore + DynamoInbox, issue 10)."""
-        return (
-            Capability.GUARDED_READS in self.agent.store.capabilities
-            and InboxCapability.GUARDED_PUT in self.inbox.capabilities
-        )
-
     def _rides(self) -> bool:
-        """The inbox's lease and marks can ride the store's commits (DynamoInbox + AwsStore, issue 10)."""
+        """The inbox's marks and counter check can ride the store's commits (DynamoInbox + AwsStore, issue 10)."""
         return (
             Capability.COMMIT_RIDERS in self.agent.store.capabilities
             and InboxCapability.COMMIT_RIDERS in self.inbox.capabilities
         )
 
     def _drain_riding(self, session_id: str, owner: str) -> list[DrainResult]:
-        """:meth:`drain` where the drain lease and the done marks ride the operation's commits (issue 10).
+        """:meth:`drain` where the done marks and the arrivals check ride the operation's commits (issues 10, 24).
 
-        One query reads the counter, the lease and the pending items. Each item's operation takes
-        (or extends) the drain lease in its claim's transaction and marks the item done in the
-        transaction of the commit that ends its turn; the last item's also lets the lease go when
-        the counter is still the one read. So a firing applied in one turn costs the drain one query
-        beyond the operation's own calls. Whatever did not ride (a duplicate, a refusal, an item
-        that arrived meanwhile) is written as in the plain drain, and the drain goes round again.
+        One query reads the counter and the pending items. No drain lease is taken: each item's claim
+        is the session's own lease (one plain conditional write), so a second drainer loses the claim
+        (a retryable refusal: it stops) or finds the item applied (a duplicate). The commit that ends
+        an item's turn marks it done; the last item's also checks that the counter is still the one
+        read, so a firing that arrived during the turn fails the check and this drainer goes round
+        (the firing's own drainer found the session busy and stopped). So a firing applied in one turn
+        costs the drain one query beyond the operation's own calls. Whatever did not ride (a
+        duplicate, a refusal, an item that arrived meanwhile) is marked as in the plain drain, and the
+        drain goes round. A drain lease a plain drainer holds (``try_acquire``) is respected.
         """
         results: list[DrainResult] = []
-        held = False  # this drainer holds the drain lease (taken by a claim's rider)
         while True:
             view = self.inbox.drain_view(session_id)
-            if view.held_by_other(owner, self._now()):
+            if view.held_by_other(owner, self._now()) or not view.items:
                 return results
-            held = view.owner == owner  # the query is the truth (a claim whose answer was lost took it too)
-            if not view.items:
-                if not held or self.inbox.release(session_id, owner, view.seen):
-                    return results
-                continue  # a firing arrived after the counter was read: go round again
             for i, item in enumerate(view.items):
                 last = i == len(view.items) - 1
-                riders = self.inbox.riders(
-                    session_id,
-                    item.delivery_id,
-                    owner=owner,
-                    now=self._now(),
-                    ttl_s=self.lease_ttl_s,
-                    release_seen=view.seen if last else None,
-                )
+                riders = self.inbox.riders(session_id, item.delivery_id, seen=view.seen if last else None)
                 result = self._apply(item, riders)
-                held = held or riders.claimed
                 results.append(result)
+                if isinstance(result, DuplicateDeliveryError) and riders.mid_turn:
+                    return results  # the turn applying it runs now: its commit marks it, a crash the sweep's
                 if isinstance(result, ArchmaxError) and is_retryable(result):
-                    # stop here: what waits is the sweep's
-                    if not held or self.inbox.release(session_id, owner, self.inbox.arrivals(session_id)):
-                        return results
-                    break
+                    # stop here: the turn that holds the session re-checks the counter as it ends, else the sweep
+                    return results
                 if last and riders.done:
-                    return results  # marked done and let go in the turn's last commit: nothing arrived
-            # go round: read again what arrived, and let go when nothing did
+                    return results  # marked done and the counter checked in the turn's last commit: nothing arrived
+            # go round: read again what arrived
 
     def _apply(self, item: InboxItem, riders: Riders | None = None) -> DrainResult:
         # A warm store's remembered view is checked by the operation's claim, and whatever it answered
@@ -377,7 +337,9 @@ class Host:
     def _settle(self, item: InboxItem, result: Outcome | ArchmaxError, riders: Riders | None) -> DrainResult:
         """Mark the item as ``result`` says (unless its mark rode the turn's last commit)."""
         sid = item.session_id
-        if isinstance(result, DuplicateDeliveryError):  # the item says why nothing was applied (a reused key)
+        if isinstance(result, DuplicateDeliveryError) and riders is not None and self._mid_turn(sid):
+            riders.mid_turn = True  # a drainer without a drain lease found the turn applying it running
+        elif isinstance(result, DuplicateDeliveryError):  # the item says why nothing was applied (a reused key)
             self.inbox.mark(sid, item.delivery_id, "done", f"{type(result).__name__}: {result}")
         elif isinstance(result, ArchmaxError):
             if not is_retryable(result):  # retryable: not now (another writer, an outage, a lost race): pending
@@ -385,6 +347,11 @@ class Host:
         elif riders is None or not riders.done:  # else marked in the commit that ended the turn
             self.inbox.mark(sid, item.delivery_id, "done")
         return result
+
+    def _mid_turn(self, session_id: str) -> bool:
+        """Whether a turn holds the session's lease now (one read of its head): a duplicate may be its firing."""
+        head = self.agent.store.head(session_id)
+        return head is not None and head.lease is not None and head.lease.live_at(self._now())
 
     # ------------------------------------------------------------------ direct delivery
 

@@ -10,7 +10,6 @@ Rule source: DESIGN.md §3 "Inbox", issue 4 item 2. Import from here::
 from __future__ import annotations
 
 import threading
-from typing import Any
 
 from archmax.hosting.inbox_base import (
     DRAIN_KEY,
@@ -22,7 +21,6 @@ from archmax.hosting.inbox_base import (
     ItemKind,
     ItemStatus,
     LocalInbox,
-    refuse_guards,
 )
 from archmax.hosting.inbox_dynamo import DynamoInbox
 from archmax.hosting.inbox_fs import FilesystemInbox
@@ -62,9 +60,8 @@ class MemoryInbox(LocalInbox):
             state = self._states[session_id] = InboxState(session_id=session_id)
         return state
 
-    def put(self, item: InboxItem, *, guards: list[dict[str, Any]] | None = None) -> bool:
-        """See :meth:`Inbox.put` (no ``GUARDED_PUT``). Raises InvalidSessionIdError, InvalidDeliveryIdError."""
-        refuse_guards(guards)
+    def put(self, item: InboxItem, *, new_session: bool = False) -> bool:
+        """See :meth:`Inbox.put`. Raises InvalidSessionIdError, InvalidDeliveryIdError."""
         validate_delivery_id(item.delivery_id, session_id=item.session_id)
         with self._lock:
             return self._state(item.session_id).put(item)

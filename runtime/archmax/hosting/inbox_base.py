@@ -99,18 +99,6 @@ class InboxItem(BaseModel):
         return (self.arrived_at, self.seq)
 
 
-class GuardFailed(Exception):  # noqa: N818 - a signal between the inbox and the host, never raised to callers
-    """A guarded put found a session other than the one the firing was classified on; nothing was written.
-
-    Attributes:
-        found: Session id -> the session item as stored now (``None``: there is none), for ``AwsStore.prime``.
-    """
-
-    def __init__(self, found: dict[str, dict[str, Any] | None]) -> None:
-        super().__init__(f"sessions moved since they were read: {sorted(found)}")
-        self.found = found
-
-
 class DrainView(NamedTuple):
     """One session's inbox as a drainer reads it in one step (``DynamoInbox.drain_view``, issue 10).
 
@@ -134,14 +122,11 @@ class DrainView(NamedTuple):
 class InboxCapability(StrEnum):
     """What an inbox declares it does beyond the core (tested as ``InboxCapability.X in inbox.capabilities``)."""
 
-    GUARDED_PUT = "guarded_put"
-    """``put(item, guards=checks)`` writes only if every ``ConditionCheck`` in ``checks`` holds (one
-    transaction), else raises :class:`GuardFailed`: the store's guarded reads (``Capability.GUARDED_READS``)
-    are checked by the put itself (issue 10). Without it ``guards`` must be empty."""
     COMMIT_RIDERS = "commit_riders"
-    """``riders()`` builds the drain lease, done mark and release as writes that ride a store commit
-    (``Capability.COMMIT_RIDERS``, :mod:`archmax.stores.riders`). Without it ``riders()`` raises
-    ``NotImplementedError`` and the host drains with its own writes."""
+    """``riders()`` builds the done mark and the arrivals check as writes that ride a store commit
+    (``Capability.COMMIT_RIDERS``, :mod:`archmax.stores.riders`); the drain then takes no drain lease:
+    the session's own lease keeps a second drainer out (issue 24). Without it ``riders()`` raises
+    ``NotImplementedError`` and the host drains with the drain lease and its own writes."""
 
 
 @runtime_checkable
@@ -154,18 +139,16 @@ class Inbox(Protocol):
 
     capabilities: frozenset[InboxCapability]
 
-    def put(self, item: InboxItem, *, guards: list[dict[str, Any]] | None = None) -> bool:
+    def put(self, item: InboxItem, *, new_session: bool = False) -> bool:
         """Create the item on (session_id, delivery_id), assign its ``seq`` and bump the arrivals counter.
 
         Args:
             item: The item.
-            guards: ``ConditionCheck`` entries that must hold for the put to land (needs ``GUARDED_PUT``).
+            new_session: The caller minted the session id just now, so nothing was put for it before
+                (a hint: the DynamoDB inbox then needs no read of a counter it never saw).
 
         Returns:
             ``False`` when that key exists already (a duplicate: nothing changes).
-
-        Raises:
-            GuardFailed: a guard failed; nothing was written.
         """
         ...
 
@@ -203,10 +186,11 @@ class Inbox(Protocol):
         """The counter, the drain lease and the pending items, read in that order."""
         ...
 
-    def riders(
-        self, session_id: str, delivery_id: str, *, owner: str, now: str, ttl_s: float, release_seen: int | None
-    ) -> Riders:
-        """The writes that ride the applying operation's commits (needs ``COMMIT_RIDERS``)."""
+    def riders(self, session_id: str, delivery_id: str, *, seen: int | None) -> Riders:
+        """The writes that ride the applying operation's commits (needs ``COMMIT_RIDERS``).
+
+        ``seen``: the arrivals counter the drainer read, for the item it saw last (else ``None``).
+        """
         ...
 
 
@@ -227,21 +211,13 @@ class LocalInbox:
         """:meth:`arrivals`, then :meth:`pending` (two reads: the counter first, so nothing is missed)."""
         return self.arrivals(session_id), self.pending(session_id)
 
-    def riders(
-        self, session_id: str, delivery_id: str, *, owner: str, now: str, ttl_s: float, release_seen: int | None
-    ) -> Riders:
+    def riders(self, session_id: str, delivery_id: str, *, seen: int | None) -> Riders:
         """Not available (no ``COMMIT_RIDERS``): the host drains with its own writes.
 
         Raises:
             NotImplementedError: always.
         """
         raise NotImplementedError("this inbox has no commit riders (InboxCapability.COMMIT_RIDERS)")
-
-
-def refuse_guards(guards: list[dict[str, Any]] | None) -> None:
-    """Raise ``ValueError`` for guards given to an inbox without ``GUARDED_PUT`` (a caller bug)."""
-    if guards:
-        raise ValueError("this inbox cannot check guards (InboxCapability.GUARDED_PUT)")
 
 
 class InboxState(BaseModel):

@@ -8,7 +8,8 @@ Table: ``pk`` = session id (HASH), ``sk`` = ``d#<delivery id>`` (RANGE). Per ses
   and — only while pending — ``pending_shard`` (the key of the sparse ``pending-items`` GSI, so the
   sweep's re-drive queries waiting items and never scans); done and failed items get a ``ttl``;
 * the item ``sk = "~drain"``: ``arrivals`` (the counter every put bumps), ``lease_owner`` and
-  ``lease_expires_at`` (the drain lease).
+  ``lease_expires_at`` (the drain lease of a plain drain; the riding drain of ``AwsStore`` takes
+  none: its riders are the done mark and a check of ``arrivals``, :meth:`DynamoInbox.riders`).
 
 A put is one transaction: the create-only item AND the counter bump conditional on the value read,
 so ``seq`` equals the counter and a drainer that saw the old counter cannot let go without seeing
@@ -40,7 +41,6 @@ from archmax.errors import StoreError
 from archmax.hosting.inbox_base import (
     DRAIN_KEY,
     DrainView,
-    GuardFailed,
     InboxCapability,
     InboxItem,
     ItemStatus,
@@ -105,8 +105,8 @@ class DynamoInbox:
         StoreError: any AWS failure other than a condition (every method).
     """
 
-    capabilities = frozenset({InboxCapability.GUARDED_PUT, InboxCapability.COMMIT_RIDERS})
-    """:meth:`put` carries the condition checks of guarded reads; :meth:`riders` ride ``AwsStore`` commits (issue 10)."""
+    capabilities = frozenset({InboxCapability.COMMIT_RIDERS})
+    """:meth:`riders` ride ``AwsStore`` commits (issue 10)."""
 
     def __init__(
         self,
@@ -181,15 +181,14 @@ class DynamoInbox:
 
     # ------------------------------------------------------------------ protocol
 
-    def put(self, item: InboxItem, *, guards: list[dict[str, Any]] | None = None) -> bool:
-        """See :meth:`Inbox.put`: one transaction (create-only item + conditional counter bump).
+    def put(self, item: InboxItem, *, new_session: bool = False) -> bool:
+        """See :meth:`Inbox.put`: one transaction of two small items (create-only item + conditional counter bump).
 
-        ``guards``: ``ConditionCheck`` entries that ride the same transaction (the session reads the
-        firing was classified on, ``AwsStore.guarded_reads``, issue 10); when one fails, nothing is
-        written and :class:`~archmax.hosting.inbox_base.GuardFailed` carries what each found.
+        Nothing of the sessions table rides it: a condition check on the session item there would be
+        billed as a write of the whole item, twice (issue 24), and the host classifies the firing on a
+        read of its own.
 
         Raises:
-            GuardFailed: a guard's condition did not hold.
             InvalidSessionIdError, InvalidDeliveryIdError, StoreError (also when 50 attempts lost the counter race).
             InvalidEventError: 413 when the inbox has no bucket and the firing cannot fit in one DynamoDB
                 item (checked before any write: retrying the same firing could never succeed, so it is a
@@ -211,10 +210,12 @@ class DynamoInbox:
             body = {"body_key": {"S": key}, "body_sha256": {"S": digest}}
         elif size > MAX_ITEM_BYTES:
             refuse_oversize(item, size)
-        # First try with the counter this instance last saw (0 for a session it never saw): one
-        # transaction when right; a counter that moved fails the condition and is read (issue 10).
+        # First try with the counter this instance last saw: one transaction when right; a counter
+        # that moved fails the condition and comes back with it (issue 10). A counter it never saw is
+        # read first (one small read rather than a cancelled transaction, issue 24), unless the
+        # session is new (its id was just minted): then it is 0.
         with self._seen_lock:
-            guess: int | None = self._seen.get(item.session_id, 0)
+            guess: int | None = self._seen.get(item.session_id, 0 if new_session else None)
         for _ in range(self._max_put_retries):
             if guess is None:
                 seen = int(self._drain_item(item.session_id).get("arrivals", {"N": "0"})["N"])
@@ -222,7 +223,7 @@ class DynamoInbox:
                 seen, guess = guess, None
             create, bump = put_writes(self.table_name, item, seen, body)
             try:
-                self._transact([{"Put": create}, {"Update": bump}, *(guards or [])])
+                self._transact([{"Put": create}, {"Update": bump}])
             except _Conflict:
                 # Two items for one session accepted at once (issue 21 item 7): retried here, on a
                 # counter read afresh after a short jittered pause, never surfaced as a 5xx.
@@ -235,13 +236,6 @@ class DynamoInbox:
                     guess = int((found or {}).get("arrivals", {"N": "0"})["N"]) if found is not None else None
                     if guess is not None:
                         self._remember_arrivals(item.session_id, guess)
-                moved = {
-                    g["ConditionCheck"]["Key"]["pk"]["S"]: found
-                    for g, code, found in zip(guards or [], failed.reasons[2:], failed.items[2:], strict=False)
-                    if code == "ConditionalCheckFailed"
-                }
-                if moved:
-                    raise GuardFailed(moved) from None  # what the firing was classified on changed
                 if failed.reasons and failed.reasons[0] == "ConditionalCheckFailed":
                     return False  # the delivery id is there already: a duplicate
                 continue  # another put bumped the counter first: try again on the counter it found
@@ -420,23 +414,30 @@ class DynamoInbox:
         self._remember_arrivals(session_id, seen)
         return DrainView(seen, owner, expires, sorted(items, key=InboxItem.order_key))
 
-    def riders(
-        self, session_id: str, delivery_id: str, *, owner: str, now: str, ttl_s: float, release_seen: int | None
-    ) -> Riders:
-        """What rides the applying operation's commits (:mod:`archmax.stores.riders`, issue 10).
+    def riders(self, session_id: str, delivery_id: str, *, seen: int | None) -> Riders:
+        """What rides the applying operation's commits (:mod:`archmax.stores.riders`, issues 10 and 24).
 
-        The claim takes or extends the drain lease for ``owner``; the commit that ends the turn marks
-        the item done and, with ``release_seen``, lets the lease go if the counter still equals it.
+        Nothing rides the claim (the session's own lease keeps a second drainer out; a transaction
+        would bill the big session item twice). The commit that ends the turn marks the item done
+        and, with ``seen``, checks that the arrivals counter is still ``seen``: when an item arrived
+        meanwhile the check fails, the commit lands alone and the drain goes round.
         """
-        on_done = [{"Update": self._mark_request(session_id, delivery_id, "done")}]
-        if release_seen is not None:
-            on_done.append({"Update": self._release_request(session_id, owner, release_seen)})
-        return Riders(
-            session_id=session_id,
-            delivery_id=delivery_id,
-            on_claim=[{"Update": self._acquire_request(session_id, owner, now, ttl_s)}],
-            on_done=on_done,
-        )
+        on_done: list[dict[str, Any]] = [{"Update": self._mark_request(session_id, delivery_id, "done")}]
+        if seen is not None:
+            on_done.append({"ConditionCheck": self._arrivals_check(session_id, seen)})
+        return Riders(session_id=session_id, delivery_id=delivery_id, on_done=on_done)
+
+    def _arrivals_check(self, session_id: str, seen: int) -> dict[str, Any]:
+        """The condition that the session's arrivals counter is still ``seen`` (0: no counter yet)."""
+        check: dict[str, Any] = {
+            "TableName": self.table_name,
+            "Key": item_key(session_id, DRAIN_KEY),
+            "ConditionExpression": "#a = :seen" if seen else "attribute_not_exists(#a)",
+            "ExpressionAttributeNames": {"#a": "arrivals"},
+        }
+        if seen:
+            check["ExpressionAttributeValues"] = {":seen": {"N": str(seen)}}
+        return check
 
     def arrivals_and_pending(self, session_id: str) -> tuple[int, list[InboxItem]]:
         """:meth:`arrivals` and :meth:`pending` in ONE strongly consistent query (see :meth:`drain_view`)."""

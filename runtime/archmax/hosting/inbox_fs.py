@@ -22,12 +22,11 @@ import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 from filelock import FileLock, Timeout
 
 from archmax.errors import SessionIdMismatchError, StoreError
-from archmax.hosting.inbox_base import DrainView, InboxItem, InboxState, ItemStatus, LocalInbox, refuse_guards
+from archmax.hosting.inbox_base import DrainView, InboxItem, InboxState, ItemStatus, LocalInbox
 from archmax.session.ids import folder_name, portable_folder_name, validate_delivery_id
 
 
@@ -93,9 +92,8 @@ class FilesystemInbox(LocalInbox):
 
     # ------------------------------------------------------------------ protocol
 
-    def put(self, item: InboxItem, *, guards: list[dict[str, Any]] | None = None) -> bool:
-        """See :meth:`Inbox.put` (no ``GUARDED_PUT``). Raises InvalidSessionIdError, InvalidDeliveryIdError, StoreError."""
-        refuse_guards(guards)
+    def put(self, item: InboxItem, *, new_session: bool = False) -> bool:
+        """See :meth:`Inbox.put`. Raises InvalidSessionIdError, InvalidDeliveryIdError, StoreError."""
         validate_delivery_id(item.delivery_id, session_id=item.session_id)
         with self._session(item.session_id, write=True) as state:
             return state.put(item)

@@ -53,6 +53,16 @@ def test_the_claim_and_the_end_of_the_turn_carry_their_riders(store, session_id)
     assert riders.done and store.head(session_id).version == 2
 
 
+def test_a_claim_with_nothing_riding_it_is_noted_as_landed(store, session_id):
+    """Issue 24: the AWS drain rides nothing on the claim (a plain write), yet needs to know it landed."""
+    requires(store, Capability.COMMIT_RIDERS)
+    riders = Riders(session_id=session_id, delivery_id="d-1", on_done=[_check(store, f"{session_id}~done", holds=True)])
+    store.commit(session_id, make_record(session_id, 1, lease_owner="me"), 0, riders=riders)
+    assert riders.claimed and not riders.done
+    store.commit(session_id, _ended(session_id, "d-1"), 1, lease_owner="me", riders=riders)
+    assert riders.done and store.head(session_id).version == 2
+
+
 def test_a_required_rider_that_fails_makes_the_claim_a_conflict_that_wrote_nothing(store, session_id):
     requires(store, Capability.COMMIT_RIDERS)
     riders = Riders(session_id=session_id, delivery_id="d-1", on_claim=[_check(store, "nobody", holds=False)])

@@ -196,6 +196,10 @@ class AwsCommits(AwsReads):
             self._update_alone(session_id, expected_version, request)
             return
         kind, extra = riding
+        if not extra:  # nothing rides (the AWS drain's claim, issue 24): one plain conditional write
+            self._update_alone(session_id, expected_version, request)
+            riders.landed(kind)
+            return
         try:
             aws_call(
                 self._ddb.transact_write_items,

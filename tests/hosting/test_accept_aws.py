@@ -1,12 +1,13 @@
-"""Accept on AwsStore + DynamoInbox: the session read rides the inbox put as a condition check (issue 10).
+"""Accept on AwsStore + DynamoInbox: a read of the session, then one transaction of the inbox's own items (issue 24).
 
-Rule source: issue 10 ("accept = one transactional inbox put, the session head read folded into it"),
-DESIGN.md §3 "Inbox" (accept validates, then writes the item). A warm store instance classifies the
-firing on the version it last saw; the put lands only if the session is still there, else the
-firing is classified again on what the put found. A refusal is never made on a remembered view.
+Rule source: DESIGN.md §3 "Inbox" (accept validates, then writes the item), §4 (202 once the
+firing is durably inboxed); issue 24 (the accept's condition check on the session item, billed as
+a write of the whole item and cancelled whenever another container had moved the session, is gone:
+the firing is classified on a read, and the put touches nothing of the sessions table). Issue 10's
+warm drain (it acts on the version it remembers; its claim checks it) is unchanged.
 
 Every test runs on the bare store and on the store behind a wrapper with exactly the store
-protocol's members (issue 23): the same fast path, the same AWS calls.
+protocol's members (issue 23): the same path, the same AWS calls.
 """
 
 from __future__ import annotations
@@ -34,21 +35,49 @@ def _host(aws: Any, clock: Any, entries: list[dict[str, Any]], wrap: Wrap = bare
     return Host(agent, DynamoInbox(INBOX_TABLE, client=aws.dynamodb, clock=clock), waker=lambda sid: None)
 
 
-def test_a_warm_accept_is_one_transaction_with_no_session_read(aws, clock, wrap):
+class TransactionTables:
+    """The tables each ``TransactWriteItems`` item names, per call, seen through a botocore hook."""
+
+    def __init__(self, client: Any) -> None:
+        self.calls: list[list[str]] = []
+        self._client = client
+
+    def _record(self, params: dict[str, Any], **_: Any) -> None:
+        self.calls.append([next(iter(entry.values()))["TableName"] for entry in params["TransactItems"]])
+
+    def __enter__(self) -> TransactionTables:
+        self._client.meta.events.register(
+            "provide-client-params.dynamodb.TransactWriteItems", self._record, unique_id=f"tables-{id(self)}"
+        )
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._client.meta.events.unregister(
+            "provide-client-params.dynamodb.TransactWriteItems", unique_id=f"tables-{id(self)}"
+        )
+
+
+def test_an_accept_is_one_session_read_and_one_transaction_of_inbox_items(aws, clock, wrap):
     host = _host(aws, clock, FIRST_TURN, wrap)
-    with CallLog(aws.dynamodb, aws.s3) as log:
+    with CallLog(aws.dynamodb, aws.s3) as log, TransactionTables(aws.dynamodb) as tables:
         first = host.accept(email("About the thing we discussed", "ses-1"))
-    assert log.calls == ["dynamodb.TransactWriteItems"]  # a session this store never saw: checked absent
+    # the session (absent) is read; so is the counter this inbox never saw (the id came from the mail,
+    # not minted here): a read, never a cancelled transaction
+    assert log.calls == ["dynamodb.GetItem", "dynamodb.GetItem", "dynamodb.TransactWriteItems"]
+    assert tables.calls == [[INBOX_TABLE, INBOX_TABLE]]  # the item and the counter: nothing of the sessions table
     assert first.disposition == "turn"
     host.drain(SID)
-    with CallLog(aws.dynamodb, aws.s3) as log:
+    with CallLog(aws.dynamodb, aws.s3) as log, TransactionTables(aws.dynamodb) as tables:
         second = host.accept(email("It is order 42", "ses-2"))
-    assert log.calls == ["dynamodb.TransactWriteItems"]
+    assert log.calls == ["dynamodb.GetItem", "dynamodb.TransactWriteItems"]
+    assert tables.calls == [[INBOX_TABLE, INBOX_TABLE]]
     assert second.disposition == "resume"  # parked on input, as the drain left it
     assert [i.delivery_id for i in host.inbox.pending(SID)] == ["ses-2"]
 
 
-def test_a_session_another_instance_moved_is_classified_again_on_what_the_put_found(aws, clock, wrap):
+def test_an_accept_in_a_container_the_session_moved_past_is_classified_on_the_read_with_nothing_cancelled(
+    aws, clock, wrap
+):
     first = _host(aws, clock, FIRST_TURN + [ack(1)], wrap)
     other = _host(aws, clock, [], wrap)
     first.accept(email("About the thing we discussed", "ses-1"))
@@ -56,11 +85,23 @@ def test_a_session_another_instance_moved_is_classified_again_on_what_the_put_fo
     with CallLog(aws.dynamodb) as log:
         accepted = other.accept(email("It is order 42", "ses-2"))
     assert accepted.disposition == "resume"
-    assert log.count("dynamodb.GetItem") == 0 and log.count("dynamodb.TransactWriteItems") == 2
-    first.drain(SID)  # `first` remembers the park it made; the session moved on since
-    accepted = first.accept(email("Thanks", "ses-3"))
+    assert log.calls == ["dynamodb.GetItem", "dynamodb.GetItem", "dynamodb.TransactWriteItems"]  # + the counter
+    first.drain(SID)  # `first` remembers the park it made; `other` saw an older version
+    with CallLog(aws.dynamodb) as log:
+        accepted = other.accept(email("Thanks", "ses-3"))
     assert accepted.disposition == "resume"
+    assert log.calls == ["dynamodb.GetItem", "dynamodb.TransactWriteItems"]  # one put, never a cancelled one
     assert [(i.delivery_id, i.seq) for i in first.inbox.pending(SID)] == [("ses-3", 3)]
+
+
+def test_an_accept_for_a_session_whose_id_it_minted_takes_the_counter_for_zero_without_a_read(aws, clock, wrap):
+    host = _host(aws, clock, [], wrap)
+    firing = Firing(trigger="email_received", message="hello", delivery_id="m-1")  # no conversation id: minted
+    with CallLog(aws.dynamodb) as log:
+        accepted = host.accept(firing, session_path="missing.variable")
+    assert accepted.session_id != SID and accepted.warnings  # the path did not resolve: an id was minted
+    assert log.calls == ["dynamodb.GetItem", "dynamodb.TransactWriteItems"]
+    assert [(i.delivery_id, i.seq) for i in host.inbox.pending(accepted.session_id)] == [("m-1", 1)]
 
 
 def test_a_refusal_is_never_made_on_a_remembered_view(aws, clock, wrap):
@@ -126,36 +167,41 @@ def test_a_store_behind_a_protocol_only_wrapper_makes_exactly_the_bare_stores_aw
     fresh.dynamodb.create_table(TableName=INBOX_TABLE, **inbox_table_definition())
     wrapped = _lambda_path_calls(fresh, clock, protocol_only)
     assert wrapped == plain
-    assert plain.count("dynamodb.TransactWriteItems") >= 4  # the fast path itself: guarded puts, riding commits
+    assert plain.count("dynamodb.TransactWriteItems") >= 4  # the fast path itself: inbox puts, riding commits
 
 
-# ---------------------------------------------------------------- issue 23: a session that keeps moving
+# ---------------------------------------------------------------- the session moves between the read and the put
 
 
-class MovesTheSessionBeforeEachGuardedPut(DynamoInbox):
-    """An inbox whose every guarded put finds the session moved on by another writer (the race, made certain)."""
+class MovesTheSessionBeforeEachPut(DynamoInbox):
+    """An inbox whose every put finds the session moved on by another writer since the accept read it."""
 
     def __init__(self, other_store: Any, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.other_store = other_store
         self.moved = 0
 
-    def put(self, item: Any, *, guards: list[dict[str, Any]] | None = None) -> bool:
-        if guards:
-            record = self.other_store.load(item.session_id)
-            version = record.version
-            record.version = version + 1
-            self.other_store.commit(item.session_id, record, version)
-            self.moved += 1
-        return super().put(item, guards=guards)
+    def put(self, item: Any, *, new_session: bool = False) -> bool:
+        record = self.other_store.load(item.session_id)
+        version = record.version
+        record.version = version + 1
+        self.other_store.commit(item.session_id, record, version)
+        self.moved += 1
+        return super().put(item, new_session=new_session)
 
 
-def test_an_accept_whose_session_moves_before_every_guarded_put_lands_unguarded(aws, clock, wrap):
-    first = _host(aws, clock, FIRST_TURN, wrap)
+def test_an_accept_whose_session_moves_before_its_put_lands_once_and_is_applied_once(aws, clock, wrap):
+    first = _host(aws, clock, FIRST_TURN + [ack(1)], wrap)
     first.accept(email("About the thing we discussed", "ses-1"))
-    first.drain(SID)  # parked on input; `first` remembers the park
-    inbox = MovesTheSessionBeforeEachGuardedPut(aws.store(), INBOX_TABLE, client=aws.dynamodb, clock=clock)
+    first.drain(SID)  # parked on input
+    inbox = MovesTheSessionBeforeEachPut(aws.store(), INBOX_TABLE, client=aws.dynamodb, clock=clock)
     host = Host(first.agent, inbox, waker=lambda sid: None)
-    accepted = host.accept(email("It is order 42", "ses-2"))
-    assert accepted.disposition == "resume"
+    with TransactionTables(aws.dynamodb) as tables:
+        accepted = host.accept(email("It is order 42", "ses-2"))
+    assert accepted.disposition == "resume" and inbox.moved == 1
+    assert tables.calls and all(t == [INBOX_TABLE, INBOX_TABLE] for t in tables.calls)  # no session version checked
     assert [i.delivery_id for i in inbox.pending(SID)] == ["ses-2"]
+    (outcome,) = host.drain(SID)  # the drain applies it on what the session is now
+    assert outcome.kind == "parked"  # type: ignore[union-attr]
+    assert inbox.get(SID, "ses-2").status == "done"
+    assert user_texts(first) == ["About the thing we discussed", "It is order 42"]

@@ -99,3 +99,24 @@ def test_an_operation_that_wrote_is_never_run_again(aws, clock, wrap):
         host.agent.workflow.deliver(SID, trigger="email_received", message="It is order 42")
     assert model.consumed == len(FIRST_TURN) + 1  # one model call: the delivery was not applied again
     assert user_texts(host).count("It is order 42") == 1
+
+
+def test_a_session_deleted_and_started_again_at_the_same_version_is_not_claimed_on_the_old_view(aws, clock, wrap):
+    # `first` remembers the old session at version 2; `other` deletes it and starts the id over (§3.10)
+    # to version 2 again: the version alone cannot tell the two apart, the session's created_at can.
+    first = _host(aws, clock, FIRST_TURN + [ack(2)], wrap)
+    other = _host(aws, clock, FIRST_TURN, wrap)
+    first.accept(email("Old session", "ses-old"))
+    first.drain(SID)
+    assert other.agent.sessions.delete(SID)
+    clock.advance(seconds=60)
+    other.accept(email("New session", "ses-new"))
+    other.drain(SID)
+    started = other.agent.store.load(SID)
+    assert started.version == first.agent.store.head(SID).version  # the same number, another session
+    outcome = first.agent.workflow.deliver(SID, trigger="email_received", message="Thanks", delivery_id="ses-2")
+    assert outcome.kind == "parked"
+    after = other.agent.store.load(SID)
+    assert after.created_at == started.created_at  # the new session's, not the deleted one's
+    assert after.delivery_ids == ["ses-new", "ses-2"]  # the old session's ids are not the new one's
+    assert user_texts(other) == ["New session", "Thanks"]

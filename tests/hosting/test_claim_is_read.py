@@ -14,6 +14,9 @@ Every test runs on the bare store and behind the protocol-only wrapper (issue 23
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 import pytest
 
 from archmax import create_agent
@@ -120,3 +123,27 @@ def test_a_session_deleted_and_started_again_at_the_same_version_is_not_claimed_
     assert after.created_at == started.created_at  # the new session's, not the deleted one's
     assert after.delivery_ids == ["ses-new", "ses-2"]  # the old session's ids are not the new one's
     assert user_texts(other) == ["New session", "Thanks"]
+
+
+def _table_and_bucket(aws: Any) -> dict[str, Any]:
+    """Every sessions-table item and every object of the bucket, as stored (bytes)."""
+    items = aws.dynamodb.scan(TableName=aws.table_name, ConsistentRead=True)["Items"]
+    out: dict[str, Any] = {f"ddb/{i['pk']['S']}": json.dumps(i, sort_keys=True) for i in items}
+    for o in aws.s3.list_objects_v2(Bucket=aws.bucket).get("Contents", []):
+        out[f"s3/{o['Key']}"] = aws.s3.get_object(Bucket=aws.bucket, Key=o["Key"])["Body"].read()
+    return out
+
+
+@pytest.mark.parametrize("size", [1, 50_000])
+def test_a_refused_delivery_with_files_on_a_remembered_view_leaves_every_byte_as_it_was(aws, clock, wrap, size):
+    first = _host(aws, clock, FIRST_TURN + [ack(2)], wrap)
+    other = _host(aws, clock, [ack(1)], wrap)
+    _parked(first)
+    old_park = first.agent.store.load(SID).park_id
+    other.agent.workflow.deliver(SID, trigger="email_received", message="It is order 42")
+    before = _table_and_bucket(aws)
+    with pytest.raises(SessionNotAwaitingInputError):  # its claim on the remembered park lost, then refused
+        first.agent.workflow.deliver(
+            SID, trigger="email_received", message="Thanks" * size, park_id=old_park, files={"a.txt": "hello"}
+        )
+    assert _table_and_bucket(aws) == before

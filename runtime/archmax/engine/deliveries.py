@@ -115,18 +115,23 @@ def adopt_child_deliveries(store: SessionStore, record: Checkpoint, child: Check
 
     Called while the caller settles with the child (and when a new turn abandons the call), so a
     reply the child applied for the pair stays a duplicate at the caller after it moved on (issue 22).
-    The adopted ids go before the caller's own (its newest id, which a dead turn's redelivery
-    continues, stays newest); the oldest leave the window as markers, as always.
+    The child's own call in flight is walked too, down the chain (a reply forwarded to a grandchild
+    is remembered by the grandchild alone until the child settles with it, which an abandoned call
+    never does). The adopted ids go before the caller's own (its newest id, which a dead turn's
+    redelivery continues, stays newest); the oldest leave the window as markers, as always.
 
     Raises:
-        StoreError: a marker could not be read or written; the caller has not committed.
+        StoreError: a marker (or a delegated descendant) could not be read or written; the caller has
+            not committed.
     """
-    if child is None:
-        return
-    _adopt_markers(store, record, child)
-    adopted = [i for i in child.delivery_ids if not was_applied(store, record, i)]
-    if adopted:
-        _keep(store, record, adopted + record.delivery_ids)
+    seen = {record.session_id}
+    while child is not None and child.session_id not in seen:
+        seen.add(child.session_id)
+        _adopt_markers(store, record, child)
+        adopted = [i for i in child.delivery_ids if not was_applied(store, record, i)]
+        if adopted:
+            _keep(store, record, adopted + record.delivery_ids)
+        child = store.load(child.delegation.session_id) if child.delegation is not None else None
 
 
 def _adopt_markers(store: SessionStore, record: Checkpoint, child: Checkpoint) -> None:

@@ -14,6 +14,9 @@ Every test runs on the bare store and behind the protocol-only wrapper (issue 23
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 import pytest
 
 from archmax import create_agent
@@ -99,3 +102,48 @@ def test_an_operation_that_wrote_is_never_run_again(aws, clock, wrap):
         host.agent.workflow.deliver(SID, trigger="email_received", message="It is order 42")
     assert model.consumed == len(FIRST_TURN) + 1  # one model call: the delivery was not applied again
     assert user_texts(host).count("It is order 42") == 1
+
+
+def test_a_session_deleted_and_started_again_at_the_same_version_is_not_claimed_on_the_old_view(aws, clock, wrap):
+    # `first` remembers the old session at version 2; `other` deletes it and starts the id over (§3.10)
+    # to version 2 again: the version alone cannot tell the two apart, the session's created_at can.
+    first = _host(aws, clock, FIRST_TURN + [ack(2)], wrap)
+    other = _host(aws, clock, FIRST_TURN, wrap)
+    first.accept(email("Old session", "ses-old"))
+    first.drain(SID)
+    assert other.agent.sessions.delete(SID)
+    clock.advance(seconds=60)
+    other.accept(email("New session", "ses-new"))
+    other.drain(SID)
+    started = other.agent.store.load(SID)
+    assert started.version == first.agent.store.head(SID).version  # the same number, another session
+    outcome = first.agent.workflow.deliver(SID, trigger="email_received", message="Thanks", delivery_id="ses-2")
+    assert outcome.kind == "parked"
+    after = other.agent.store.load(SID)
+    assert after.created_at == started.created_at  # the new session's, not the deleted one's
+    assert after.delivery_ids == ["ses-new", "ses-2"]  # the old session's ids are not the new one's
+    assert user_texts(other) == ["New session", "Thanks"]
+
+
+def _table_and_bucket(aws: Any) -> dict[str, Any]:
+    """Every sessions-table item and every object of the bucket, as stored (bytes)."""
+    items = aws.dynamodb.scan(TableName=aws.table_name, ConsistentRead=True)["Items"]
+    out: dict[str, Any] = {f"ddb/{i['pk']['S']}": json.dumps(i, sort_keys=True) for i in items}
+    for o in aws.s3.list_objects_v2(Bucket=aws.bucket).get("Contents", []):
+        out[f"s3/{o['Key']}"] = aws.s3.get_object(Bucket=aws.bucket, Key=o["Key"])["Body"].read()
+    return out
+
+
+@pytest.mark.parametrize("size", [1, 50_000])
+def test_a_refused_delivery_with_files_on_a_remembered_view_leaves_every_byte_as_it_was(aws, clock, wrap, size):
+    first = _host(aws, clock, FIRST_TURN + [ack(2)], wrap)
+    other = _host(aws, clock, [ack(1)], wrap)
+    _parked(first)
+    old_park = first.agent.store.load(SID).park_id
+    other.agent.workflow.deliver(SID, trigger="email_received", message="It is order 42")
+    before = _table_and_bucket(aws)
+    with pytest.raises(SessionNotAwaitingInputError):  # its claim on the remembered park lost, then refused
+        first.agent.workflow.deliver(
+            SID, trigger="email_received", message="Thanks" * size, park_id=old_park, files={"a.txt": "hello"}
+        )
+    assert _table_and_bucket(aws) == before

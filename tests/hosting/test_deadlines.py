@@ -200,3 +200,47 @@ def test_a_timer_listed_before_a_persons_reply_still_fires_the_same_park(store: 
     with pytest.raises(LOST_RACE):  # the same timer again (a duplicate message) changes nothing
         fire(agent, timer)
     assert store.load("s1").version == rec.version
+
+
+PAYMENT_AT_1H = _wait(until="2025-01-01T01:00:00.000Z")
+PAYMENT_AT_5H = _wait(until="2025-01-01T05:00:00.000Z")
+
+
+def _listed_timer(store: Any, clock: FakeClock) -> DueTimer:
+    now = format_instant(clock.now())
+    (listed,) = store.due_parks(now)
+    return DueTimer(session_id=listed.session_id, park_version=listed.version, resume_at=listed.resume_at, now=now)
+
+
+def test_a_timer_listed_before_its_park_was_resumed_and_parked_again_is_refused(store: Any) -> None:
+    """A new wait at the same state is a new park (§5.11): the old park's timer changes nothing."""
+    clock = FakeClock(T0)
+    agent = _agent(store, WAITING, [PAYMENT_AT_1H, PAYMENT_AT_5H], clock)
+    agent.workflow.send("s1", "Collect the payment.")
+    clock.advance(timedelta(hours=1))
+    timer = _listed_timer(store, clock)
+    assert agent.workflow.deliver("s1", trigger="payment", message="Half of it came.").kind == "parked"
+    before = store.load("s1")
+    with pytest.raises(LOST_RACE):
+        fire(agent, timer)
+    assert store.load("s1") == before
+
+
+def test_a_timer_listed_before_its_session_was_deleted_and_started_again_is_refused(store: Any) -> None:
+    """The id started over (§3.10) parks at the listed version again: the version alone cannot tell the parks apart.
+
+    The timer also carries the listed park's wake instant; the new park wakes at its own (it was woken
+    four hours early, with the deleted session's timer).
+    """
+    clock = FakeClock(T0)
+    agent = _agent(store, WAITING, [PAYMENT_AT_1H, PAYMENT_AT_5H], clock)
+    agent.workflow.send("s1", "Collect the payment.")
+    clock.advance(timedelta(hours=1))
+    timer = _listed_timer(store, clock)
+    assert agent.sessions.delete("s1")
+    agent.workflow.send("s1", "Collect another payment.")
+    before = store.load("s1")
+    assert before.pending_input.parked_version == timer.park_version  # the same number, another park
+    with pytest.raises(LOST_RACE):
+        fire(agent, timer)
+    assert store.load("s1") == before

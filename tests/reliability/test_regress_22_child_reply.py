@@ -28,6 +28,7 @@ from typing import Any
 import pytest
 
 from archmax.errors import DuplicateDeliveryError
+from archmax.session.records import DELIVERY_IDS_KEPT
 from reliability import counters
 from reliability.harness import Fault, Interloper, PairWorld
 from reliability.invariants import Ledger
@@ -138,3 +139,51 @@ def test_a_firing_at_a_caller_whose_child_answers_a_reply_waits_for_it(driver: A
     item = inbox.get("s0", driver.ledger.inboxed[-1].delivery_id)
     assert (item.status, item.error) == ("pending", None) and "ev7" in item.firing.message
     driver.recover_and_check()  # the lease runs out, the sweep applies ev7 once; every invariant
+
+
+def test_replies_that_left_the_childs_window_stay_duplicates_at_the_caller_after_the_pair_moved_on(
+    driver: Any,
+) -> None:
+    """More replies than the window keeps (``DELIVERY_IDS_KEPT``) go to a child parked at its decision.
+
+    The child remembers the oldest as markers only; the caller adopts them too when it settles, so a
+    redelivery of the first reply after the pair finished is a duplicate (it was applied a second
+    time, in the caller's transcript, when the caller adopted the child's window alone).
+    """
+    store = driver.world.raw_store
+    driver.run(("send", "s0", "subhuman", True, False), None)
+    for _ in range(DELIVERY_IDS_KEPT + 2):  # replies at the child's decision, each with its id
+        driver.run(("send", "s0", "done", True, False), None)
+    child = store.load(store.load("s0").delegation.session_id)
+    assert "d-2" not in child.delivery_ids and child.status.value == "awaiting_decision"  # a marker now
+    driver.run(("decide", "s0", "done", "done"), None)
+    assert store.load("s0").status.value == "completed" and store.load("s0").delegation is None
+    ev2 = driver.ledger.events[2]
+    with pytest.raises(DuplicateDeliveryError):
+        driver._door(ev2, "send")
+    assert sum(m.content.startswith("ev2 ") for sid in store.list() for m in store.load(sid).messages) == 1
+    driver.recover_and_check()
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "sessions.delete removes the caller only: its sub-workflow children stay, and the id started over "
+        "derives the same child ids (<id>~<state>:<slug>:1, §5.10), so the new session's first call finds the "
+        "deleted session's finished child and takes its old result without running, and adopts that child's "
+        "delivery ids (a new event with such an id is refused as a duplicate). Needs delete to take the "
+        "session's children too (or child ids that differ per incarnation): a §3.10 design choice."
+    ),
+)
+def test_a_session_deleted_and_started_again_calls_a_new_child_and_forgets_the_old_pairs_ids(driver: Any) -> None:
+    store, agent = driver.world.raw_store, driver.world.agent
+    driver.run(("send", "s0", "subhuman", True, False), None)
+    driver.run(("send", "s0", "done", True, False), None)  # ev2 (d-2): a reply the child answers
+    driver.run(("decide", "s0", "done", "done"), None)
+    assert agent.sessions.delete("s0")  # the id starts over as a new session (§3.10)
+
+    agent.workflow.send("s0", "New work. act:subhuman", delivery_id="new-1")
+    rec = store.load("s0")
+    assert rec.status.value == "awaiting_decision"  # its own child parks at its decision, as the first did
+    assert "d-2" not in rec.delivery_ids  # the deleted session's pair applied it, not this one
+    agent.workflow.send("s0", "A reply. act:done", delivery_id="d-2")  # a new event: applied, no duplicate

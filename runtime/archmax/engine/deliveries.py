@@ -115,17 +115,46 @@ def adopt_child_deliveries(store: SessionStore, record: Checkpoint, child: Check
 
     Called while the caller settles with the child (and when a new turn abandons the call), so a
     reply the child applied for the pair stays a duplicate at the caller after it moved on (issue 22).
-    The adopted ids go before the caller's own (its newest id, which a dead turn's redelivery
-    continues, stays newest); the oldest leave the window as markers, as always.
+    The child's own call in flight is walked too, down the chain (a reply forwarded to a grandchild
+    is remembered by the grandchild alone until the child settles with it, which an abandoned call
+    never does). The adopted ids go before the caller's own (its newest id, which a dead turn's
+    redelivery continues, stays newest); the oldest leave the window as markers, as always.
 
     Raises:
-        StoreError: a marker could not be read or written; the caller has not committed.
+        StoreError: a marker (or a delegated descendant) could not be read or written; the caller has
+            not committed.
     """
-    if child is None:
-        return
-    adopted = [i for i in child.delivery_ids if not was_applied(store, record, i)]
-    if adopted:
-        _keep(store, record, adopted + record.delivery_ids)
+    seen = {record.session_id}
+    while child is not None and child.session_id not in seen:
+        seen.add(child.session_id)
+        _adopt_markers(store, record, child)
+        adopted = [i for i in child.delivery_ids if not was_applied(store, record, i)]
+        if adopted:
+            _keep(store, record, adopted + record.delivery_ids)
+        child = store.load(child.delegation.session_id) if child.delegation is not None else None
+
+
+def _adopt_markers(store: SessionStore, record: Checkpoint, child: Checkpoint) -> None:
+    """Copy the markers of the ids that left ``child``'s window to ``record``'s session, before its commit.
+
+    A child that applied more than the window's ids (many replies forwarded while its caller stayed
+    parked) remembers the oldest as markers only; adopting just its window would forget them at the
+    caller once the call is over (issue 22). Costs nothing while the child's window never filled.
+
+    Raises:
+        StoreError: a marker could not be listed, read or written.
+    """
+    if len(child.delivery_ids) < DELIVERY_IDS_KEPT:
+        return  # no id ever left the child's window
+    mine = set(store.list_files(record.session_id, MARKERS))
+    for path in store.list_files(child.session_id, MARKERS):
+        data = store.get(child.session_id, path) if path not in mine else None
+        if data is None:
+            continue
+        try:
+            store.seed(record.session_id, {path: data.decode("utf-8")}, create_only=True)
+        except PathExistsError:
+            pass  # written by an earlier attempt: the id stays remembered
 
 
 def _keep(store: SessionStore, record: Checkpoint, ids: list[str]) -> None:

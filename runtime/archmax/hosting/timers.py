@@ -88,6 +88,7 @@ def fire(agent: Agent, timer: DueTimer) -> Outcome:
         ArchmaxError: whatever else the delivery raised (a store or model outage, a typed refusal).
     """
     rec = agent.store.load(timer.session_id)
+    _refuse_another_park(rec, timer)
     version = park_version_now(rec, timer)
     deadline = _passed_deadline(agent, rec, timer, version)
     if deadline is not None:
@@ -95,6 +96,21 @@ def fire(agent: Agent, timer: DueTimer) -> Outcome:
     return agent.workflow.deliver(
         timer.session_id, trigger=TIMER_TRIGGER, variables={"now": timer.now}, park_version=version
     )
+
+
+def _refuse_another_park(rec: Checkpoint | None, timer: DueTimer) -> None:
+    """Refuse ``timer`` when the session's park wakes at another instant than the one listed: another park.
+
+    A session deleted and started again under its id (§3.10) counts its versions from 1, so its new
+    park can sit at the listed version (or within :func:`park_version_now`'s range); the version alone
+    cannot tell it from the listed park, whose wake instant (``resume_at``) the timer carries.
+
+    Raises:
+        SessionNotAwaitingInputError: the park's wake instant is not ``timer.resume_at``; nothing changed.
+    """
+    if rec is not None and rec.wake_at is not None and rec.wake_at != timer.resume_at:
+        detail = f"its park wakes at {rec.wake_at}, the timer was listed for {timer.resume_at}"
+        raise SessionNotAwaitingInputError(timer.session_id, str(rec.status), detail, lost_race=True)
 
 
 def park_version_now(rec: Checkpoint | None, timer: DueTimer) -> int:

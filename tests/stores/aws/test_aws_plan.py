@@ -70,9 +70,11 @@ def test_a_warm_commit_sends_only_the_attributes_that_changed(aws_env: Any) -> N
         store.commit(sid, record(sid, 2, messages=2), 1)
     finally:
         aws_env.dynamodb.meta.events.unregister("provide-client-params.dynamodb.UpdateItem", unique_id="diff")
-    names = set(sent[0]["ExpressionAttributeNames"].values())
+    update = sent[0]["UpdateExpression"]
+    names = {name for key, name in sent[0]["ExpressionAttributeNames"].items() if key in update}
     assert {"version", "message_count", "chunks"} <= names
     assert not names & {"workflow", "created_at", "status", "position"}  # unchanged since version 1
+    assert "created_at" in sent[0]["ExpressionAttributeNames"].values()  # the condition names the session's start
     cold = aws_env.store().load(sid)
     assert cold.workflow == "bank-check" and cold.version == 2 and len(cold.messages) == 2
 

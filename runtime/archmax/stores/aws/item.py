@@ -142,14 +142,24 @@ def item_attributes(record: Checkpoint, *, ttl_days: int | None) -> dict[str, di
 
 
 def _commit_conditions(
-    expected_version: int, lease_owner: str | None, name: Callable[[str], str], values: dict[str, Any]
+    record: Checkpoint,
+    expected_version: int,
+    lease_owner: str | None,
+    name: Callable[[str], str],
+    values: dict[str, Any],
 ) -> list[str]:
-    """The commit's condition parts (values added to ``values``): the version read, and the lease owner."""
+    """The commit's condition parts (values added to ``values``): the version read, and the lease owner.
+
+    The version read is the session's ``version`` and its ``created_at``: a session deleted and
+    started over under its id (§3.10) counts its versions from 1 again, so a warm store's remembered
+    view of the deleted one would otherwise match the new one's number (issue 24: the claim is the read).
+    """
     if expected_version == 0:
         conditions = [f"attribute_not_exists({name('pk')})"]
     else:
-        conditions = [f"{name('version')} = :expected"]
+        conditions = [f"{name('version')} = :expected", f"{name('created_at')} = :created"]
         values[":expected"] = _n(expected_version)
+        values[":created"] = _s(record.created_at)
     if lease_owner is not None:
         conditions.append(f"{name('lease_owner')} = :owner")
         values[":owner"] = _s(lease_owner)
@@ -222,7 +232,7 @@ def commit_request(
         values[":outbox_shard"] = _s(outbox_shard(record.session_id))
         values[":outbox_version"] = _n(mark)
 
-    conditions = _commit_conditions(expected_version, lease_owner, name, values)
+    conditions = _commit_conditions(record, expected_version, lease_owner, name, values)
     update = "SET " + ", ".join(sets)
     if removes:
         update += " REMOVE " + ", ".join(removes)

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from archmax.errors import CommitConflictError
-from archmax.stores.aws.plan import INLINE_MAX_BYTES
+from archmax.stores.aws.plan import SEGMENT_MAX_BYTES
 from reliability.regress_env import *  # noqa: F403 - the fixtures
 from reliability.regress_env import AwsFault
 from stores.aws.records import record
@@ -27,11 +27,11 @@ def _chunk_keys(env: Any, sid: str) -> list[str]:
 def test_a_commit_whose_response_was_lost_counts_as_landed_and_its_chunk_stays(aws_env: Any) -> None:
     sid = "lost-1"
     store = aws_env.store
-    store.commit(sid, record(sid, 1, writer="first", pad=INLINE_MAX_BYTES), 0)  # an S3 object, like version 2
+    store.commit(sid, record(sid, 1, writer="first", pad=SEGMENT_MAX_BYTES), 0)  # an S3 object, like version 2
 
     with AwsFault(aws_env.aws.dynamodb, "UpdateItem", "lost_response") as fault:
         # padded: the delta goes to S3, so the chunk object's fate is checked too (small ones ride in the item)
-        store.commit(sid, record(sid, 2, messages=2, writer="second", pad=INLINE_MAX_BYTES), 1)  # no conflict raised
+        store.commit(sid, record(sid, 2, messages=2, writer="second", pad=SEGMENT_MAX_BYTES), 1)  # no conflict raised
 
     assert fault.fired == 1
     fresh = aws_env.other_store()  # no cached chunk: reads S3 like any other process
@@ -50,12 +50,12 @@ def test_a_first_commit_whose_response_was_lost_creates_the_session_once(aws_env
 def test_a_real_conflict_is_still_refused_and_its_orphan_chunk_deleted(aws_env: Any) -> None:
     sid = "lost-conflict"
     winner, loser = aws_env.store, aws_env.other_store()
-    winner.commit(sid, record(sid, 1, pad=INLINE_MAX_BYTES), 0)  # an S3 object: small ones ride in the item
+    winner.commit(sid, record(sid, 1, pad=SEGMENT_MAX_BYTES), 0)  # an S3 object: small ones ride in the item
     loser.load(sid)
-    winner.commit(sid, record(sid, 2, messages=2, writer="winner", pad=INLINE_MAX_BYTES), 1)
+    winner.commit(sid, record(sid, 2, messages=2, writer="winner", pad=SEGMENT_MAX_BYTES), 1)
 
     with pytest.raises(CommitConflictError):
-        loser.commit(sid, record(sid, 2, messages=2, writer="loser", pad=INLINE_MAX_BYTES), 1)
+        loser.commit(sid, record(sid, 2, messages=2, writer="loser", pad=SEGMENT_MAX_BYTES), 1)
 
     assert aws_env.other_store().load(sid).variables["writer"].value == "winner"
     assert len(_chunk_keys(aws_env, sid)) == 2  # the loser's chunk was tidied, the winner's kept

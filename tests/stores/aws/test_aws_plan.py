@@ -88,7 +88,7 @@ def test_a_small_first_version_rides_in_the_item_and_a_large_one_goes_to_s3(aws_
     assert aws_env.store().load("small-start") == small  # a cold reader rebuilds it from the item alone
 
     with CallLog(aws_env.dynamodb, aws_env.s3) as log:
-        large = record("large-start", 1, writer="first", pad=INLINE_MAX_BYTES)
+        large = record("large-start", 1, writer="first", pad=SEGMENT_MAX_BYTES)
         store.commit("large-start", large, 0)
     assert (log.count("dynamodb.UpdateItem"), log.count("s3.PutObject")) == (1, 1)
     assert aws_env.store().load("large-start") == large

@@ -30,6 +30,7 @@ from archmax.stores.aws.plan import (
     entry_token,
     inline_size,
     locate,
+    pack,
     place_delta,
     place_full,
 )
@@ -119,7 +120,8 @@ class AwsCommits(AwsReads):
         segments_ok = self.finished_ttl_days is None or not is_finished(record.status)
         chunk = encode_chunk(record, plan.counts if plan else None, scheduled=False)
         data = chunk_bytes(chunk)
-        if plan is not None and not chunk["full"] and plan.snapshot_due(len(data), segments_ok=segments_ok):
+        due = plan is not None and plan.snapshot_due(len(data), len(pack(data)), segments_ok=segments_ok)
+        if plan is not None and not chunk["full"] and due:
             chunk = encode_chunk(record, None, scheduled=False)  # deltas since the snapshot outweigh it
             data = chunk_bytes(chunk)
         if plan is None or chunk["full"]:

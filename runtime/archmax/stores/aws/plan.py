@@ -33,8 +33,12 @@ of the transcript"), DESIGN.md §3 "The commit protocol", issue 24 goal 2 (a ses
 
 from __future__ import annotations
 
+import base64
+import zlib
 from dataclasses import dataclass, field
 from typing import Any
+
+from archmax.errors import StoreError
 
 INLINE_MAX_BYTES = 2 * 1024
 """A chunk up to this size may travel inside the item."""
@@ -69,10 +73,47 @@ def entry_token(entry: dict[str, Any]) -> str:
     return str(inner["d"]["S"] if "d" in inner else inner["t"]["S"])
 
 
+def pack(data: bytes) -> bytes:
+    """A chunk as an item stores it: zlib-compressed (chunk JSON repeats its keys: a write costs per KB)."""
+    return zlib.compress(data, 6)
+
+
+def unpack(value: dict[str, Any]) -> bytes:
+    """The chunk bytes of a stored value: ``{"B": packed}`` (bytes, or base64 text in a stream event) or ``{"S": JSON}``.
+
+    Raises:
+        StoreError: for a value that does not unpack.
+    """
+    if "S" in value:
+        return str(value["S"]).encode("utf-8")
+    packed = value["B"]
+    try:
+        return zlib.decompress(base64.b64decode(packed) if isinstance(packed, str) else packed)
+    except (zlib.error, ValueError, TypeError) as exc:
+        raise StoreError(f"a stored chunk does not unpack: {exc}") from exc
+
+
+def _blob(value: dict[str, Any]) -> int:
+    inner = value.get("B", value.get("S", ""))
+    return len(inner.encode("utf-8") if isinstance(inner, str) else inner)
+
+
 def entry_inline(entry: dict[str, Any]) -> bytes | None:
-    """The chunk bytes an inline entry carries, else ``None``."""
-    inline = entry.get("M", {}).get("b")
-    return None if inline is None else inline["S"].encode("utf-8")
+    """The chunk bytes an inline entry carries, else ``None``.
+
+    Raises:
+        StoreError: for an inline value that does not unpack.
+    """
+    inner = entry.get("M", {})
+    value = inner.get("z", inner.get("b"))
+    return None if value is None else unpack(value)
+
+
+def entry_inline_size(entry: dict[str, Any]) -> int:
+    """The bytes an inline entry's chunk takes in the item (packed), else 0."""
+    inner = entry.get("M", {})
+    value = inner.get("z", inner.get("b"))
+    return 0 if value is None else _blob(value)
 
 
 def entry_segment(entry: dict[str, Any]) -> str | None:
@@ -100,9 +141,9 @@ def s3_entry(token: str) -> dict[str, Any]:
     return {"S": token}
 
 
-def inline_entry(token: str, data: bytes) -> dict[str, Any]:
-    """The entry of a chunk carried inside the item (chunk JSON is always UTF-8 text: stored as a string)."""
-    return {"M": {"t": {"S": token}, "b": {"S": data.decode("utf-8")}}}
+def inline_entry(token: str, packed: bytes) -> dict[str, Any]:
+    """The entry of a chunk carried inside the item, packed by :func:`pack` (``b``: JSON text, before issue 24)."""
+    return {"M": {"t": {"S": token}, "z": {"B": packed}}}
 
 
 def item_segment_entry(token: str, count: int) -> dict[str, Any]:
@@ -127,7 +168,7 @@ class Segment:
     """A segment item one commit attempt puts before its conditional UpdateItem.
 
     ``token`` is the attempt's; ``first`` the version of ``chunks[0]``; ``chunks`` the
-    ``(commit token, chunk bytes)`` of consecutive versions.
+    ``(commit token, packed chunk)`` of consecutive versions (:func:`pack`).
     """
 
     token: str
@@ -188,22 +229,22 @@ class Plan:
         return [found[0] for e in self.entries if (found := entry_item_segment(e)) is not None]
 
 
-    def snapshot_due(self, delta: int, *, segments_ok: bool = True) -> bool:
-        """Whether the next chunk should be a full snapshot instead of a ``delta``-byte delta.
+    def snapshot_due(self, delta: int, packed: int, *, segments_ok: bool = True) -> bool:
+        """Whether the next chunk should be a full snapshot instead of a delta of ``delta`` bytes (``packed`` packed).
 
         Without ``segments_ok`` (a finished session whose item will expire: no segment item may
-        outlive it) a delta that would need a segment item makes a snapshot instead.
+        outlive it) a delta that does not fit inline makes a snapshot instead.
         """
         threshold = max(SNAPSHOT_MIN_BYTES, SNAPSHOT_FACTOR * self.full_bytes)
         if self.delta_bytes + delta > threshold or len(self.entries) >= MAX_ENTRIES:
             return True
         segments = self.segment_tokens()
         if not segments_ok:
-            return bool(segments) or (delta <= INLINE_MAX_BYTES and not self.fits_inline(delta))
+            return bool(segments) or not self.fits_inline(packed)
         return len(segments) >= MAX_SEGMENTS
 
     def fits_inline(self, delta: int) -> bool:
-        """Whether a ``delta``-byte chunk can travel inside the item now."""
+        """Whether a chunk of ``delta`` bytes packed can travel inside the item now."""
         return delta <= INLINE_MAX_BYTES and self.inline_bytes + delta <= INLINE_BUDGET_BYTES
 
 
@@ -219,17 +260,36 @@ def locate(base: int, entries: list[dict[str, Any]], version: int) -> tuple[dict
 
 
 def inline_size(entries: list[dict[str, Any]]) -> int:
-    """Bytes of the inline chunks among ``entries``."""
-    return sum(len(b) for e in entries if (b := entry_inline(e)) is not None)
+    """Bytes the inline chunks among ``entries`` take in the item (packed)."""
+    return sum(entry_inline_size(e) for e in entries)
+
+
+def is_inline(entry: dict[str, Any]) -> bool:
+    """Whether ``entry`` carries its chunk inside the item."""
+    inner = entry.get("M", {})
+    return "z" in inner or "b" in inner
+
+
+def entry_packed(entry: dict[str, Any]) -> bytes:
+    """The packed chunk of an inline entry (one written as JSON text before issue 24 is packed now)."""
+    inner = entry["M"]
+    if "z" in inner:
+        packed = inner["z"]["B"]
+        return base64.b64decode(packed) if isinstance(packed, str) else bytes(packed)
+    return pack(inner["b"]["S"].encode("utf-8"))
 
 
 def place_full(version: int, token: str, data: bytes, *, segments_ok: bool) -> Placement:
-    """A full snapshot's placement: inline when small, a segment item when a PutItem is cheaper, else S3."""
+    """A full snapshot's placement: inline when small, a segment item when a PutItem is cheaper, else S3.
+
+    Sizes are packed sizes (what the item is billed on); ``full_bytes`` is the JSON's.
+    """
     sizes = {"delta_bytes": 0, "full_bytes": len(data)}
-    if len(data) <= INLINE_MAX_BYTES:
-        return Placement([inline_entry(token, data)], "set", version, sizes)
-    if segments_ok and len(data) <= SEGMENT_MAX_BYTES:
-        segment = Segment(token, version, ((token, data),))
+    packed = pack(data)
+    if len(packed) <= INLINE_MAX_BYTES:
+        return Placement([inline_entry(token, packed)], "set", version, sizes)
+    if segments_ok and len(packed) <= SEGMENT_MAX_BYTES:
+        segment = Segment(token, version, ((token, packed),))
         return Placement([item_segment_entry(token, 1)], "set", version, sizes, segment=segment)
     return Placement([s3_entry(token)], "set", version, sizes, s3_chunk=data)
 
@@ -240,31 +300,32 @@ def place_delta(plan: Plan, version: int, token: str, data: bytes, *, segments_o
     Inline while the budget holds. Else, with ``segments_ok``: when it fits ``INLINE_MAX_BYTES``, the
     trailing run of inline chunks before it moves to one new segment item and it stays inline (the
     stream's image carries it); a larger one up to ``SEGMENT_MAX_BYTES`` goes to a segment item with
-    that run. Anything else goes to S3.
+    that run. Anything else goes to S3. Sizes are packed sizes; ``delta_bytes`` counts the JSON's.
     """
     sizes = {"delta_bytes": plan.delta_bytes + len(data), "full_bytes": plan.full_bytes}
-    if plan.fits_inline(len(data)):  # the common case: the delta travels inside the item
-        return Placement([*plan.entries, inline_entry(token, data)], "append", None, sizes)
-    if segments_ok and len(data) <= SEGMENT_MAX_BYTES:
-        return _to_segment(plan, version, token, data, sizes)
+    packed = pack(data)
+    if plan.fits_inline(len(packed)):  # the common case: the delta travels inside the item
+        return Placement([*plan.entries, inline_entry(token, packed)], "append", None, sizes)
+    if segments_ok and len(packed) <= SEGMENT_MAX_BYTES:
+        return _to_segment(plan, version, token, packed, sizes)
     return Placement([*plan.entries, s3_entry(token)], "append", None, sizes, s3_chunk=data)
 
 
-def _to_segment(plan: Plan, version: int, token: str, data: bytes, sizes: dict[str, int]) -> Placement:
+def _to_segment(plan: Plan, version: int, token: str, packed: bytes, sizes: dict[str, int]) -> Placement:
     """The trailing run of inline entries (one version each) goes to one segment item named ``token``.
 
     The new chunk stays inline when it fits ``INLINE_MAX_BYTES`` and the inline chunks left before the
     run (a small first snapshot, stranded by a larger chunk since) leave room; else it goes in too.
     """
     start = len(plan.entries)
-    while start > 0 and entry_inline(plan.entries[start - 1]) is not None:
+    while start > 0 and is_inline(plan.entries[start - 1]):
         start -= 1
     kept, moved = plan.entries[:start], plan.entries[start:]
-    chunks = [(entry_token(e), entry_inline(e) or b"") for e in moved]
+    chunks = [(entry_token(e), entry_packed(e)) for e in moved]
     first = version - len(moved)
-    if len(data) <= INLINE_MAX_BYTES and inline_size(kept) + len(data) <= INLINE_BUDGET_BYTES:
-        entries = [*kept, item_segment_entry(token, len(moved)), inline_entry(token, data)]
+    if len(packed) <= INLINE_MAX_BYTES and inline_size(kept) + len(packed) <= INLINE_BUDGET_BYTES:
+        entries = [*kept, item_segment_entry(token, len(moved)), inline_entry(token, packed)]
     else:
-        chunks.append((token, data))
+        chunks.append((token, packed))
         entries = [*kept, item_segment_entry(token, len(chunks))]
     return Placement(entries, "set", None, sizes, segment=Segment(token, first, tuple(chunks)))

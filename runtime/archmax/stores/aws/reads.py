@@ -32,6 +32,7 @@ from archmax.stores.aws.plan import (
     entry_token,
     entry_versions,
     segment_chunks,
+    unpack,
 )
 from archmax.stores.aws.segments import read_segments
 from archmax.stores.aws.state import CHUNK_CACHE_BYTES, PLANS_CACHE_SIZE, AwsState
@@ -151,7 +152,7 @@ class AwsReads(AwsState):
                     f"listed as {version}+{moved[1]}",
                     session_id=session_id,
                 )
-            return [data for _, data in segment.chunks]
+            return [unpack({"B": packed}) for _, packed in segment.chunks]
         data = objects[self._object_key(session_id, version, entry) or ""]
         old_segment = entry_segment(entry)
         return [segment_chunks(data)[entry_token(entry)] if old_segment is not None else data]

@@ -8,7 +8,7 @@ state (the rule of the S3 chunk tokens, :mod:`archmax.stores.aws.layout`). Items
                 (§4.1), so the key never names a session or an outbox entry's item)
     first   N   the version of the first chunk
     tokens  L   the commit attempt token of each version's chunk, in version order
-    chunks  L   each version's chunk JSON text, in version order
+    chunks  L   each version's chunk, packed (``plan.pack``: zlib-compressed JSON, binary), in version order
 
 A segment item carries no ``status``, ``version`` nor index key: the stream's filter
 (template.yaml ``FilterCriteria`` wants a ``status``), ``list``'s scan filter (``version``) and every
@@ -54,7 +54,7 @@ def segment_item(session_id: str, segment: Segment) -> dict[str, Any]:
         **segment_key(session_id, segment.token),
         "first": {"N": str(segment.first)},
         "tokens": {"L": [{"S": token} for token, _ in segment.chunks]},
-        "chunks": {"L": [{"S": data.decode("utf-8")} for _, data in segment.chunks]},
+        "chunks": {"L": [{"B": packed} for _, packed in segment.chunks]},
     }
 
 
@@ -67,7 +67,7 @@ def segment_of_item(item: dict[str, Any]) -> Segment:
     try:
         token = item["pk"]["S"].rsplit(SEPARATOR, 1)[1]
         tokens = [t["S"] for t in item["tokens"]["L"]]
-        chunks = [c["S"].encode("utf-8") for c in item["chunks"]["L"]]
+        chunks = [bytes(c["B"]) for c in item["chunks"]["L"]]
         first = int(item["first"]["N"])
     except (KeyError, IndexError, TypeError, ValueError) as exc:
         raise StoreError(f"not a segment item: {sorted(item)}") from exc

@@ -14,7 +14,7 @@ import pytest
 
 from archmax.errors import CommitConflictError
 from archmax.session.records import Message
-from archmax.stores.aws.plan import SEGMENT_MAX_BYTES, entry_item_segment, entry_token
+from archmax.stores.aws.plan import INLINE_BUDGET_BYTES, SEGMENT_MAX_BYTES, entry_item_segment, entry_token
 from archmax.stores.aws.segments import SEPARATOR
 from reliability.regress_env import *  # noqa: F403 - the fixtures
 from reliability.regress_env import AwsFault
@@ -33,7 +33,9 @@ def test_a_commit_whose_response_was_lost_counts_as_landed_and_its_chunk_stays(a
 
     with AwsFault(aws_env.aws.dynamodb, "UpdateItem", "lost_response") as fault:
         # padded: the delta goes to S3, so the chunk object's fate is checked too (small ones ride in the item)
-        store.commit(sid, record(sid, 2, messages=2, writer="second", pad=2 * SEGMENT_MAX_BYTES), 1)  # no conflict raised
+        store.commit(
+            sid, record(sid, 2, messages=2, writer="second", pad=2 * SEGMENT_MAX_BYTES), 1
+        )  # no conflict raised
 
     assert fault.fired == 1
     fresh = aws_env.other_store()  # no cached chunk: reads S3 like any other process
@@ -64,10 +66,14 @@ def test_a_real_conflict_is_still_refused_and_its_orphan_chunk_deleted(aws_env: 
 
 
 def _grown(sid: str, version: int, writer: str = "") -> Any:
-    """Version ``version`` of a session whose every commit appends a ~100-character message (~1.2 KB deltas)."""
+    """Version ``version`` of a session whose every commit appends a message of ``PAD`` noise characters."""
     rec = record(sid, version, messages=version, writer=writer or f"v{version}")
     rec.messages = [Message(role="user", content=f"message {i} " + filler(PAD, f"{sid}{i}")) for i in range(version)]
     return rec
+
+
+PAD = INLINE_BUDGET_BYTES // 3
+"""Filler per message: a delta packs to ~0.4 of the inline budget (two fit it, three do not)."""
 
 
 def _segments(env: Any, sid: str) -> list[str]:
@@ -78,7 +84,7 @@ def _segments(env: Any, sid: str) -> list[str]:
 def test_a_commit_that_moved_chunks_to_a_segment_item_and_lost_its_response_counts_as_landed(aws_env: Any) -> None:
     sid = "lost-move"
     store = aws_env.store
-    for v in (1, 2):  # two ~1.2 KB chunks fill the inline budget
+    for v in (1, 2):  # two chunks fill the inline budget
         store.commit(sid, _grown(sid, v), v - 1)
     with AwsFault(aws_env.aws.dynamodb, "UpdateItem", "lost_response") as fault:
         store.commit(sid, _grown(sid, 3, "third"), 2)  # puts a segment item, then the CAS: no conflict raised

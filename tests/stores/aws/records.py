@@ -60,7 +60,9 @@ def record(
         status=status,
         position="check-bank",
         messages=[
-            Message(role="user", content=f"message {i}" + (filler(pad, f"{session_id}{i}") if i == messages - 1 else ""))
+            Message(
+                role="user", content=f"message {i}" + (filler(pad, f"{session_id}{i}") if i == messages - 1 else "")
+            )
             for i in range(messages)
         ],
         variables={"writer": Variable(value=writer, locked=True)},

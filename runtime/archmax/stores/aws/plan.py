@@ -60,8 +60,9 @@ SNAPSHOT_FACTOR = 2
 MAX_ENTRIES = 400
 """Entries since the last snapshot at most (bounds the item and a cold load)."""
 
-MAX_SEGMENTS = 24
-"""Segment-item entries since the last snapshot at most: bounds the item (~25 bytes each) and a
+MAX_SEGMENTS = 16
+"""Segment-item entries since the last snapshot at most: bounds the item (~33 bytes each: with the
+3 KB inline budget and ~350 bytes of other attributes it stays under 4 KB) and a
 cold load (one BatchGetItem reads them all)."""
 
 

@@ -229,7 +229,6 @@ class Plan:
         """The tokens of the segment items this version's entries list, in order."""
         return [found[0] for e in self.entries if (found := entry_item_segment(e)) is not None]
 
-
     def snapshot_due(self, delta: int, packed: int, *, segments_ok: bool = True) -> bool:
         """Whether the next chunk should be a full snapshot instead of a delta of ``delta`` bytes (``packed`` packed).
 

@@ -246,9 +246,7 @@ class AwsReads(AwsState):
 
     # ------------------------------------------------------------------ internals
 
-    def _item(
-        self, session_id: str, reads: ReadGuards | None = None, *, fresh: bool = False
-    ) -> dict[str, Any] | None:
+    def _item(self, session_id: str, reads: ReadGuards | None = None, *, fresh: bool = False) -> dict[str, Any] | None:
         """The session item: from ``reads`` (else the enclosing ``guarded_reads()`` block) when it serves it, else one GetItem.
 
         ``fresh`` always reads the table.

@@ -18,11 +18,12 @@ from archmax.stores.aws.plan import (
     SEGMENT_MAX_BYTES,
     SNAPSHOT_MIN_BYTES,
     Segment,
+    entry_inline,
     entry_item_segment,
     pack,
 )
 from archmax.stores.aws.segments import SEPARATOR, segment_item, segment_key
-from archmax.stores.codec import chunk_bytes, encode_chunk
+from archmax.stores.codec import chunk_bytes, chunk_from_bytes, encode_chunk
 
 from .moto_env import CallLog, table_definition
 from .records import filler, record
@@ -124,14 +125,29 @@ def test_a_cold_load_reads_the_item_and_every_segment_item_in_one_batch(aws_env:
 def test_inline_chunks_move_out_with_the_newest_kept_inline_for_the_stream_image(aws_env: Any) -> None:
     sid = "moves"
     store = aws_env.store()
-    _grow(store, sid, 2, pad=PAD)  # two chunks fit the inline budget
-    with CallLog(aws_env.dynamodb, aws_env.s3) as log:
-        _grow(store, sid, 3, pad=PAD, start=3)  # the budget runs out here
-    assert log.calls == ["dynamodb.PutItem", "dynamodb.UpdateItem"]  # the segment item first, then the CAS
+    calls: list[str] = []
+    v = 0
+    while "dynamodb.PutItem" not in calls and v < 10:  # until the inline budget runs out
+        v += 1
+        with CallLog(aws_env.dynamodb, aws_env.s3) as log:
+            store.commit(sid, _rec(sid, v, pad=PAD), v - 1)
+        calls = log.calls
+    assert 3 <= v < 10 and calls == ["dynamodb.PutItem", "dynamodb.UpdateItem"]  # the segment item, then the CAS
     entries = _item(aws_env, sid)["chunks"]["L"]
-    assert "z" in entries[-1]["M"]  # version 3's own chunk still rides the item
+    assert "z" in entries[-1]["M"]  # the newest chunk still rides the item
     inline = sum(len(e["M"]["z"]["B"]) for e in entries if "z" in e.get("M", {}))
     assert inline <= INLINE_BUDGET_BYTES
+    assert aws_env.store().load(sid) == _rec(sid, v, pad=PAD)
+
+
+def test_only_the_newest_inline_chunk_keeps_the_record_the_older_ones_only_what_they_appended(aws_env: Any) -> None:
+    sid = "trim"
+    store = aws_env.store()
+    _grow(store, sid, 2, pad=PAD)
+    first, last = _item(aws_env, sid)["chunks"]["L"]
+    assert "record" not in chunk_from_bytes(entry_inline(first) or b"")  # read only for its messages
+    assert chunk_from_bytes(entry_inline(last) or b"")["record"]["version"] == 2  # the stream image's record
+    assert aws_env.store().load(sid) == _rec(sid, 2, pad=PAD)
 
 
 def test_a_full_snapshot_is_written_once_the_deltas_since_the_last_outweigh_it(aws_env: Any) -> None:

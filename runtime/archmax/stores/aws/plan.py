@@ -34,11 +34,13 @@ of the transcript"), DESIGN.md §3 "The commit protocol", issue 24 goal 2 (a ses
 from __future__ import annotations
 
 import base64
+import json
 import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
 from archmax.errors import StoreError
+from archmax.stores.codec import chunk_bytes
 
 INLINE_MAX_BYTES = 2 * 1024
 """A chunk up to this size may travel inside the item."""
@@ -154,8 +156,6 @@ def item_segment_entry(token: str, count: int) -> dict[str, Any]:
 
 def segment_chunks(data: bytes) -> dict[str, bytes]:
     """The ``{token: chunk bytes}`` an S3 segment object (before issue 24) holds."""
-    import json
-
     return {t: text.encode("utf-8") for t, text in json.loads(data).items()}
 
 
@@ -304,23 +304,42 @@ def place_delta(plan: Plan, version: int, token: str, data: bytes, *, segments_o
     """
     sizes = {"delta_bytes": plan.delta_bytes + len(data), "full_bytes": plan.full_bytes}
     packed = pack(data)
-    if plan.fits_inline(len(packed)):  # the common case: the delta travels inside the item
-        return Placement([*plan.entries, inline_entry(token, packed)], "append", None, sizes)
+    entries = [*plan.entries[:-1], trimmed(plan.entries[-1])] if plan.entries else []
+    if len(packed) <= INLINE_MAX_BYTES and inline_size(entries) + len(packed) <= INLINE_BUDGET_BYTES:
+        return Placement([*entries, inline_entry(token, packed)], "set", None, sizes)  # the common case
     if segments_ok and len(packed) <= SEGMENT_MAX_BYTES:
-        return _to_segment(plan, version, token, packed, sizes)
-    return Placement([*plan.entries, s3_entry(token)], "append", None, sizes, s3_chunk=data)
+        return _to_segment(entries, version, token, packed, sizes)
+    return Placement([*entries, s3_entry(token)], "set", None, sizes, s3_chunk=data)
 
 
-def _to_segment(plan: Plan, version: int, token: str, packed: bytes, sizes: dict[str, int]) -> Placement:
-    """The trailing run of inline entries (one version each) goes to one segment item named ``token``.
+def trimmed(entry: dict[str, Any]) -> dict[str, Any]:
+    """``entry`` without its chunk's ``record`` when inline (else ``entry`` itself).
+
+    Once a newer chunk follows, only what a chunk appended to the transcript is ever read
+    (``codec.decode_chunks`` takes the record of the last): the item keeps one record, not one per delta.
+    """
+    data = entry_inline(entry)
+    if data is None:
+        return entry
+    chunk = json.loads(data)
+    if not isinstance(chunk, dict) or "record" not in chunk:
+        return entry
+    del chunk["record"]
+    return inline_entry(entry_token(entry), pack(chunk_bytes(chunk)))
+
+
+def _to_segment(
+    entries: list[dict[str, Any]], version: int, token: str, packed: bytes, sizes: dict[str, int]
+) -> Placement:
+    """The trailing run of inline ``entries`` (one version each) goes to one segment item named ``token``.
 
     The new chunk stays inline when it fits ``INLINE_MAX_BYTES`` and the inline chunks left before the
     run (a small first snapshot, stranded by a larger chunk since) leave room; else it goes in too.
     """
-    start = len(plan.entries)
-    while start > 0 and is_inline(plan.entries[start - 1]):
+    start = len(entries)
+    while start > 0 and is_inline(entries[start - 1]):
         start -= 1
-    kept, moved = plan.entries[:start], plan.entries[start:]
+    kept, moved = entries[:start], entries[start:]
     chunks = [(entry_token(e), entry_packed(e)) for e in moved]
     first = version - len(moved)
     if len(packed) <= INLINE_MAX_BYTES and inline_size(kept) + len(packed) <= INLINE_BUDGET_BYTES:

@@ -23,7 +23,9 @@ puts one segment item (a PutItem billed on its size, never an S3 PUT); a full sn
 when the delta bytes since the last one exceed :meth:`Plan.snapshot_due`'s threshold (which grows
 with the snapshot's own size, so the amortised bytes per commit do not grow with the transcript),
 or the segment entries reach ``MAX_SEGMENTS``. The newest delta always stays inline when it fits
-``INLINE_MAX_BYTES``, so the stream's image carries the committed record (:mod:`archmax.stores.aws.image`).
+``INLINE_MAX_BYTES``, so the stream's image carries the committed record (:mod:`archmax.stores.aws.image`);
+an older inline chunk keeps only what it appended to the transcript (:func:`trimmed`), and every
+chunk in the item or a segment item is zlib-packed (:func:`pack`), so the budget holds many deltas.
 Every entry carries its commit attempt's unique token (a segment item lists the tokens of the
 versions it holds): a writer that lost its response recognises its own write.
 

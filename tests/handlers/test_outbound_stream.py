@@ -10,7 +10,9 @@ write of the result record once.
 
 from __future__ import annotations
 
+import base64
 import json
+import random
 from datetime import UTC, datetime, timedelta
 from email.message import EmailMessage
 from typing import Any
@@ -254,7 +256,8 @@ def test_a_park_whose_chunk_is_too_large_for_the_item_is_sent_from_the_session_r
     from archmax.spec import workflow_from_dict
 
     asking = workflow_from_dict({"states": {"chat": {"triggers": {"manual": None}}}}, "asking")
-    question = "Which of these " + "very " * 3000 + "long options?"  # ~15 KB: the chunk is an S3 object
+    noise = base64.b64encode(random.Random(7).randbytes(15_000)).decode()  # packs little: the chunk is an S3 object
+    question = "Which of these " + noise + " options?"
     script = [{"say": question, "call": {"archmax_wait": {"reason": "an option"}}}]
     agent = create_agent(asking, aws.store, ScriptedModel(script), outbound=False, clock=FakeClock())
     assert agent.workflow.send("long-1", "Hello").kind == "parked"

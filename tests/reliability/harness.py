@@ -614,7 +614,9 @@ class World:
         env = self.aws
         items = env.dynamodb.scan(TableName=env.table_name, ConsistentRead=True)["Items"]
         out = {
-            f"ddb/{i['pk']['S']}/{i.get('sk', {}).get('S', '')}": _sha(json.dumps(i, sort_keys=True).encode())
+            f"ddb/{i['pk']['S']}/{i.get('sk', {}).get('S', '')}": _sha(
+                json.dumps(i, sort_keys=True, default=lambda b: bytes(b).hex()).encode()  # packed chunks are binary
+            )
             for i in items
         }
         listing = env.s3.list_objects_v2(Bucket=env.bucket).get("Contents", [])

@@ -42,8 +42,11 @@ def test_the_wake_function_may_load_and_commit_sessions_and_nothing_account_wide
     statements = [s for _, s in _statements(resources["WakeFunctionRole"])]
     actions = {a for s in statements for a in _actions(s)}
     dynamodb = {a for a in actions if a.startswith("dynamodb:")}
-    # no listing (the sweep lists); BatchGetItem is a commit asking which outbox entries are settled (issue 24)
-    assert dynamodb == {"dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:BatchGetItem"}
+    # no listing (the sweep lists); BatchGetItem is a commit asking which outbox entries are settled and a
+    # load reading segment items, PutItem a commit's segment item, BatchWriteItem their deletion (issue 24)
+    assert dynamodb == {
+        "dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:BatchGetItem", "dynamodb:PutItem", "dynamodb:BatchWriteItem"
+    }  # fmt: skip
     assert "lambda:InvokeFunction" not in actions
     for statement in statements:
         resource: Any = statement.get("Resource")

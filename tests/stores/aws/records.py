@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import base64
+import random
+
 from archmax.session.records import (
     Checkpoint,
     Lease,
@@ -14,6 +17,12 @@ from archmax.session.records import (
 )
 
 T0 = "2025-01-01T00:00:00.000Z"
+
+
+def filler(size: int, seed: str = "") -> str:
+    """``size`` characters of deterministic noise: they compress little, as the item's packed chunks are sized."""
+    noise = random.Random(f"{seed}:{size}").randbytes(size)
+    return base64.b64encode(noise).decode("ascii")[:size]
 
 
 def record(
@@ -31,8 +40,9 @@ def record(
 ) -> Checkpoint:
     """A checkpoint whose park record matches ``status``; ``writer`` is kept in a variable to tell writers apart.
 
-    ``pad`` characters are added to the last message: a delta that large is too big to travel inside
-    the session item, so its chunk is an S3 object (``archmax.stores.aws.plan``).
+    ``pad`` characters of :func:`filler` are added to the last message: a delta that large is too big
+    to travel inside the session item (``archmax.stores.aws.plan``): past ``SEGMENT_MAX_BYTES``, even
+    packed, its chunk is an S3 object.
     """
     pending_input = pending_decision = None
     if status == SessionStatus.AWAITING_INPUT:
@@ -50,7 +60,9 @@ def record(
         status=status,
         position="check-bank",
         messages=[
-            Message(role="user", content=f"message {i}" + ("x" * pad if i == messages - 1 else ""))
+            Message(
+                role="user", content=f"message {i}" + (filler(pad, f"{session_id}{i}") if i == messages - 1 else "")
+            )
             for i in range(messages)
         ],
         variables={"writer": Variable(value=writer, locked=True)},

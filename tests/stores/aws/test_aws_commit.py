@@ -15,10 +15,11 @@ import pytest
 
 from archmax.errors import CommitConflictError, StoreError
 from archmax.session.records import SessionStatus
-from archmax.stores.aws.plan import INLINE_MAX_BYTES
+from archmax.stores.aws.plan import SEGMENT_MAX_BYTES, entry_inline
+from archmax.stores.codec import chunk_bytes, chunk_from_bytes, encode_chunk
 
 from .moto_env import CallLog
-from .records import record
+from .records import filler, record
 
 THREADS = 20
 
@@ -118,7 +119,7 @@ class _ProcessDied(Exception):
 def test_chunk_put_whose_item_commit_never_happened_is_never_read(aws_env: Any) -> None:
     sid = "orphan"
     store = aws_env.store()
-    store.commit(sid, record(sid, 1, writer="committed", pad=INLINE_MAX_BYTES), 0)  # too big for the item: S3
+    store.commit(sid, record(sid, 1, writer="committed", pad=2 * SEGMENT_MAX_BYTES), 0)  # too big for the item: S3
 
     def die(**_: Any) -> None:
         raise _ProcessDied
@@ -127,7 +128,7 @@ def test_chunk_put_whose_item_commit_never_happened_is_never_read(aws_env: Any) 
     try:
         with pytest.raises(_ProcessDied):
             # a delta too large for the item: its chunk is put to S3 before the item commit
-            store.commit(sid, record(sid, 2, messages=3, writer="never committed", pad=INLINE_MAX_BYTES), 1)
+            store.commit(sid, record(sid, 2, messages=3, writer="never committed", pad=2 * SEGMENT_MAX_BYTES), 1)
     finally:
         aws_env.dynamodb.meta.events.unregister("before-call.dynamodb.UpdateItem", unique_id="die")
 
@@ -144,9 +145,9 @@ def test_chunk_put_whose_item_commit_never_happened_is_never_read(aws_env: Any) 
 
 def test_losing_commit_removes_its_own_body(aws_env: Any) -> None:
     sid = "tidy"
-    aws_env.store().commit(sid, record(sid, 1, pad=INLINE_MAX_BYTES), 0)  # bodies too big for the item: S3
+    aws_env.store().commit(sid, record(sid, 1, pad=2 * SEGMENT_MAX_BYTES), 0)  # bodies too big for the item: S3
     with pytest.raises(CommitConflictError):
-        aws_env.store().commit(sid, record(sid, 1, writer="loser", pad=INLINE_MAX_BYTES), 0)
+        aws_env.store().commit(sid, record(sid, 1, writer="loser", pad=2 * SEGMENT_MAX_BYTES), 0)
     objects = aws_env.s3.list_objects_v2(Bucket=aws_env.bucket, Prefix=f"{sid}/checkpoints/")["Contents"]
     assert len(objects) == 1
 
@@ -195,25 +196,25 @@ def test_finished_sessions_are_kept_by_default_as_finishing_deletes_nothing(aws_
 def test_load_reads_the_item_then_only_the_listed_chunks_and_never_lists_s3(aws_env: Any) -> None:
     sid = "hot-path"
     writer = aws_env.store()
-    for v in range(1, 6):  # version 1 too big for the item (an S3 object), the deltas small
-        writer.commit(sid, record(sid, v, messages=v, pad=INLINE_MAX_BYTES if v == 1 else 0), v - 1)
+    for v in range(1, 3):  # version 1 too big for a segment item (an S3 object), version 2 small (~1.1 KB)
+        writer.commit(sid, record(sid, v, messages=v, pad=2 * SEGMENT_MAX_BYTES if v == 1 else 0), v - 1)
 
     reader = aws_env.store()
     with CallLog(aws_env.dynamodb, aws_env.s3) as log:
         loaded = reader.load(sid)
-    assert loaded.version == 5 and len(loaded.messages) == 5
+    assert loaded.version == 2 and len(loaded.messages) == 2
     assert log.count("dynamodb.GetItem") == 1
-    assert log.count("s3.GetObject") == 1  # the full chunk of version 1; the deltas came inside the item
+    assert log.count("s3.GetObject") == 1  # the full chunk of version 1; the delta came inside the item
     assert log.count() == 2  # no ListObjects, no Scan
 
     with CallLog(aws_env.dynamodb, aws_env.s3) as log:
-        reader.commit(sid, record(sid, 6, messages=6), 5)
+        reader.commit(sid, record(sid, 3, messages=3), 2)
     assert log.calls == ["dynamodb.UpdateItem"]  # a small delta travels inside the item's update
 
     with CallLog(aws_env.dynamodb, aws_env.s3) as log:
-        reader.commit(sid, record(sid, 7, messages=7, pad=INLINE_MAX_BYTES), 6)
-    assert sorted(log.calls) == ["dynamodb.UpdateItem", "s3.PutObject"]  # too large for the item
-    assert aws_env.store().load(sid).messages[-1].content.endswith("x" * INLINE_MAX_BYTES)
+        reader.commit(sid, record(sid, 4, messages=4, pad=2 * SEGMENT_MAX_BYTES), 3)
+    assert sorted(log.calls) == ["dynamodb.UpdateItem", "s3.PutObject"]  # too large for a segment item
+    assert aws_env.store().load(sid).messages[-1].content.endswith(filler(2 * SEGMENT_MAX_BYTES, f"{sid}3"))
 
 
 def test_delta_commit_writes_only_what_was_appended(aws_env: Any) -> None:
@@ -221,10 +222,11 @@ def test_delta_commit_writes_only_what_was_appended(aws_env: Any) -> None:
     store = aws_env.store()
     store.commit(sid, record(sid, 1, messages=200), 0)
     store.commit(sid, record(sid, 2, messages=201), 1)
-    (full,) = aws_env.s3.list_objects_v2(Bucket=aws_env.bucket, Prefix=f"{sid}/checkpoints/")["Contents"]
+    full = chunk_bytes(encode_chunk(record(sid, 1, messages=200), None, scheduled=False))
     item = aws_env.dynamodb.get_item(TableName=aws_env.table_name, Key={"pk": {"S": sid}})["Item"]
-    delta = item["chunks"]["L"][1]["M"]["b"]["S"].encode()  # version 2's delta, inside the item
-    assert len(delta) * 20 < full["Size"]
+    delta = entry_inline(item["chunks"]["L"][-1])  # version 2's delta, inside the item
+    assert delta is not None and len(delta) * 4 < len(full)
+    assert len(chunk_from_bytes(delta)["messages"]) == 1  # only the message appended
     assert aws_env.store().load(sid).messages[-1].content == "message 200"
 
 
@@ -241,7 +243,7 @@ def test_head_is_one_item_read(aws_env: Any) -> None:
 
 def test_item_listing_chunks_that_are_gone_fails_as_a_store_error(aws_env: Any) -> None:
     sid = "lost"
-    aws_env.store().commit(sid, record(sid, 1, pad=INLINE_MAX_BYTES), 0)  # an S3 object
+    aws_env.store().commit(sid, record(sid, 1, pad=2 * SEGMENT_MAX_BYTES), 0)  # an S3 object
     for obj in aws_env.s3.list_objects_v2(Bucket=aws_env.bucket, Prefix=f"{sid}/")["Contents"]:
         aws_env.s3.delete_object(Bucket=aws_env.bucket, Key=obj["Key"])
     with pytest.raises(StoreError, match="missing"):

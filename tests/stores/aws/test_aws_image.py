@@ -6,6 +6,7 @@ The images are the session items as the AWS store's commits leave them on moto (
 
 from __future__ import annotations
 
+import base64
 from typing import Any
 
 from archmax.session.records import OutboxEntry, SessionStatus
@@ -64,3 +65,23 @@ def test_only_a_whole_item_image_whose_version_recorded_no_entry_is_known_to_owe
     assert recorded_nothing(_item(aws_env, "fresh")) is False
     assert recorded_nothing({"pk": {"S": "fresh"}, "version": {"N": "1"}}) is False  # not the whole item
     assert record_of_image("fresh", {"pk": {"S": "fresh"}, "version": {"N": "1"}}) is None
+
+
+def test_a_lambda_event_image_with_its_binary_chunk_as_base64_text_gives_the_same_record(aws_env: Any) -> None:
+    store = aws_env.store()
+    store.commit("b64", _parked("b64", 1), 0)
+    item = _item(aws_env, "b64")
+    last = item["chunks"]["L"][-1]["M"]
+    assert isinstance(last["z"]["B"], bytes)  # packed (issue 24): boto3 gives bytes ...
+    event = {**item, "chunks": {"L": [{"M": {**last, "z": {"B": base64.b64encode(last["z"]["B"]).decode()}}}]}}
+    assert record_of_image("b64", event) == record_of_image("b64", item) is not None  # ... a Lambda event base64
+
+
+def test_an_image_listing_a_segment_item_before_its_inline_chunk_gives_the_record(aws_env: Any) -> None:
+    store = aws_env.store()
+    for v in range(1, 7):  # the inline budget runs out: older chunks move to segment items (issue 24)
+        store.commit("moved", _parked("moved", v, pad=800), v - 1)
+    image = _item(aws_env, "moved")
+    assert any("d" in e.get("M", {}) for e in image["chunks"]["L"])
+    got = record_of_image("moved", image)
+    assert got is not None and got.version == 6 and got.outbox[-1].text == "asked 6"

@@ -14,7 +14,7 @@ import pytest
 
 from archmax.errors import InvalidSessionIdError
 from archmax.stores.aws.layout import DUE_SHARDS, due_shard
-from archmax.stores.aws.plan import INLINE_MAX_BYTES
+from archmax.stores.aws.plan import SEGMENT_MAX_BYTES
 
 from .records import record
 
@@ -29,7 +29,7 @@ def _keys(aws_env: Any) -> list[str]:
 def test_everything_lives_under_the_prefix_in_the_session_folder(aws_env: Any, prefix: str) -> None:
     store = aws_env.store(prefix)
     sid = "mail/thread\\1"
-    store.commit(sid, record(sid, 1, pad=INLINE_MAX_BYTES), 0)  # too big to ride in the item: an S3 object
+    store.commit(sid, record(sid, 1, pad=2 * SEGMENT_MAX_BYTES), 0)  # too big to ride in the item: an S3 object
     store.seed(sid, {"scratchpad/notes.md": "hello"})
     store.put_spec("abc123", {"name": "bank-check"})
 

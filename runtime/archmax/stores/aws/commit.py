@@ -1,50 +1,43 @@
-"""The AWS store's commit: the chunk body to S3 (when it does not ride the item), then one conditional write.
+"""The AWS store's commit: what does not ride the item first (a segment item, an S3 chunk), then one conditional write.
 
 Rule source: BEHAVIOUR.md §9.2 ("a commit writes the checkpoint body to S3, then advances the item
 under a condition on version and the lease owner; a body whose item never advanced is never
 read"), §9.3 (chunked checkpoints), §3.12 (lease owner); issue 10 (inbox riders in the commit's
-transaction: ``Capability.COMMIT_RIDERS``). Round trips: one UpdateItem (or one
-TransactWriteItems with riders), plus one PutObject when the chunk does not fit inline, plus one
-GetItem when this instance has not seen the version it is committing on.
+transaction: ``Capability.COMMIT_RIDERS``); issue 24 goal 2 (segment items, not S3 segments).
+Round trips: one UpdateItem (or one TransactWriteItems with riders); plus one PutItem when inline
+chunks move to a segment item (about one commit in ``INLINE_BUDGET / delta``) or one PutObject
+for a chunk too large for a segment item (:mod:`archmax.stores.aws.plan`); plus one GetItem when this
+instance has not seen the version it is committing on; plus one BatchWriteItem after a snapshot
+that unlists segment items.
 """
 
 from __future__ import annotations
 
 import builtins
-from typing import Any, NamedTuple
+from typing import Any
 
 from archmax.errors import CommitConflictError, StoreError
 from archmax.session.ids import validate_session_id
-from archmax.session.records import Checkpoint
+from archmax.session.records import Checkpoint, is_finished
 from archmax.stores import common as _common
 from archmax.stores.aws.errors import aws_call, found_in_item
-from archmax.stores.aws.item import chunk_plan, commit_request, committed_attributes, head_of_item
+from archmax.stores.aws.item import commit_request, committed_attributes, head_of_item
 from archmax.stores.aws.layout import new_chunk_token
 from archmax.stores.aws.plan import (
-    INLINE_MAX_BYTES,
+    Placement,
     Plan,
-    entry_inline,
+    entry_item_segment,
     entry_token,
-    inline_entry,
-    s3_entry,
-    segment_bytes,
-    segment_entry,
+    inline_size,
+    locate,
+    pack,
+    place_delta,
+    place_full,
 )
 from archmax.stores.aws.reads import AwsReads
+from archmax.stores.aws.segments import delete_segments, put_segment, read_segment
 from archmax.stores.codec import chunk_bytes, encode_chunk
 from archmax.stores.riders import RiderKind, Riders
-
-
-class _Body(NamedTuple):
-    """Where one commit's chunk goes: S3 objects to put first, the item's new chunk list and sizes."""
-
-    put: dict[str, bytes]
-    entries: builtins.list[dict[str, Any]]
-    how: str
-    """``set`` (the list is replaced) or ``append`` (only the last entry is new)."""
-    base: int | None
-    """The new chunk base when the list restarts at a snapshot, else ``None``."""
-    sizes: dict[str, int]
 
 
 class AwsCommits(AwsReads):
@@ -59,7 +52,7 @@ class AwsCommits(AwsReads):
         lease_owner: str | None = None,
         riders: Riders | None = None,
     ) -> None:
-        """Create version ``expected_version + 1``: put the chunk body, then one conditional UpdateItem.
+        """Create version ``expected_version + 1``: put what does not ride the item, then one conditional UpdateItem.
 
         Args:
             session_id: The session.
@@ -79,24 +72,24 @@ class AwsCommits(AwsReads):
                 what the item held (``ALL_OLD``). A condition failure against this call's own landed
                 write (a retried UpdateItem whose first response was lost) is not a conflict: the
                 item is read back and, when it lists this attempt's chunk as ``record.version``, the
-                commit succeeded. A chunk is deleted only when no item lists it.
+                commit succeeded. A chunk or segment item is deleted only when no item lists it.
         """
         validate_session_id(session_id)
         _common.check_record_fits(session_id, record, expected_version)
         plan = self._plan_for(session_id, expected_version, lease_owner)
         version = record.version
         token = new_chunk_token()
-        body = self._body(session_id, record, plan, token)
-        self._put_objects(session_id, body.put)
+        placement = self._placement(record, plan, token)
+        self._put_first(session_id, version, token, placement)
         previous = plan.attrs if plan is not None else None
         request = commit_request(
             self.table_name,
             record,
             expected_version,
             lease_owner=lease_owner,
-            chunks=(body.how, body.entries if body.how == "set" else body.entries[-1:]),
-            base=body.base,
-            sizes=body.sizes,
+            chunks=(placement.how, placement.entries if placement.how == "set" else placement.entries[-1:]),
+            base=placement.base,
+            sizes=placement.sizes,
             ttl_days=self.finished_ttl_days,
             previous=previous,
         )
@@ -107,72 +100,76 @@ class AwsCommits(AwsReads):
             # botocore retries an UpdateItem whose response was lost; when the first attempt had
             # applied, the retry fails its condition against our own write. Only the item can tell.
             if not self._landed(conflict, session_id, version, token):
-                for key in body.put:
-                    self._discard(key)  # no item lists this attempt's token: garbage, never state
+                self._discard_own(session_id, version, token, placement)  # garbage, never state
                 raise
             if riders is not None and riding is not None:  # our transaction applied: its riders with it
                 riders.landed(riding[0])
-        for key, data in body.put.items():
-            self._cache_chunk(key, data)
-        self._remember(session_id, self._plan_after(record, plan, body))
+        self._cache_placed(session_id, version, token, placement)
+        after = self._plan_after(record, plan, placement)
+        self._remember(session_id, after)
+        if plan is not None and placement.base is not None:  # a snapshot: the segments before it are unlisted
+            gone = set(plan.segment_tokens()) - set(after.segment_tokens())
+            delete_segments(self._ddb, self.table_name, session_id, sorted(gone))
 
-    def _put_objects(self, session_id: str, put: dict[str, bytes]) -> None:
-        """The S3 objects this attempt writes before its conditional write (chunks, a segment)."""
-        for key, data in put.items():
+    def _placement(self, record: Checkpoint, plan: Plan | None, token: str) -> Placement:
+        """Encode ``record`` as a delta on ``plan`` (a snapshot when due) and place it (see ``plan``).
+
+        A finished session whose item will expire (``finished_ttl_days``) gets no segment item: none
+        may outlive its session item.
+        """
+        segments_ok = self.finished_ttl_days is None or not is_finished(record.status)
+        chunk = encode_chunk(record, plan.counts if plan else None, scheduled=False)
+        data = chunk_bytes(chunk)
+        due = plan is not None and plan.snapshot_due(len(data), len(pack(data)), segments_ok=segments_ok)
+        if plan is not None and not chunk["full"] and due:
+            chunk = encode_chunk(record, None, scheduled=False)  # deltas since the snapshot outweigh it
+            data = chunk_bytes(chunk)
+        if plan is None or chunk["full"]:
+            return place_full(record.version, token, data, segments_ok=segments_ok)
+        return place_delta(plan, record.version, token, data, segments_ok=segments_ok)
+
+    def _put_first(self, session_id: str, version: int, token: str, placement: Placement) -> None:
+        """What this attempt writes before its conditional write: an S3 chunk object, a segment item."""
+        if placement.s3_chunk is not None:
             aws_call(
                 self._s3.put_object,
                 operation="commit",
                 session_id=session_id,
                 Bucket=self.bucket,
-                Key=key,
-                Body=data,
+                Key=self.keys.chunk(session_id, version, token),
+                Body=placement.s3_chunk,
                 ContentType="application/json",
             )
+        if placement.segment is not None:
+            put_segment(self._ddb, self.table_name, session_id, placement.segment)
 
-    def _plan_after(self, record: Checkpoint, plan: Plan | None, body: _Body) -> Plan:
+    def _discard_own(self, session_id: str, version: int, token: str, placement: Placement) -> None:
+        """Remove what this losing attempt put first (no item lists it); failing to is harmless."""
+        if placement.s3_chunk is not None:
+            self._discard(self.keys.chunk(session_id, version, token))
+        if placement.segment is not None:
+            delete_segments(self._ddb, self.table_name, session_id, [placement.segment.token])
+
+    def _cache_placed(self, session_id: str, version: int, token: str, placement: Placement) -> None:
+        """Keep the bytes this commit put (immutable): a warm load reads none of them back."""
+        if placement.s3_chunk is not None:
+            self._cache_chunk(self.keys.chunk(session_id, version, token), placement.s3_chunk)
+        if placement.segment is not None:
+            self._cache_segment(session_id, placement.segment)
+
+    def _plan_after(self, record: Checkpoint, plan: Plan | None, placement: Placement) -> Plan:
         """The plan of the version just committed: what the next commit builds on without a read."""
         previous = plan.attrs if plan is not None else None
         return Plan(
             version=record.version,
             counts=(len(record.messages), len(record.trail)),
-            base=record.version if body.base is not None else plan.base,  # type: ignore[union-attr]
-            entries=body.entries,
-            inline_bytes=sum(len(b) for e in body.entries if (b := entry_inline(e)) is not None),
-            delta_bytes=body.sizes["delta_bytes"],
-            full_bytes=body.sizes["full_bytes"],
-            attrs=committed_attributes(record, body.sizes, self.finished_ttl_days, previous),
+            base=record.version if placement.base is not None else plan.base,  # type: ignore[union-attr]
+            entries=placement.entries,
+            inline_bytes=inline_size(placement.entries),
+            delta_bytes=placement.sizes["delta_bytes"],
+            full_bytes=placement.sizes["full_bytes"],
+            attrs=committed_attributes(record, placement.sizes, self.finished_ttl_days, previous),
         )
-
-    def _body(self, session_id: str, record: Checkpoint, plan: Plan | None, token: str) -> _Body:
-        """Encode ``record`` as a delta on ``plan`` (a snapshot when due) and place it: inline, a segment, or S3."""
-        version = record.version
-        chunk = encode_chunk(record, plan.counts if plan else None, scheduled=False)
-        data = chunk_bytes(chunk)
-        if plan is not None and not chunk["full"] and plan.snapshot_due(len(data)):
-            chunk = encode_chunk(record, None, scheduled=False)  # deltas since the snapshot outweigh it
-            data = chunk_bytes(chunk)
-        put: dict[str, bytes] = {}  # S3 objects this attempt writes before the UpdateItem
-        if plan is None or chunk["full"]:
-            if len(data) <= INLINE_MAX_BYTES:  # a small snapshot (a new session's first) rides the item too
-                entries = [inline_entry(token, data)]
-            else:
-                put[self.keys.chunk(session_id, version, token)] = data
-                entries = [s3_entry(token)]
-            return _Body(put, entries, "set", version, {"delta_bytes": 0, "full_bytes": len(data)})
-        sizes = {"delta_bytes": plan.delta_bytes + len(data), "full_bytes": plan.full_bytes}
-        if plan.fits_inline(len(data)):  # the common case: the delta travels inside the item
-            return _Body(put, [*plan.entries, inline_entry(token, data)], "append", None, sizes)
-        if len(data) <= INLINE_MAX_BYTES:  # the inline budget ran out: move them to one segment
-            segment = new_chunk_token()
-            moved = {entry_token(e): b for e in plan.entries if (b := entry_inline(e)) is not None}
-            moved[token] = data
-            put[self.keys.segment(session_id, segment)] = segment_bytes(moved)
-            entries = [
-                segment_entry(entry_token(e), segment) if entry_inline(e) is not None else e for e in plan.entries
-            ]
-            return _Body(put, [*entries, segment_entry(token, segment)], "set", None, sizes)
-        put[self.keys.chunk(session_id, version, token)] = data  # too large for the item
-        return _Body(put, [*plan.entries, s3_entry(token)], "append", None, sizes)
 
     def _update_item(
         self,
@@ -259,20 +256,29 @@ class AwsCommits(AwsReads):
     def _landed(self, conflict: CommitConflictError, session_id: str, version: int, token: str) -> bool:
         """Whether this store's commit of ``version`` with chunk ``token`` is the one the item holds.
 
-        Chunk tokens are unique per commit attempt (``layout.new_chunk_token``), so the item listing
-        ``token`` as the chunk of ``version`` means this attempt's UpdateItem applied, whatever its
-        retry answered. The item is the one the failed condition saw (``ALL_OLD``, no extra call),
-        else one GetItem. A read that fails raises ``StoreError``: the chunk is then kept, never
-        deleted while a committed item might point at it.
+        Chunk tokens are unique per commit attempt (``layout.new_chunk_token``), so an item at
+        ``version`` or later listing ``token`` (an entry's, or a segment item's this attempt put)
+        means this attempt's UpdateItem applied, whatever its retry answered. The item is the one
+        the failed condition saw (``ALL_OLD``, no extra call), else one GetItem; when a later
+        commit moved this version's chunk into a segment item, one GetItem of that segment item.
+        A read that fails raises ``StoreError``: the chunk is then kept, never deleted while a
+        committed item might point at it.
         """
         cause = conflict.__cause__
         response = getattr(cause, "response", None) or {}
         reasons = response.get("CancellationReasons") or [{}]  # a transaction's: the commit is its first item
         item = response.get("Item") or reasons[0].get("Item") or self._item(session_id)
-        if not item or "version" not in item or int(item["version"]["N"]) < version:
+        if not item or "version" not in item or int(item["version"]["N"]) < version or "chunks" not in item:
             return False
-        base, tokens = chunk_plan(item)
-        return 0 <= version - base < len(tokens) and tokens[version - base] == token
+        entries = item["chunks"]["L"]
+        if any(entry_token(e) == token for e in entries):
+            return True
+        found = locate(int(item["base"]["N"]), entries, version)
+        moved = entry_item_segment(found[0]) if found is not None else None
+        if found is None or moved is None:
+            return False
+        segment = read_segment(self._ddb, self.table_name, session_id, moved[0])
+        return segment is not None and found[1] < len(segment.chunks) and segment.chunks[found[1]][0] == token
 
     def _discard(self, key: str) -> None:
         try:

@@ -16,6 +16,8 @@ from archmax.stores import common as _common
 from archmax.stores.aws.commit import AwsCommits
 from archmax.stores.aws.errors import aws_call
 from archmax.stores.aws.item import QUARANTINE_HINT
+from archmax.stores.aws.plan import entry_item_segment
+from archmax.stores.aws.segments import delete_segments
 from archmax.stores.aws.state import DELETE_BATCH
 
 
@@ -92,7 +94,7 @@ class AwsFiles(AwsCommits):
     # ------------------------------------------------------------------ delete, specs
 
     def delete(self, session_id: str) -> bool:
-        """Remove the item, then every object under the session folder; True when anything existed.
+        """Remove the item, the segment items it listed, then every object under the session folder; True when anything existed.
 
         Raises:
             InvalidSessionIdError: for an id failing §4.1.
@@ -108,6 +110,9 @@ class AwsFiles(AwsCommits):
             ReturnValues="ALL_OLD",
         )
         existed = bool(old.get("Attributes"))
+        listed = old.get("Attributes", {}).get("chunks", {}).get("L", [])
+        segments = [found[0] for e in listed if (found := entry_item_segment(e)) is not None]
+        delete_segments(self._ddb, self.table_name, session_id, segments)  # the items listed (issue 24)
         keys = self._keys_under(self.keys.folder(session_id), session_id)
         for start in range(0, len(keys), DELETE_BATCH):
             batch = keys[start : start + DELETE_BATCH]

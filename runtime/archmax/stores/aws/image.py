@@ -11,8 +11,10 @@ are read from it:
   ``outbox_version`` is absent or older than its ``version`` recorded no entry at that version
   (a commit that recorded none, or the sender's own ``outbox_settled`` update);
 * **the committed record**: while the version's chunk travels inline in the item (a small delta,
-  or a new session's first snapshot: :mod:`archmax.stores.aws.plan`), that chunk holds every field
-  of the record but the transcript, outbox included (:mod:`archmax.stores.codec`).
+  or a new session's first snapshot: :mod:`archmax.stores.aws.plan` keeps the newest chunk inline
+  when older ones move to a segment item), that chunk holds every field of the record but the
+  transcript, outbox included (:mod:`archmax.stores.codec`). Inline chunks are packed (zlib,
+  binary): a Lambda stream event carries binary values as base64 text, boto3 as bytes; both read.
 
 An image without ``chunks`` (a synthetic or projected record) tells neither: the caller loads.
 """
@@ -26,7 +28,7 @@ from pydantic import ValidationError
 
 from archmax.errors import StoreError
 from archmax.session.records import Checkpoint
-from archmax.stores.aws.plan import entry_inline
+from archmax.stores.aws.plan import entry_inline, entry_versions
 from archmax.stores.codec import chunk_from_bytes
 
 
@@ -74,16 +76,17 @@ def record_of_image(session_id: str, image: Mapping[str, Any]) -> Checkpoint | N
         session's version): the caller then loads the session.
     """
     version, base, entries = _number(image, "version"), _number(image, "base"), _chunks(image)
-    if version is None or base is None or not entries or base + len(entries) - 1 != version:
-        return None
-    last = entries[-1]
-    inline = entry_inline(last) if isinstance(last, dict) else None
-    if inline is None:
+    if version is None or base is None or not entries:
         return None
     try:
+        if base + sum(entry_versions(e) for e in entries) - 1 != version:
+            return None
+        inline = entry_inline(entries[-1])
+        if inline is None:
+            return None
         chunk = chunk_from_bytes(inline)
         record = Checkpoint.model_validate({**chunk["record"], "messages": [], "trail": []})
-    except (StoreError, KeyError, TypeError, ValidationError):
+    except (StoreError, KeyError, TypeError, ValueError, AttributeError, ValidationError):
         return None
     if record.session_id != session_id or record.version != version:
         return None

@@ -10,8 +10,8 @@ Item attributes::
     pk                 S   the raw session id
     version            N   the committed version (monotonic)
     base               N   the version of the full chunk a load starts from
-    chunks             L   one entry per version base..version: an S3 chunk's token, or a small delta
-                           carried inline, or a delta moved to an S3 segment (``plan``)
+    chunks             L   the chunks of versions base..version: an S3 chunk's token, a small chunk
+                           carried inline, or a run of versions in a segment item (``plan``, ``segments``)
     delta_bytes, full_bytes  N  delta bytes since base, and the size of the full chunk at base
     status, workflow   S
     position           S   the current state (absent when none)
@@ -305,13 +305,6 @@ def head_of_item(item: dict[str, Any]) -> SessionHead:
 def quarantine_hint_of_item(item: dict[str, Any]) -> frozenset[str]:
     """The delivery ids the item's ``quarantine_hint`` names (empty when absent: nothing is held)."""
     return frozenset(item.get(QUARANTINE_HINT, {}).get("SS", ()))
-
-
-def chunk_plan(item: dict[str, Any]) -> tuple[int, list[str]]:
-    """``(base, tokens)``: the commit tokens of versions ``base .. base + len(tokens) - 1`` (see ``plan``)."""
-    from archmax.stores.aws.plan import entry_token
-
-    return int(item["base"]["N"]), [entry_token(e) for e in item["chunks"]["L"]]
 
 
 def counts_of_item(item: dict[str, Any]) -> tuple[int, int]:

@@ -7,7 +7,8 @@ DESIGN.md §3 (sparse due-parks index on ``due_shard`` + ``resume_at``; sparse s
 Checkpoint chunk keys carry a per-attempt token after the 10-digit version
 (``checkpoints/0000000005-<token>.json``): two writers racing for version 5 each put their own
 object, so the loser can never overwrite the body the winner's item points at. The item lists
-the tokens of the chunks a load reads; an object no item lists is garbage, never state.
+the tokens of the chunks a load reads; an object no item lists is garbage, never state. Segment
+items (:mod:`archmax.stores.aws.segments`) follow the same rule, keyed by a commit attempt's token.
 """
 
 from __future__ import annotations
@@ -96,7 +97,11 @@ class Keys:
         return f"{self.folder(session_id)}checkpoints/{version:010d}-{token}.json"
 
     def segment(self, session_id: str, token: str) -> str:
-        """``<root><folder>/checkpoints/seg-<token>.json``: small deltas moved out of the item together."""
+        """``<root><folder>/checkpoints/seg-<token>.json``: small deltas moved out of the item together.
+
+        Written before issue 24 and still read; deltas now move to segment items of the sessions
+        table (:mod:`archmax.stores.aws.segments`), which a snapshot's commit deletes once unlisted.
+        """
         if not _TOKEN.match(token):
             raise ValueError(f"bad segment token {token!r}")
         return f"{self.folder(session_id)}checkpoints/seg-{token}.json"

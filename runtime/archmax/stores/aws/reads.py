@@ -2,8 +2,10 @@
 
 Rule source: BEHAVIOUR.md §9.1, §9.3 (a load reads the item, then exactly the chunks it lists);
 issue 10 (``load_if`` in one GetItem; guarded reads; the summary's one call via the hint).
-Round trips: ``head`` and ``load_if``'s refusal are one GetItem; ``load`` is one GetItem plus one
-GetObject per chunk not already cached (chunk objects are immutable, so their bytes are kept).
+Round trips: ``head`` and ``load_if``'s refusal are one GetItem; ``load`` is one GetItem, plus one
+BatchGetItem of the segment items it lists and one GetObject per S3 chunk, each only when not
+already cached (both are immutable, so their bytes are kept). A listed segment item that is gone
+(a concurrent snapshot unlisted and deleted it) makes the load read the item again (issue 24).
 """
 
 from __future__ import annotations
@@ -21,10 +23,24 @@ from archmax.stores import common as _common
 from archmax.stores.aws.errors import aws_call
 from archmax.stores.aws.guards import _GUARDED, GuardedReads
 from archmax.stores.aws.item import head_of_item, quarantine_hint_of_item
-from archmax.stores.aws.plan import Plan, entry_inline, entry_segment, entry_token, segment_chunks
+from archmax.stores.aws.plan import (
+    Plan,
+    Segment,
+    entry_inline,
+    entry_item_segment,
+    entry_segment,
+    entry_token,
+    entry_versions,
+    segment_chunks,
+    unpack,
+)
+from archmax.stores.aws.segments import read_segments
 from archmax.stores.aws.state import CHUNK_CACHE_BYTES, PLANS_CACHE_SIZE, AwsState
 from archmax.stores.base import ReadGuards, SessionHead
 from archmax.stores.codec import chunk_from_bytes, decode_chunks
+
+RELOADS = 3
+"""Item reads at most for one load whose listed segment items a concurrent snapshot deleted."""
 
 
 class AwsReads(AwsState):
@@ -41,8 +57,7 @@ class AwsReads(AwsState):
             StoreError: on an AWS failure, or chunks that do not rebuild the record.
         """
         validate_session_id(session_id)
-        item = self._item(session_id, reads)
-        return None if item is None else self._record_of(session_id, item)
+        return self.load_if(session_id, lambda _: True, reads=reads)[1]
 
     def load_if(
         self, session_id: str, wanted: Callable[[SessionHead], bool], *, reads: ReadGuards | None = None
@@ -57,47 +72,116 @@ class AwsReads(AwsState):
         """
         validate_session_id(session_id)
         item = self._item(session_id, reads)
-        if item is None:
-            return None, None
-        head = head_of_item(item)
-        _common.same_session(session_id, head)
-        return head, (self._record_of(session_id, item) if wanted(head) else None)
+        for _ in range(RELOADS):
+            if item is None:
+                return None, None
+            head = head_of_item(item)
+            _common.same_session(session_id, head)
+            if not wanted(head):
+                return head, None
+            record = self._record_of(session_id, item)
+            if record is not None:
+                return head, record
+            # A segment item it lists is gone: a later snapshot unlisted and deleted it. Read again.
+            fresh = self._item(session_id, fresh=True)
+            if fresh is not None and int(fresh["version"]["N"]) == head.version:
+                break
+            item = fresh
+        raise StoreError("a segment item listed by the session item is missing", session_id=session_id)
 
-    def _record_of(self, session_id: str, item: dict[str, Any]) -> Checkpoint:
+    def _record_of(self, session_id: str, item: dict[str, Any]) -> Checkpoint | None:
+        """The record ``item`` lists, or ``None`` when a segment item it lists does not exist (any more)."""
         plan = Plan.of_item(item)
-        if plan.base + len(plan.entries) - 1 != plan.version:
+        if plan.base + plan.covered() - 1 != plan.version:
             raise StoreError(
-                f"session item lists chunks {plan.base}+{len(plan.entries)} for version {plan.version}",
+                f"session item lists chunks {plan.base}+{plan.covered()} for version {plan.version}",
                 session_id=session_id,
             )
-        keys: builtins.list[str] = []  # the S3 objects this load needs: chunks and segments, each once
-        for i, entry in enumerate(plan.entries):
-            segment = entry_segment(entry)
-            if segment is not None:
-                key = self.keys.segment(session_id, segment)
-            elif entry_inline(entry) is None:
-                key = self.keys.chunk(session_id, plan.base + i, entry_token(entry))
-            else:
-                continue
-            if key not in keys:
-                keys.append(key)
-        objects = dict(zip(keys, self._read_chunks(session_id, keys), strict=True))
-        segments: dict[str, dict[str, bytes]] = {}
+        segments = self._segments(session_id, plan.segment_tokens())
+        if segments is None:
+            return None
+        objects = self._objects_of(session_id, plan)
         datas: builtins.list[bytes] = []
-        for i, entry in enumerate(plan.entries):
-            inline, segment = entry_inline(entry), entry_segment(entry)
-            if inline is not None:
-                datas.append(inline)
-            elif segment is not None:
-                if segment not in segments:
-                    segments[segment] = segment_chunks(objects[self.keys.segment(session_id, segment)])
-                datas.append(segments[segment][entry_token(entry)])
-            else:
-                datas.append(objects[self.keys.chunk(session_id, plan.base + i, entry_token(entry))])
+        version = plan.base
+        for entry in plan.entries:
+            datas.extend(self._entry_datas(session_id, version, entry, segments, objects))
+            version += entry_versions(entry)
         record = decode_chunks([chunk_from_bytes(b) for b in datas])
         _common.same_session(session_id, record)
         self._remember(session_id, plan)
         return record
+
+    def _objects_of(self, session_id: str, plan: Plan) -> dict[str, bytes]:
+        """The S3 objects ``plan`` lists (chunks, and S3 segments written before issue 24), each read once."""
+        keys: builtins.list[str] = []
+        version = plan.base
+        for entry in plan.entries:
+            key = self._object_key(session_id, version, entry)
+            if key is not None and key not in keys:
+                keys.append(key)
+            version += entry_versions(entry)
+        return dict(zip(keys, self._read_chunks(session_id, keys), strict=True))
+
+    def _object_key(self, session_id: str, version: int, entry: dict[str, Any]) -> str | None:
+        """The S3 key holding ``entry``'s chunk (at ``version``), or ``None`` when it is not in S3."""
+        old_segment = entry_segment(entry)
+        if old_segment is not None:
+            return self.keys.segment(session_id, old_segment)
+        if entry_inline(entry) is None and entry_item_segment(entry) is None:
+            return self.keys.chunk(session_id, version, entry_token(entry))
+        return None
+
+    def _entry_datas(
+        self,
+        session_id: str,
+        version: int,
+        entry: dict[str, Any],
+        segments: dict[str, Segment],
+        objects: dict[str, bytes],
+    ) -> builtins.list[bytes]:
+        """The chunk bytes of the versions ``entry`` covers, from the item, segment items or S3 objects read."""
+        inline = entry_inline(entry)
+        if inline is not None:
+            return [inline]
+        moved = entry_item_segment(entry)
+        if moved is not None:
+            segment = segments[moved[0]]
+            if segment.first != version or len(segment.chunks) != moved[1]:
+                raise StoreError(
+                    f"segment item {moved[0]} holds {segment.first}+{len(segment.chunks)}, "
+                    f"listed as {version}+{moved[1]}",
+                    session_id=session_id,
+                )
+            return [unpack({"B": packed}) for _, packed in segment.chunks]
+        data = objects[self._object_key(session_id, version, entry) or ""]
+        old_segment = entry_segment(entry)
+        return [segment_chunks(data)[entry_token(entry)] if old_segment is not None else data]
+
+    def _segments(self, session_id: str, tokens: builtins.list[str]) -> dict[str, Segment] | None:
+        """The segment items ``tokens`` name: from this instance's cache, else one BatchGetItem; ``None`` if one is gone."""
+        with self._lock:
+            have = {t: self._segment_cache[(session_id, t)] for t in tokens if (session_id, t) in self._segment_cache}
+        missing = [t for t in tokens if t not in have]
+        if not missing:
+            return have
+        fetched = read_segments(self._ddb, self.table_name, session_id, missing)
+        if len(fetched) < len(missing):
+            return None
+        for segment in fetched.values():
+            self._cache_segment(session_id, segment)
+        return {**have, **fetched}
+
+    def _cache_segment(self, session_id: str, segment: Segment) -> None:
+        """Keep a segment item (immutable, its token unique) for later loads of this instance."""
+        size = sum(len(data) for _, data in segment.chunks)
+        with self._lock:
+            key = (session_id, segment.token)
+            if key in self._segment_cache:
+                self._segment_cache.move_to_end(key)
+                return
+            self._segment_cache[key] = segment
+            self._chunk_bytes += size
+            self._evict()
 
     def head(self, session_id: str, *, reads: ReadGuards | None = None) -> SessionHead | None:
         """The latest version's head from the item alone (one GetItem), or ``None``.
@@ -162,10 +246,13 @@ class AwsReads(AwsState):
 
     # ------------------------------------------------------------------ internals
 
-    def _item(self, session_id: str, reads: ReadGuards | None = None) -> dict[str, Any] | None:
-        """The session item: from ``reads`` (else the enclosing ``guarded_reads()`` block) when it serves it, else one GetItem."""
+    def _item(self, session_id: str, reads: ReadGuards | None = None, *, fresh: bool = False) -> dict[str, Any] | None:
+        """The session item: from ``reads`` (else the enclosing ``guarded_reads()`` block) when it serves it, else one GetItem.
+
+        ``fresh`` always reads the table.
+        """
         guards = reads if reads is not None else _GUARDED.get()  # the explicit hint wins over the ambient block
-        if isinstance(guards, GuardedReads) and guards.store is self and guards.serves(session_id):
+        if not fresh and isinstance(guards, GuardedReads) and guards.store is self and guards.serves(session_id):
             self._read.item = None  # a remembered view: its hint may be stale (held_mail_hint answers "unknown")
             return guards.item(session_id)
         answer = aws_call(
@@ -218,9 +305,16 @@ class AwsReads(AwsState):
                 return
             self._chunks[key] = data
             self._chunk_bytes += len(data)
-            while self._chunk_bytes > CHUNK_CACHE_BYTES and self._chunks:
-                _, dropped = self._chunks.popitem(last=False)
-                self._chunk_bytes -= len(dropped)
+            self._evict()
+
+    def _evict(self) -> None:
+        """Drop the least recently kept chunks and segment items past ``CHUNK_CACHE_BYTES`` (lock held)."""
+        while self._chunk_bytes > CHUNK_CACHE_BYTES and self._chunks:
+            _, dropped = self._chunks.popitem(last=False)
+            self._chunk_bytes -= len(dropped)
+        while self._chunk_bytes > CHUNK_CACHE_BYTES and self._segment_cache:
+            _, segment = self._segment_cache.popitem(last=False)
+            self._chunk_bytes -= sum(len(data) for _, data in segment.chunks)
 
     def _get_object(self, key: str, *, session_id: str | None = None) -> bytes | None:
         answer = aws_call(

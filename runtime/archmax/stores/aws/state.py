@@ -15,7 +15,7 @@ from typing import Any
 
 from archmax.stores.aws.clients import LazyClient
 from archmax.stores.aws.layout import Keys
-from archmax.stores.aws.plan import Plan
+from archmax.stores.aws.plan import Plan, Segment
 
 CHUNK_CACHE_BYTES = 32 * 1024 * 1024
 PLANS_CACHE_SIZE = 1024
@@ -47,7 +47,9 @@ class AwsState:
         self._lock = threading.Lock()
         # Chunk objects are immutable (unique keys), so their bytes can be kept without invalidation.
         self._chunks: OrderedDict[str, bytes] = OrderedDict()
-        self._chunk_bytes = 0
+        self._chunk_bytes = 0  # bytes of the chunks and segment items kept
+        # Segment items are immutable too (unique tokens): kept by (session id, token), in the same byte budget.
+        self._segment_cache: OrderedDict[tuple[str, str], Segment] = OrderedDict()
         # The plan of the version last seen per session: lets a commit skip a GetItem and send only changes.
         self._plans: OrderedDict[str, Plan] = OrderedDict()
         # Sessions a checked read found absent (GuardedReads, issue 10) and no commit of this instance created since.

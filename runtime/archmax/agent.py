@@ -28,6 +28,7 @@ from typing import Any
 from archmax.clock import Clock, SystemClock
 from archmax.engine import firing_rule
 from archmax.engine.artifacts import ARTIFACTS, render
+from archmax.engine.children import descendants, runtime_of
 from archmax.engine.door import Door, apply, run_child
 from archmax.engine.events import EventEmitter, EventHandler
 from archmax.engine.runtime import Runtime
@@ -301,15 +302,32 @@ class Sessions:
             self._store.upload_files(session_id, blobs)
 
     def delete(self, session_id: str) -> bool:
-        """Remove a session's folder and checkpoints; the id then starts over (§3.10).
+        """Remove a session's folder and checkpoints, and its sub-workflow children's; the id then starts over.
+
+        Children (and theirs, down the chain) are found from the session's record, never by listing
+        the store (:func:`archmax.engine.children.descendants`), and go first: a crash midway leaves
+        the session, whose record still names the rest, and deleting it again finishes the job. A
+        restarted session so never meets the old pair's children (§3.10, §5.10, issue 22).
+
+        Returns:
+            Whether anything existed under ``session_id`` itself.
 
         Raises:
-            SessionStoreCapabilityError, SessionNotResumableError, InvalidSessionIdError.
+            SessionStoreCapabilityError, InvalidSessionIdError.
+            SessionNotResumableError: the session or one of its children is under a live lease;
+                nothing is deleted.
         """
         parse_session_id(session_id)
         if not self._store.capabilities.delete:
             raise SessionStoreCapabilityError("delete", session_id=session_id)
-        self._refuse_live(session_id)
+        rec = self._load(session_id)
+        chain = [*descendants(self._rt, rec), rec] if rec is not None else []
+        for each in chain:
+            if firing_rule.lease_live(self._rt, each):
+                raise SessionNotResumableError(each.session_id, str(each.status))
+        for child in chain[:-1]:
+            (runtime_of(self._rt, child) or self._rt).artifacts.forget(child.session_id)
+            self._store.delete(child.session_id)
         self._rt.artifacts.forget(session_id)
         return self._store.delete(session_id)
 

@@ -165,22 +165,13 @@ def test_replies_that_left_the_childs_window_stay_duplicates_at_the_caller_after
     driver.recover_and_check()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "sessions.delete removes the caller only: its sub-workflow children stay, and the id started over "
-        "derives the same child ids (<id>~<state>:<slug>:1, §5.10), so the new session's first call finds the "
-        "deleted session's finished child and takes its old result without running, and adopts that child's "
-        "delivery ids (a new event with such an id is refused as a duplicate). Needs delete to take the "
-        "session's children too (or child ids that differ per incarnation): a §3.10 design choice."
-    ),
-)
 def test_a_session_deleted_and_started_again_calls_a_new_child_and_forgets_the_old_pairs_ids(driver: Any) -> None:
     store, agent = driver.world.raw_store, driver.world.agent
     driver.run(("send", "s0", "subhuman", True, False), None)
     driver.run(("send", "s0", "done", True, False), None)  # ev2 (d-2): a reply the child answers
     driver.run(("decide", "s0", "done", "done"), None)
     assert agent.sessions.delete("s0")  # the id starts over as a new session (§3.10)
+    assert not [sid for sid in store.list() if sid.startswith("s0~")]  # its sub-workflow children went with it
 
     agent.workflow.send("s0", "New work. act:subhuman", delivery_id="new-1")
     rec = store.load("s0")

@@ -56,8 +56,6 @@ log = logging.getLogger("archmax.hosting")
 DrainResult = Outcome | ArchmaxError
 
 
-
-
 class Host:
     """Puts firings in the inbox and drains them into an agent's sessions.
 

@@ -335,10 +335,13 @@ def main(argv: list[str] | None = None) -> int:
 
 
 BYTECODE = {
-    "cached": "every module's bytecode cached (a layer that ships .pyc for python3.12)",
+    "cached": (
+        "every module's bytecode cached (the layer as layers/archmax/Makefile builds it with Python 3.12,"
+        " e.g. sam build --use-container: it ships unchecked-hash .pyc)"
+    ),
     "source": (
-        "the layer's packages compiled at every start, as layers/archmax/Makefile builds it (--no-compile; /opt"
-        " is read-only, so nothing is cached); the standard library and the runtime's boto3 precompiled"
+        "the layer's packages compiled at every start, as the Makefile builds it with another python3 (source"
+        " only; /opt is read-only, so nothing is cached); the standard library and the runtime's boto3 precompiled"
     ),
 }
 """How the layer's modules reach the interpreter. ``source`` runs every probe (the baseline too) with a

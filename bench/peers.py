@@ -45,7 +45,10 @@ from __future__ import annotations
 
 import argparse
 import functools
+import json
+import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -55,7 +58,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from _aws import REGION, AwsEnv, CallCounter, MotoServer
+from _aws import REGION, REPO, AwsEnv, CallCounter, MotoServer
 from _stream import Sender, streamed_env
 from _workload import AGAIN_MESSAGE, FINISH_MESSAGE, PARK_MESSAGE, START, WORKFLOW, WaiterModel
 
@@ -372,10 +375,60 @@ def throughput(server: MotoServer, rounds: int, cycles: int) -> dict[str, float]
     return {label: statistics.median(values) for label, values in per.items()}
 
 
+_IMPORT_PROBE = """
+import sys, time
+started = time.perf_counter()
+{body}
+elapsed = time.perf_counter() - started
+import json
+print(json.dumps({{"s": elapsed, "modules": len(sys.modules)}}))
+"""
+
+_LOAD_FILE = """
+import importlib.util
+spec = importlib.util.spec_from_file_location("app", {path!r})
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+"""
+
+
+def _import_environment(tmp: Path) -> dict[str, str]:
+    """A fresh interpreter's environment: what template.yaml gives the functions, dummy AWS settings.
+
+    Import only (no event, no server): bench/cold_import.py measures cold starts end to end.
+    """
+    from cold_import import WORKFLOW_DIR, template_model
+
+    keep = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR")}
+    return {
+        **keep,
+        "SESSIONS_TABLE": "bench-sessions", "SESSIONS_BUCKET": "bench-sessions", "INBOX_TABLE": "bench-inbox",
+        "SESSIONS_PREFIX": "sessions", "WORKFLOW_DIR": str(WORKFLOW_DIR), "ARCHMAX_MODEL": template_model(),
+        "ARCHMAX_DRAIN": "async", "AWS_LAMBDA_FUNCTION_NAME": "bench-function",
+        "POWERTOOLS_SERVICE_NAME": "archmax", "POWERTOOLS_METRICS_NAMESPACE": "archmax",
+        "PYDANTIC_DISABLE_PLUGINS": "__all__", "AWS_REGION": "us-east-1", "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench", "AWS_SESSION_TOKEN": "bench",
+        "AWS_EC2_METADATA_DISABLED": "true",
+        "AWS_CONFIG_FILE": str(tmp / "none"), "AWS_SHARED_CREDENTIALS_FILE": str(tmp / "none"),
+    }  # fmt: skip
+
+
+def _probe(code: str, env: dict[str, str]) -> dict[str, object]:
+    """Run one fresh interpreter timing ``code``; its JSON report."""
+    done = subprocess.run(
+        [sys.executable, "-c", _IMPORT_PROBE.format(body=code)],
+        capture_output=True, text=True, env=env, cwd=REPO, check=False,
+    )  # fmt: skip
+    if done.returncode != 0:
+        raise RuntimeError(f"probe failed ({done.returncode}): {done.stderr.strip()[-2000:]}")
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
 def cold_imports(runs: int) -> dict[str, float]:
     """Median ms of a fresh interpreter's import: boto3, the deliver handler, the peer's handler imports."""
-    from cold_import import _LOAD_FILE, FUNCTIONS, lambda_environment, probe
+    from cold_import import FUNCTIONS
 
+    lambda_environment, probe = _import_environment, _probe
     codes = {
         "import boto3": "import boto3",
         "deliver handler": _LOAD_FILE.format(path=str(FUNCTIONS / "deliver" / "app.py")),

@@ -122,8 +122,11 @@ def park_version_now(rec: Checkpoint | None, timer: DueTimer) -> int:
     made at or before the listing (``parked_version <= park_version <= version``); a park made later
     is another one. Otherwise the listed version is returned, and the engine refuses the delivery
     (``SessionNotAwaitingInputError``/``SessionNotParkedError``) and changes nothing.
+
+    A caller parked through its sub-workflow child (§5.10) mirrors the child's park, which can change
+    under the caller's own ``parked_version``: there the listed version must still be the session's.
     """
-    if rec is None:
+    if rec is None or rec.delegation is not None:
         return timer.park_version
     park = rec.pending_input or rec.pending_decision
     made = park.parked_version if park is not None else None

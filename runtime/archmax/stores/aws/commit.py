@@ -20,7 +20,8 @@ from archmax.errors import CommitConflictError, StoreError
 from archmax.session.ids import validate_session_id
 from archmax.session.records import Checkpoint, is_finished
 from archmax.stores import common as _common
-from archmax.stores.aws.errors import aws_call, found_in_item
+from archmax.stores.aws.errors import aws_call, conflict_item, found_in_item
+from archmax.stores.aws.guards import note_commit
 from archmax.stores.aws.item import commit_request, committed_attributes, head_of_item
 from archmax.stores.aws.layout import new_chunk_token
 from archmax.stores.aws.plan import (
@@ -73,7 +74,33 @@ class AwsCommits(AwsReads):
                 write (a retried UpdateItem whose first response was lost) is not a conflict: the
                 item is read back and, when it lists this attempt's chunk as ``record.version``, the
                 commit succeeded. A chunk or segment item is deleted only when no item lists it.
+
+        Inside :meth:`guarded_reads`, a commit that landed, or failed without saying whether it did
+        (anything but a conflict), is noted in ``ReadGuards.committed``: what tells the engine's door
+        that its operation wrote (engine/remembered.py, issue 24). A conflict remembers the item its
+        condition saw (``prime``), so the firing is decided again on it without another read.
         """
+        try:
+            self._commit(session_id, record, expected_version, lease_owner, riders)
+        except CommitConflictError as conflict:
+            found = conflict_item(conflict)
+            if found is not None and "version" in found:
+                self.prime(session_id, found)  # what the failed condition saw: the next read may start there
+            raise  # refused: nothing written
+        except BaseException:
+            note_commit(self, session_id)  # it may have applied
+            raise
+        note_commit(self, session_id)
+
+    def _commit(
+        self,
+        session_id: str,
+        record: Checkpoint,
+        expected_version: int,
+        lease_owner: str | None,
+        riders: Riders | None,
+    ) -> None:
+        """:meth:`commit`'s writes (the module docstring's protocol)."""
         validate_session_id(session_id)
         _common.check_record_fits(session_id, record, expected_version)
         plan = self._plan_for(session_id, expected_version, lease_owner)
@@ -264,10 +291,7 @@ class AwsCommits(AwsReads):
         A read that fails raises ``StoreError``: the chunk is then kept, never deleted while a
         committed item might point at it.
         """
-        cause = conflict.__cause__
-        response = getattr(cause, "response", None) or {}
-        reasons = response.get("CancellationReasons") or [{}]  # a transaction's: the commit is its first item
-        item = response.get("Item") or reasons[0].get("Item") or self._item(session_id)
+        item = conflict_item(conflict) or self._item(session_id)
         if not item or "version" not in item or int(item["version"]["N"]) < version or "chunks" not in item:
             return False
         entries = item["chunks"]["L"]

@@ -62,6 +62,20 @@ def error_kind(exc: ClientError) -> ErrorKind:
     return ERROR_KINDS.get(error_code(exc), ErrorKind.OTHER)
 
 
+def conflict_item(conflict: CommitConflictError) -> dict[str, Any] | None:
+    """The item a failed conditional write returned (``ALL_OLD``: no extra call), or ``None``.
+
+    A plain write's ``Item``; a cancelled transaction's first reason's (the conditional write on the
+    item is always the transaction's first entry).
+    """
+    response = getattr(conflict.__cause__, "response", None)
+    if not isinstance(response, dict):
+        return None
+    reasons = response.get("CancellationReasons") or [{}]
+    item = response.get("Item") or reasons[0].get("Item")
+    return item if isinstance(item, dict) and item else None
+
+
 def found_in_item(item: dict[str, Any] | None) -> dict[str, Any] | None:
     """What a conflict reports about the stored item: ``{version, status, lease_owner}`` (those present), or None."""
     if not item:

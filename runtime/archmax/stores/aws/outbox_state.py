@@ -29,7 +29,7 @@ from typing import Any
 
 from archmax.errors import CommitConflictError
 from archmax.session.ids import validate_session_id
-from archmax.stores.aws.errors import aws_call
+from archmax.stores.aws.errors import aws_call, conflict_item
 from archmax.stores.aws.state import AwsState
 from archmax.stores.base import OutboxClaim, OutboxOutcome
 
@@ -49,14 +49,6 @@ def entry_key(session_id: str, created_at: str, entry_id: str) -> dict[str, Any]
     repeats entry ids, and ``delete`` cannot list these items.
     """
     return {"pk": {"S": _prefix(session_id, created_at) + entry_id}}
-
-
-def _conflict_item(exc: CommitConflictError) -> dict[str, Any]:
-    """The item a failed conditional write returned (``ReturnValuesOnConditionCheckFailure=ALL_OLD``)."""
-    cause = exc.__cause__
-    response = getattr(cause, "response", None)
-    item = response.get("Item") if isinstance(response, dict) else None
-    return item if isinstance(item, dict) else {}
 
 
 class AwsOutboxState(AwsState):
@@ -109,7 +101,7 @@ class AwsOutboxState(AwsState):
         )  # fmt: skip
         if conflict is None:
             return OutboxClaim.CLAIMED
-        found = _conflict_item(conflict)
+        found = conflict_item(conflict) or {}
         if "sent" in found:
             return OutboxClaim.SENT
         return OutboxClaim.FAILED if "failed" in found else OutboxClaim.HELD

@@ -28,17 +28,16 @@ from typing import Any
 
 from archmax.errors import CommitConflictError
 from archmax.session.ids import validate_session_id
-from archmax.session.records import Checkpoint, SessionStatus
+from archmax.session.records import SessionStatus
 from archmax.stores import common as _common
 from archmax.stores.aws.errors import aws_call
 from archmax.stores.aws.files import AwsFiles
-from archmax.stores.aws.guards import GuardedReads, note_commit
+from archmax.stores.aws.guards import GuardedReads
 from archmax.stores.aws.item import DUE_INDEX, OUTBOX_INDEX, PARKS_INDEX, STALE_INDEX, outbox_settled_request
 from archmax.stores.aws.layout import DUE_SHARDS, LEASE_SHARDS, OUTBOX_SHARDS, PARK_SHARDS
 from archmax.stores.aws.outbox_state import AwsOutboxState
 from archmax.stores.base import Capabilities, Capability, DuePark, OldestPark, StoreLocation
 from archmax.stores.fallbacks import StoreFallbacks
-from archmax.stores.riders import Riders
 
 __all__ = ["AwsStore", "GuardedReads"]
 
@@ -72,34 +71,6 @@ class AwsStore(AwsOutboxState, AwsFiles, StoreFallbacks):
     )
     """Every fast path (riders, guarded reads, the held-mail hint, artifacts on read, the outbox
     stream); not ``APPEND_TEXT`` (the default read-then-write serves it)."""
-
-    def commit(
-        self,
-        session_id: str,
-        record: Checkpoint,
-        expected_version: int,
-        *,
-        lease_owner: str | None = None,
-        riders: Riders | None = None,
-    ) -> None:
-        """:meth:`AwsCommits.commit <archmax.stores.aws.commit.AwsCommits.commit>`, noted in the enclosing guarded block.
-
-        A commit that landed, or failed without saying whether it did (anything but a conflict), is
-        noted in ``ReadGuards.committed``: what tells the engine's door that its operation wrote
-        (engine/remembered.py, issue 24). A conflict remembers the item its condition saw (``prime``),
-        so the firing is decided again on it without another read. Raises what the commit raises.
-        """
-        try:
-            super().commit(session_id, record, expected_version, lease_owner=lease_owner, riders=riders)
-        except CommitConflictError as conflict:
-            found = _found_item(conflict)
-            if found is not None:
-                self.prime(session_id, found)  # what the failed condition saw: the next read may start there
-            raise  # refused: nothing written
-        except BaseException:
-            note_commit(self, session_id)  # it may have applied
-            raise
-        note_commit(self, session_id)
 
     @property
     def location(self) -> StoreLocation:
@@ -324,11 +295,3 @@ class AwsStore(AwsOutboxState, AwsFiles, StoreFallbacks):
             )
         except CommitConflictError:
             pass  # a later commit recorded entries (or the mark is gone): it stays for them
-
-
-def _found_item(conflict: CommitConflictError) -> dict[str, Any] | None:
-    """The session item a refused commit's condition saw (``ALL_OLD``, no extra call), when it returned one."""
-    response = getattr(conflict.__cause__, "response", None) or {}
-    reasons = response.get("CancellationReasons") or [{}]  # a transaction's: the commit is its first item
-    item = response.get("Item") or reasons[0].get("Item")
-    return item if item and "version" in item else None

@@ -17,44 +17,21 @@ from typing import Any
 
 import pytest
 
-from archmax import MemoryStore, SessionNotResumableError, create_agent
-from archmax.clock import FakeClock
-from archmax.models.scripted import ScriptedModel
+from archmax import SessionNotResumableError
 from archmax.session.records import Lease
-from archmax.spec import workflow_from_dict
-from archmax.stores.filesystem import FilesystemStore
 
-T0 = "2025-01-01T00:00:00.000Z"
-CHILD = "s~work:b:1"
-GRANDCHILD = "s~work:b:1~work:c:1"
-CHAIN = ("s", CHILD, GRANDCHILD)
-REVIEWED = {
-    "states": {
-        "look": {"triggers": {"manual": None}, "transitions": [{"to": "review", "description": "Check."}]},
-        "review": {"type": "human", "transitions": [{"to": "approved", "description": "Approved."}]},
-        "approved": None,
-    }
-}
+from ._chain import CHAIN, CHILD, GRANDCHILD, TO_THE_DECISION, chain_agent
+
 SCRIPT = [
-    {"call": {"archmax_workflow_b": {}}},  # s calls b
-    {"call": {"archmax_workflow_c": {}}},  # b calls c
-    {"call": {"archmax_advance": {"to": "review", "reason": "ready"}}},  # c parks at its decision
-    {"say": "Please review."},
+    *TO_THE_DECISION,
     {"say": "Done here."},
     {"say": "Done here."},
 ]
 
 
-def _calling(slug: str, callee: str) -> Any:
-    doc = {"states": {"work": {"triggers": {"manual": None}, "tools": {"allow": [f"archmax_workflow_{callee}"]}}}}
-    return workflow_from_dict(doc, slug)
-
-
 @pytest.fixture(params=["memory", "filesystem"])
 def agent(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
-    store = MemoryStore() if request.param == "memory" else FilesystemStore(tmp_path / "sessions")
-    workflows = {"b": _calling("b", "c"), "c": workflow_from_dict(REVIEWED, "c")}
-    built = create_agent(_calling("a", "b"), store, ScriptedModel(SCRIPT), clock=FakeClock(T0), workflows=workflows)
+    built = chain_agent(request.param, tmp_path, SCRIPT)
     built.workflow.send("s", "Go.", delivery_id="first")
     assert all(built.store.load(sid) is not None for sid in CHAIN)
     return built

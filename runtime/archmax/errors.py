@@ -295,6 +295,29 @@ class CommitConflictError(SessionNotResumableError):
         super().__init__(session_id, "running", f"commit expected version {expected_version}, found {found}")
 
 
+class DeliveryQueuedError(SessionNotResumableError):
+    """A direct firing whose ``delivery_id`` waits in the session's inbox; nothing was applied now.
+
+    The inbox applies it in its place, after the firings that arrived before it (DESIGN.md §3
+    "Inbox": drained in arrival order; issue 22). A retry answers ``DuplicateDeliveryError`` once
+    the drain applied it. Retryable ("not now"); HTTP 409 like every ``SessionNotResumableError``.
+
+    Attributes:
+        delivery_id: The queued delivery id.
+    """
+
+    def __init__(self, session_id: str, delivery_id: str) -> None:
+        self.delivery_id = delivery_id
+        SessionStateError.__init__(
+            self,
+            f"delivery '{delivery_id}' waits in the inbox of session '{session_id}' behind earlier firings: "
+            "it is applied there, in arrival order; retry for its outcome (after it was applied a retry "
+            "answers that the delivery was already applied)",
+            session_id=session_id,
+            status="queued",
+        )
+
+
 class DuplicateDeliveryError(CallerError):
     """A firing whose ``delivery_id`` the session has already applied; nothing was changed.
 

@@ -1,6 +1,6 @@
 """The model-based schedule: hypothesis's RuleBasedStateMachine over one world (see harness.py).
 
-Rules fire events at a few sessions through every door a host has — ``workflow.send`` and
+Rules fire events at a few sessions through every door a host has — ``Host.send_now`` and
 ``Host.deliver_now`` (direct, with or without a delivery id), ``Host.accept`` (the inbox, drained
 at once or later), ``Host.decide_now``, ``workflow.reply``, ``Host.sweep`` — with a fault armed
 for the firing, or with a second firing interleaved at one of its writes; they redeliver earlier
@@ -348,7 +348,7 @@ class Driver:
         message = f"{event.token} act:{event.act}"
         files = {event.file_var: {"name": f"{event.token}.txt", "content": event.file_text}} if event.file_var else None
         if channel == "send":
-            return world.agent.workflow.send(sid, message, delivery_id=event.delivery_id, files=files)
+            return world.host.send_now(sid, message, delivery_id=event.delivery_id, files=files)
         if channel == "deliver":
             return world.host.deliver_now(
                 sid, trigger="ping", message=message, delivery_id=event.delivery_id, files=files

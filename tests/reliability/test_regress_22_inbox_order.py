@@ -1,4 +1,4 @@
-"""Inboxed firings of a session are applied in arrival order (found by the filesystem pair soak on c4071e3).
+"""Inboxed firings of a session are applied in arrival order (found by the filesystem pair soak on c4071e3; fixed).
 
 ``inbox events of s0 applied out of arrival order: [(1, 4), (2, 7), (3, 6)]`` — a replay of the shrunk
 schedule, step by step (no child holds a lease in it: every child completes; the memory store fails the
@@ -11,7 +11,7 @@ same way, so it is neither the sub-workflow classify change, remembered.py, nor 
 - ev6 again through ``send`` (the redeliver rule): the direct door applies it now (transcript position 4).
 - ev9 (``accept``, no id): item seq 2, pending (the drain lease is still held).
 - ev10 (``accept``, id ``d-10``): item seq 3, pending.
-- ev10 again through ``send``: ``agent.workflow.send`` knows nothing of the inbox; ``s0`` is completed
+- ev10 again through ``send``: ``agent.workflow.send`` knew nothing of the inbox; ``s0`` is completed
   and idle, so the turn runs and applies ev10 (position 6) ahead of ev9, which waits in the inbox.
 - recovery: the lease expires, the sweep drains seq 1 (duplicate, done), seq 2 (ev9 applied, position
   7), seq 3 (duplicate, done).
@@ -20,6 +20,12 @@ So a direct firing (``workflow.send``, ``Host.deliver_now``) at a session whose 
 pending items is applied ahead of them — DESIGN.md §3 "Inbox": "the lease holder drains the inbox in
 order before it lets go" — and a caller's redelivery through a direct door of an id pending in the
 inbox overtakes the items that arrived before it. Exactly-once holds; only the order breaks.
+Fixed in ``Host`` (issue 22): a drain whose ``try_acquire`` answer was lost asks again under the same
+owner (so the lease is not orphaned), and a direct door (``Host.send_now``, ``Host.deliver_now``; the
+CLI's run, email and reply go through ``send_now``) refuses an id that waits in the inbox with
+``DeliveryQueuedError``: the drain applies it in its place. ``tests/hosting/test_direct_queued.py``
+holds each half on its own.
+
 Rule source: DESIGN.md §3 "Inbox"; BEHAVIOUR.md (inbox drained in arrival order).
 """
 
@@ -60,12 +66,6 @@ def _redeliver(driver: PairDriver, pick: int, channel: str, fault: Fault | None)
         driver.call(with_ids[pick % len(with_ids)], channel, fault, None)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=Violation,
-    reason="a direct send of an id pending in the inbox is applied ahead of earlier pending items "
-    "(drain lease orphaned by a lost try_acquire answer); see the module docstring",
-)
 @pytest.mark.parametrize("kind", ["memory", "filesystem"])
 def test_inbox_items_of_a_caller_are_applied_in_arrival_order(kind: str, tmp_path: Any) -> None:
     table = counters.StoreCounters(Counter(), Counter())  # a replay, not a schedule: kept off the summary

@@ -68,6 +68,16 @@ class Context:
         )
         return self.last_agent
 
+    def host(self, agent: Any) -> Any:
+        """A :class:`~archmax.hosting.host.Host` over ``agent`` with the inbox ``archmax serve`` keeps
+        beside a filesystem store (``<root>/.inbox``; memory for a store without a folder), so a direct
+        firing never overtakes what waits there (DESIGN.md §3 "Inbox"; issue 22)."""
+        from archmax.hosting.host import Host
+        from archmax.hosting.inbox import FilesystemInbox, MemoryInbox
+
+        root = self.store.location.root
+        return Host(agent, FilesystemInbox(root) if root is not None else MemoryInbox())
+
     def session_workflow(self, session_id: str, missing: type[ArchmaxError] | None = None) -> Path:
         """``--workflow``, else the workflow the session's checkpoint names, else the only one.
 

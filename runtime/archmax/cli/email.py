@@ -70,7 +70,7 @@ def run(cli: Context) -> int:
     if admission.decision != "admit":  # without verdicts admission never refuses: it holds
         return _held(cli, admission, raw)  # held, as the SES path holds it: an operator decides
     try:
-        outcome = agent.workflow.send(
+        outcome = cli.host(agent).send_now(
             sid,
             firing.message,
             trigger=firing.trigger,

@@ -52,13 +52,9 @@ def run(cli: Any) -> int:
         return 0
     if not a.delivery_id:
         raise UsageError("quarantine release needs the held mail's id (see: archmax quarantine list <session>)")
-    from archmax.hosting.host import Host
-    from archmax.hosting.inbox import FilesystemInbox, MemoryInbox
     from archmax.inbound.email import parse_email
 
-    agent = cli.agent(cli.session_workflow(sid))
-    root = cli.store.location.root
-    host = Host(agent, FilesystemInbox(root) if root is not None else MemoryInbox())
+    host = cli.host(cli.agent(cli.session_workflow(sid)))
     answer = release(host, sid, a.delivery_id, parse=lambda raw, trigger: parse_email(raw, trigger=trigger))
     unfinished = not answer["duplicate"] and cli.turn_stopped(sid)
     if cli.json:

@@ -37,7 +37,7 @@ def run(cli: Context) -> int:
         return cli.outcome(agent.workflow.reply(a.session, message, park_id=a.park_id))
     refuse_stale_park(cli.store.load(a.session), a.park_id)  # the firing rule names no park: check it here
     try:  # the firing rule answers a decision park (§3.2) and applies the id once, as reply cannot
-        return cli.outcome(agent.workflow.send(a.session, message, delivery_id=a.delivery_id))
+        return cli.outcome(cli.host(agent).send_now(a.session, message, delivery_id=a.delivery_id))
     except DuplicateDeliveryError as exc:
         return cli.duplicate(exc)
 

@@ -60,7 +60,7 @@ def run(cli: Context) -> int:
     message = " ".join(words) or None
     cli.target = resolved.session_id
     try:
-        outcome = agent.workflow.send(
+        outcome = cli.host(agent).send_now(
             resolved.session_id,
             message,
             trigger=a.trigger,

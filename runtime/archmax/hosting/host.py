@@ -7,7 +7,9 @@ What the Lambda handlers and ``archmax serve`` share:
   keyed by its delivery id (a duplicate is a no-op), then the session is woken;
 * :meth:`Host.drain` — the drain-lease holder applies pending items in arrival order and lets go
   only when nothing new arrived (one conditional write);
-* :meth:`Host.deliver_now` — deliveries (deliver handler, timers) are never inboxed;
+* :meth:`Host.deliver_now`, :meth:`Host.send_now` — direct firings (deliver handler, timers, the CLI)
+  are never inboxed; one whose delivery id waits in the inbox is refused as queued, so it never
+  overtakes the firings that arrived before it (issue 22);
 * :meth:`Host.sweep` — due parks get ``timer``; sessions with waiting items are re-driven (a turn
   whose process died is then taken over once its lease expired); then every other turn whose
   lease expired (a direct delivery or timer, never inboxed) is continued with ``recover``.
@@ -27,6 +29,7 @@ from archmax.clock import Clock, format_instant
 from archmax.engine.placement import prepare_files
 from archmax.errors import (
     ArchmaxError,
+    DeliveryQueuedError,
     DuplicateDeliveryError,
     EmptyMessageError,
     MissingDeliveryTriggerError,
@@ -246,7 +249,7 @@ class Host:
         if self._rides():
             return self._drain_riding(session_id, owner)
         results: list[DrainResult] = []
-        while self.inbox.try_acquire(session_id, owner, self._now(), self.lease_ttl_s):
+        while self._acquire(session_id, owner):
             just_acquired, blocked = True, False
             while not blocked:
                 seen, items = self.inbox.arrivals_and_pending(session_id)
@@ -255,9 +258,7 @@ class Host:
                 for item in items:
                     # renew before every item but the first after acquiring: a drain longer than one
                     # ttl keeps its lease
-                    if not just_acquired and not self.inbox.try_acquire(
-                        session_id, owner, self._now(), self.lease_ttl_s
-                    ):
+                    if not just_acquired and not self._acquire(session_id, owner):
                         return results  # the lease expired and another drainer took it over
                     just_acquired = False
                     result = self._apply(item)
@@ -270,6 +271,21 @@ class Host:
                 return results
             # a firing arrived after the counter was read (or the lease was lost): go round again
         return results
+
+    def _acquire(self, session_id: str, owner: str) -> bool:
+        """Take or renew the drain lease; a lost answer is asked again once, under the same owner.
+
+        A ``try_acquire`` that was applied but whose answer was lost would otherwise leave the lease
+        with an owner nobody runs until it expires, stalling every later wake's drain (issue 22).
+        The same owner renewing is idempotent, so asking again tells whether it holds the lease.
+        """
+        try:
+            return self.inbox.try_acquire(session_id, owner, self._now(), self.lease_ttl_s)
+        except ArchmaxError as exc:
+            if not is_retryable(exc):
+                raise
+            log.warning("drain lease of session %r: no answer (%s); asking again", session_id, exc)
+            return self.inbox.try_acquire(session_id, owner, self._now(), self.lease_ttl_s)
 
     def _rides(self) -> bool:
         """The inbox's marks and counter check can ride the store's commits (DynamoInbox + AwsStore, issue 10)."""
@@ -369,9 +385,11 @@ class Host:
         When the delivery returns and items wait in the session's inbox, the session is woken.
 
         Raises:
+            DeliveryQueuedError: ``delivery_id`` waits in the session's inbox (see :meth:`_refuse_queued`).
             SessionNotAwaitingInputError (also every loser of a race), MissingDeliveryTriggerError,
             InvalidVariableNameError, DuplicateDeliveryError, and every other typed refusal — unchanged.
         """
+        self._refuse_queued(session_id, delivery_id)
         outcome = self.agent.workflow.deliver(
             session_id,
             trigger=trigger,
@@ -383,6 +401,76 @@ class Host:
         )
         self._wake_if_pending(session_id)
         return outcome
+
+    def send_now(
+        self,
+        session_id: str,
+        message: str | None,
+        *,
+        trigger: str | None = None,
+        variables: Mapping[str, Any] | None = None,
+        files: Mapping[str, Any] | None = None,
+        delivery_id: str | None = None,
+        park_id: str | None = None,
+    ) -> Outcome:
+        """``agent.workflow.send`` at a hosted session, never through the inbox (the CLI's run, email, reply).
+
+        The firing rule applies as in ``send`` (a new turn, or a reply at a park). Like
+        :meth:`deliver_now` it wakes the session afterwards when items wait in its inbox.
+
+        Args:
+            session_id: The session (validated by ``send``).
+            message: The message text (``None``: the trigger's own).
+            trigger, variables, files, delivery_id, park_id: As ``agent.workflow.send`` takes them.
+
+        Returns:
+            The send's :class:`Outcome`.
+
+        Raises:
+            DeliveryQueuedError: ``delivery_id`` waits in the session's inbox (see :meth:`_refuse_queued`).
+            Every refusal ``agent.workflow.send`` raises, unchanged.
+        """
+        self._refuse_queued(session_id, delivery_id)
+        outcome = self.agent.workflow.send(
+            session_id,
+            message,
+            trigger=trigger,
+            variables=variables,
+            files=files,
+            delivery_id=delivery_id,
+            park_id=park_id,
+        )
+        self._wake_if_pending(session_id)
+        return outcome
+
+    def _refuse_queued(self, session_id: str, delivery_id: str | None) -> None:
+        """Refuse a direct firing whose delivery id waits in the inbox: the drain applies it in its place.
+
+        A caller that re-sends an accepted id through a direct door (a retry by another route) would
+        otherwise have it applied ahead of the firings that arrived in the inbox before it (DESIGN.md
+        §3 "Inbox": drained in arrival order; issue 22). The session is woken first: when that drain
+        applies it, the answer is ``DuplicateDeliveryError`` (applied); while it waits, ``DeliveryQueuedError``;
+        an item that drain refused (``failed``, never applied) lets this firing through for its own answer.
+        One inbox read, only for a firing that carries a delivery id. Ids are validated by the inbox
+        read before they become keys or paths.
+
+        Raises:
+            DeliveryQueuedError, DuplicateDeliveryError, InvalidSessionIdError, InvalidDeliveryIdError.
+        """
+        if delivery_id is None:
+            return
+        session_id = parse_session_id(session_id)
+        delivery_id = validate_delivery_id(delivery_id, session_id=session_id)
+        item = self.inbox.get(session_id, delivery_id)
+        if item is None or item.status != "pending":
+            return
+        self._wake(session_id)
+        item = self.inbox.get(session_id, delivery_id)
+        if item is not None and item.status == "done":
+            raise DuplicateDeliveryError(session_id, delivery_id)
+        if item is not None and item.status == "pending":
+            raise DeliveryQueuedError(session_id, delivery_id)
+        # marked failed by that drain (refused, never applied): this firing gets its own answer
 
     def decide_now(
         self, session_id: str, *, to: str | None, comment: str | None = None, park_id: str | None = None

@@ -1,0 +1,121 @@
+"""A direct firing never overtakes the inbox: queued ids are refused, a lost drain-lease answer is asked again.
+
+Rule source: DESIGN.md §3 "Inbox" (the lease holder drains in arrival order); issue 22 (found by
+the filesystem pair soak: ``inbox events of s0 applied out of arrival order``). Runs on memory,
+filesystem and AWS (AwsStore + DynamoInbox on moto) hosts.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from archmax.clock import format_instant
+from archmax.errors import DeliveryQueuedError, DuplicateDeliveryError, StoreError, is_retryable
+from archmax.hosting.host import Host
+from archmax.session.firing import Firing
+from archmax.session.notes import is_runtime_note
+
+SID = "AAQk-1"
+FIRST_TURN = [
+    {"call": {"archmax_advance": {"to": "clarify", "reason": "no order number"}}, "expect_state": "intake"},
+    {"say": "Which order is this about?", "call": {"archmax_wait": {"reason": "the order number"}}},
+]
+
+
+def ack(n: int) -> dict[str, Any]:
+    return {"say": f"ack {n}", "call": {"archmax_wait": {"reason": "more mail"}}, "expect_state": "clarify"}
+
+
+def email(text: str, delivery_id: str) -> Firing:
+    return Firing(trigger="email_received", message=text, variables={"conversation_id": SID}, delivery_id=delivery_id)
+
+
+def user_texts(host: Host) -> list[str]:
+    return [m.content for m in host.agent.sessions.messages(SID) if m.role == "user" and not is_runtime_note(m)]
+
+
+def stalled_host(make_host: Any, clock: Any) -> Host:
+    """A parked session whose inbox holds ``ses-2`` then ``ses-3``, pending behind another drainer's lease."""
+    host = make_host([*FIRST_TURN, ack(1), ack(2), ack(3)])
+    host.accept(email("first", "ses-1"))
+    assert host.inbox.try_acquire(SID, "drain-elsewhere", format_instant(clock.now()), 900)
+    host.accept(email("second", "ses-2"))
+    host.accept(email("third", "ses-3"))
+    assert [i.delivery_id for i in host.inbox.pending(SID)] == ["ses-2", "ses-3"]
+    return host
+
+
+@pytest.mark.parametrize("door", ["send_now", "deliver_now"])
+def test_a_direct_firing_of_a_queued_id_is_refused_and_applied_later_in_arrival_order(make_host, clock, door):
+    host = stalled_host(make_host, clock)
+    before = host.agent.sessions.messages(SID)
+    with pytest.raises(DeliveryQueuedError) as refused:
+        if door == "send_now":
+            host.send_now(SID, "third", trigger="email_received", delivery_id="ses-3")
+        else:
+            host.deliver_now(SID, trigger="email_received", message="third", delivery_id="ses-3")
+    assert refused.value.delivery_id == "ses-3" and is_retryable(refused.value)
+    assert "waits in the inbox" in str(refused.value)
+    assert host.agent.sessions.messages(SID) == before  # nothing applied now
+    assert host.inbox.get(SID, "ses-3").status == "pending"
+
+    clock.advance(seconds=901)  # the other drainer's lease expires; the sweep's re-drive drains in order
+    host.drain(SID)
+    assert user_texts(host) == ["first", "second", "third"]
+    with pytest.raises(DuplicateDeliveryError):  # applied once, by the drain: a retry is told so
+        host.send_now(SID, "third", trigger="email_received", delivery_id="ses-3")
+    assert user_texts(host) == ["first", "second", "third"]
+
+
+def test_a_direct_firing_of_a_queued_id_that_its_wake_drains_answers_applied(make_host, clock):
+    host = make_host([*FIRST_TURN, ack(1), ack(2)])
+    host.accept(email("first", "ses-1"))
+    # the item is pending without a stall (a wake that never ran: on Lambda it is an async self-invoke)
+    host._waker = lambda sid: None  # noqa: SLF001 - the wake Lambda would run later
+    host.accept(email("second", "ses-2"))
+    assert host.inbox.get(SID, "ses-2").status == "pending"
+    host._waker = host._drain_now  # noqa: SLF001
+    with pytest.raises(DuplicateDeliveryError):
+        host.send_now(SID, "second", trigger="email_received", delivery_id="ses-2")
+    assert user_texts(host) == ["first", "second"]
+    assert host.inbox.get(SID, "ses-2").status == "done"
+
+
+def test_a_direct_firing_of_a_new_id_runs_now(make_host, clock):
+    host = make_host([*FIRST_TURN, ack(1)])
+    host.accept(email("first", "ses-1"))
+    outcome = host.send_now(SID, "direct", trigger="email_received", delivery_id="cli-1")
+    assert outcome.status == "awaiting_input"
+    assert user_texts(host) == ["first", "direct"]
+    assert host.inbox.get(SID, "cli-1") is None  # a direct firing is never inboxed
+
+
+class LostAcquireAnswer:
+    """An inbox whose first ``try_acquire`` is applied, then its answer lost (the error a timeout gives)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner, self.lost = inner, 0
+
+    def try_acquire(self, session_id: str, owner: str, now: str, ttl_s: float) -> bool:
+        got = self.inner.try_acquire(session_id, owner, now, ttl_s)
+        if self.lost == 0:
+            self.lost += 1
+            raise StoreError("the answer of try_acquire was lost (a timeout after the write)")
+        return got
+
+    def __getattr__(self, name: str) -> Any:  # every other member as the inbox has it
+        return getattr(self.inner, name)
+
+
+def test_a_drain_whose_lease_answer_was_lost_asks_again_and_drains_now(make_host, clock):
+    host = make_host([*FIRST_TURN, ack(1)])
+    if host._rides():  # noqa: SLF001 - DynamoInbox + AwsStore take no drain lease at all
+        pytest.skip("the riding drain (DynamoInbox + AwsStore) takes no drain lease")
+    host.inbox = LostAcquireAnswer(host.inbox)
+    host.accept(email("first", "ses-1"))
+    assert host.inbox.lost == 1
+    assert host.inbox.get(SID, "ses-1").status == "done"  # drained now, not after the lease's 900 s
+    assert user_texts(host) == ["first"]
+    assert host.inbox.try_acquire(SID, "next-drainer", format_instant(clock.now()), 900)  # and the lease was let go

@@ -299,8 +299,9 @@ class DeliveryQueuedError(SessionNotResumableError):
     """A direct firing whose ``delivery_id`` waits in the session's inbox; nothing was applied now.
 
     The inbox applies it in its place, after the firings that arrived before it (DESIGN.md §3
-    "Inbox": drained in arrival order; issue 22). A retry answers ``DuplicateDeliveryError`` once
-    the drain applied it. Retryable ("not now"); HTTP 409 like every ``SessionNotResumableError``.
+    "Inbox": drained in arrival order; issue 22); nothing changed. A retry answers
+    ``DuplicateDeliveryError`` once the drain (the accept's wake, else the sweep) applied it.
+    Retryable ("not now"); HTTP 409 like every ``SessionNotResumableError``.
 
     Attributes:
         delivery_id: The queued delivery id.

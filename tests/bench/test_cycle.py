@@ -98,6 +98,9 @@ def test_a_public_api_cycle_on_a_warm_store_is_the_claim_and_the_commit(stack):
 
 def test_a_warm_deliver_container_reads_no_session_item(stack):
     calls, _ = _one_cycle(stack, "deliver", warm=True)
-    assert calls["dynamodb.GetItem"] == 0  # neither the deliver function nor the outbound one
+    # one GetItem: the inbox item of the delivery id (a queued id is refused, issue 22); the session
+    # item is read by neither the deliver function nor the outbound one
+    assert calls["dynamodb.GetItem"] == 1
+    assert stack.meter.ended_by_function["deliver dynamodb.GetItem"] == 1
     deliver = {k.split(" ", 1)[1]: n for k, n in stack.meter.ended_by_function.items() if k.startswith("deliver ")}
     assert deliver["dynamodb.UpdateItem"] == 2  # the claim and the turn's commit

@@ -69,20 +69,6 @@ def test_a_direct_firing_of_a_queued_id_is_refused_and_applied_later_in_arrival_
     assert user_texts(host) == ["first", "second", "third"]
 
 
-def test_a_direct_firing_of_a_queued_id_that_its_wake_drains_answers_applied(make_host, clock):
-    host = make_host([*FIRST_TURN, ack(1), ack(2)])
-    host.accept(email("first", "ses-1"))
-    # the item is pending without a stall (a wake that never ran: on Lambda it is an async self-invoke)
-    host._waker = lambda sid: None  # noqa: SLF001 - the wake Lambda would run later
-    host.accept(email("second", "ses-2"))
-    assert host.inbox.get(SID, "ses-2").status == "pending"
-    host._waker = host._drain_now  # noqa: SLF001
-    with pytest.raises(DuplicateDeliveryError):
-        host.send_now(SID, "second", trigger="email_received", delivery_id="ses-2")
-    assert user_texts(host) == ["first", "second"]
-    assert host.inbox.get(SID, "ses-2").status == "done"
-
-
 def test_a_direct_firing_of_a_new_id_runs_now(make_host, clock):
     host = make_host([*FIRST_TURN, ack(1)])
     host.accept(email("first", "ses-1"))

@@ -33,6 +33,7 @@ CASES = [
     (e.SessionNotAwaitingInputError("s", "running"), 409),
     (e.SessionNotParkedError("s", "completed"), 409),
     (e.SessionNotResumableError("s", "running"), 409),
+    (e.DeliveryQueuedError("s", "ses-1"), 409),
     (e.CommitConflictError("s", 3, {"version": 4}), 409),
     (e.DuplicateDeliveryError("s", "ses-1"), 200),
     (e.WorkflowSpecError([e.Diagnostic("states", "missing")]), 500),

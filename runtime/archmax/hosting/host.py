@@ -448,29 +448,21 @@ class Host:
 
         A caller that re-sends an accepted id through a direct door (a retry by another route) would
         otherwise have it applied ahead of the firings that arrived in the inbox before it (DESIGN.md
-        §3 "Inbox": drained in arrival order; issue 22). The session is woken first: when that drain
-        applies it, the answer is ``DuplicateDeliveryError`` (applied); while it waits, ``DeliveryQueuedError``;
-        an item that drain refused (``failed``, never applied) lets this firing through for its own answer.
-        One inbox read, only for a firing that carries a delivery id. Ids are validated by the inbox
-        read before they become keys or paths.
+        §3 "Inbox": drained in arrival order; issue 22). The refusal changes nothing (it does not
+        drain: the wake that accepted the item, or the sweep, does); once the item is applied a retry
+        answers ``DuplicateDeliveryError``, and an item the drain refused (``failed``, never applied)
+        lets the firing through for its own answer. One inbox read, only for a firing that carries a
+        delivery id; the ids are validated before they become keys or paths.
 
         Raises:
-            DeliveryQueuedError, DuplicateDeliveryError, InvalidSessionIdError, InvalidDeliveryIdError.
+            DeliveryQueuedError, InvalidSessionIdError, InvalidDeliveryIdError.
         """
         if delivery_id is None:
             return
         session_id = parse_session_id(session_id)
-        delivery_id = validate_delivery_id(delivery_id, session_id=session_id)
-        item = self.inbox.get(session_id, delivery_id)
-        if item is None or item.status != "pending":
-            return
-        self._wake(session_id)
-        item = self.inbox.get(session_id, delivery_id)
-        if item is not None and item.status == "done":
-            raise DuplicateDeliveryError(session_id, delivery_id)
+        item = self.inbox.get(session_id, validate_delivery_id(delivery_id, session_id=session_id))
         if item is not None and item.status == "pending":
             raise DeliveryQueuedError(session_id, delivery_id)
-        # marked failed by that drain (refused, never applied): this firing gets its own answer
 
     def decide_now(
         self, session_id: str, *, to: str | None, comment: str | None = None, park_id: str | None = None

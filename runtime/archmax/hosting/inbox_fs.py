@@ -53,6 +53,11 @@ class FilesystemInbox(LocalInbox):
     @contextlib.contextmanager
     def _session(self, session_id: str, *, write: bool) -> Iterator[InboxState]:
         folder = portable_folder_name(session_id)  # validates the id before it becomes a path
+        if not write and not self._any_file(session_id, folder):
+            # nothing was ever put: a read leaves no lock file behind (a direct firing's check of its
+            # delivery id must change no byte when it is refused; files are replaced atomically)
+            yield InboxState(session_id=session_id)
+            return
         lock = FileLock(str(self.base / ".locks" / f"{folder}.lock"), timeout=self._lock_timeout_s)
         try:
             with lock, _io_errors():
@@ -84,6 +89,12 @@ class FilesystemInbox(LocalInbox):
                         marker.unlink(missing_ok=True)
         except Timeout as exc:
             raise StoreError(f"inbox of session '{session_id}' stayed locked for {self._lock_timeout_s}s") from exc
+
+    def _any_file(self, session_id: str, folder: str) -> bool:
+        """Whether the session's inbox file exists (under its portable name, or the older one)."""
+        sessions = self.base / "sessions"
+        with _io_errors():
+            return (sessions / f"{folder}.json").exists() or (sessions / f"{folder_name(session_id)}.json").is_file()
 
     def _atomic_write(self, path: Path, data: bytes) -> None:
         tmp = self.base / ".tmp" / uuid.uuid4().hex

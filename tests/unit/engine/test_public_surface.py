@@ -20,6 +20,7 @@ PUBLIC = [
     "Clock",
     "CommitConflictError",
     "Diagnostic",
+    "DeliveryQueuedError",
     "DuplicateDeliveryError",
     "EmptyMessageError",
     "FakeClock",

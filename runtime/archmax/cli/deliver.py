@@ -34,7 +34,12 @@ def add_parser(add: AddCommand) -> None:
 
 
 def run(cli: Context) -> int:
-    """Deliver the event; print the Outcome (a repeated ``--delivery-id`` is a duplicate, exit 0)."""
+    """Deliver the event; print the Outcome (a repeated ``--delivery-id`` is a duplicate, exit 0).
+
+    Through :meth:`archmax.hosting.host.Host.deliver_now` over the store's inbox, like ``run`` and
+    ``reply``: a ``--delivery-id`` that waits in the inbox is refused (``DeliveryQueuedError``,
+    exit 1, nothing changed), so it never overtakes the firings that arrived before it (issue 22).
+    """
     a = cli.args
     variables = parse_variables(a.variables)
     files = parse_files(a.files)
@@ -44,7 +49,7 @@ def run(cli: Context) -> int:
         check_host_variables(variables, files, source=f"delivered to session '{a.session}'", session_id=a.session)
         check_trigger(a.trigger, agent.spec)
     try:
-        outcome = agent.workflow.deliver(
+        outcome = cli.host(agent).deliver_now(  # never ahead of what waits in the inbox (issue 22)
             a.session,
             trigger=a.trigger,
             variables=variables,

@@ -13,6 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from archmax.hosting.inbox import FilesystemInbox
+from archmax.hosting.inbox_base import InboxItem
+from archmax.session.firing import Firing
 from archmax.stores.filesystem import FilesystemStore
 
 ADVANCE = {"call": {"archmax_advance": {"to": "clarify", "reason": "no order number"}}}
@@ -154,3 +157,49 @@ def test_deliver_with_a_stale_park_id_is_refused_and_with_the_current_one_is_app
     current = cli(*examples, "deliver", "m-1", "--trigger", "email_reply", "--message", "12 Main St",
                   "--park-id", second, "--model", model)  # fmt: skip
     assert current.code == 0, current.err
+
+
+def _queue(store: Path, delivery_id: str, text: str, session_id: str = "m-1") -> None:
+    """Put a pending firing in the inbox ``archmax serve`` keeps beside the store (it waits there)."""
+    firing = Firing(trigger="email_reply", message=text, delivery_id=delivery_id)
+    item = InboxItem(session_id=session_id, delivery_id=delivery_id, arrived_at="2026-01-01T00:00:00.000Z", firing=firing)
+    assert FilesystemInbox(store).put(item)
+
+
+def _files(root: Path) -> list[tuple[str, bytes]]:
+    return sorted((str(p.relative_to(root)), p.read_bytes()) for p in root.rglob("*") if p.is_file())
+
+
+@pytest.mark.parametrize("command", ["deliver", "run"])
+def test_a_delivery_id_waiting_in_the_inbox_is_refused_by_every_cli_door_and_nothing_changes(
+    cli, examples, script, command
+):
+    """Issue 22: the CLI's direct firings never overtake the inbox ``archmax serve`` drains; ``deliver``
+    went straight to the engine and applied ``q-2`` ahead of ``q-1`` (found by attack29)."""
+    model = script([ADVANCE, ASK, {"say": "ORD-1001 ships tomorrow."}])
+    cli(*examples, "run", "support-inbox", "Where is my order?", "--trigger", "email_received",
+        "--variables", VARS, "--model", model)  # fmt: skip
+    store = store_of(examples)
+    _queue(store, "q-1", "It is ORD-1001.")
+    _queue(store, "q-2", "Any news?")
+    before = _files(store)
+    args = {
+        "deliver": ["deliver", "m-1", "--trigger", "email_reply", "--message", "Any news?"],
+        "run": ["run", "support-inbox", "Any news?", "--trigger", "email_reply", "--variables", VARS],
+    }[command]
+    refused = cli(*examples, *args, "--delivery-id", "q-2", "--model", model)
+    assert refused.code == 1 and refused.out == ""
+    assert refused.err.startswith("error: delivery 'q-2' waits in the inbox of session 'm-1'"), refused.err
+    assert _files(store) == before
+
+
+def test_a_reply_whose_delivery_id_waits_in_the_inbox_is_refused_and_nothing_changes(cli, parked_refund, script):
+    store = store_of(parked_refund)
+    _queue(store, "q-1", "Any news?", "r-1")
+    _queue(store, "q-2", "Still there?", "r-1")
+    before = _files(store)
+    refused = cli(*parked_refund, "reply", "r-1", "Still", "there?", "--delivery-id", "q-2",
+                  "--model", script([*REFUND_SCRIPT, {"say": "Finance will decide today."}]))  # fmt: skip
+    assert refused.code == 1 and refused.out == ""
+    assert refused.err.startswith("error: delivery 'q-2' waits in the inbox of session 'r-1'"), refused.err
+    assert _files(store) == before

@@ -10,8 +10,8 @@ from archmax.engine.tools import HostTool
 from archmax.errors import (
     ArchmaxError,
     CommitConflictError,
-    Diagnostic,
     DeliveryQueuedError,
+    Diagnostic,
     DuplicateDeliveryError,
     EmptyMessageError,
     InvalidDecisionTargetError,

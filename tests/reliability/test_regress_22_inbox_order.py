@@ -38,7 +38,7 @@ import pytest
 
 from reliability import counters
 from reliability.harness import Fault, PairWorld
-from reliability.invariants import Ledger, Violation
+from reliability.invariants import Ledger
 from reliability.pair_schedules import PairDriver
 from reliability.schedules import CHANNELS
 

@@ -69,9 +69,11 @@ class Context:
         return self.last_agent
 
     def host(self, agent: Any) -> Any:
-        """A :class:`~archmax.hosting.host.Host` over ``agent`` with the inbox ``archmax serve`` keeps
-        beside a filesystem store (``<root>/.inbox``; memory for a store without a folder), so a direct
-        firing never overtakes what waits there (DESIGN.md §3 "Inbox"; issue 22)."""
+        """A :class:`~archmax.hosting.host.Host` over ``agent`` and the inbox ``archmax serve`` keeps.
+
+        That is ``<root>/.inbox`` beside a filesystem store (memory for a store without a folder), so a
+        direct firing never overtakes what waits there (DESIGN.md §3 "Inbox"; issue 22).
+        """
         from archmax.hosting.host import Host
         from archmax.hosting.inbox import FilesystemInbox, MemoryInbox
 

@@ -421,7 +421,11 @@ class Host:
         Args:
             session_id: The session (validated by ``send``).
             message: The message text (``None``: the trigger's own).
-            trigger, variables, files, delivery_id, park_id: As ``agent.workflow.send`` takes them.
+            trigger: As ``agent.workflow.send`` takes it.
+            variables: As ``agent.workflow.send`` takes them.
+            files: As ``agent.workflow.send`` takes them.
+            delivery_id: The firing's idempotency key; one waiting in the inbox is refused.
+            park_id: The park this answers, as ``agent.workflow.send`` takes it.
 
         Returns:
             The send's :class:`Outcome`.

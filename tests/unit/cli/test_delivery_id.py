@@ -162,7 +162,9 @@ def test_deliver_with_a_stale_park_id_is_refused_and_with_the_current_one_is_app
 def _queue(store: Path, delivery_id: str, text: str, session_id: str = "m-1") -> None:
     """Put a pending firing in the inbox ``archmax serve`` keeps beside the store (it waits there)."""
     firing = Firing(trigger="email_reply", message=text, delivery_id=delivery_id)
-    item = InboxItem(session_id=session_id, delivery_id=delivery_id, arrived_at="2026-01-01T00:00:00.000Z", firing=firing)
+    item = InboxItem(
+        session_id=session_id, delivery_id=delivery_id, arrived_at="2026-01-01T00:00:00.000Z", firing=firing
+    )
     assert FilesystemInbox(store).put(item)
 
 

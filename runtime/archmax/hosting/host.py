@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from archmax.clock import Clock, format_instant
@@ -43,7 +43,7 @@ from archmax.hosting.host_sweep import sweep_host
 from archmax.hosting.inbox_base import Inbox, InboxCapability, InboxItem, ItemKind
 from archmax.hosting.reports import Accepted, Disposition, Redrive, SweepReport
 from archmax.session.firing import Deliver, Firing, Send
-from archmax.session.ids import SessionId, parse_session_id, validate_delivery_id
+from archmax.session.ids import SessionId, parent_session_id, parse_session_id, validate_delivery_id
 from archmax.session.results import Outcome
 from archmax.session.variables import check_host_variables
 from archmax.stores.base import Capability
@@ -456,17 +456,42 @@ class Host:
         drain: the wake that accepted the item, or the sweep, does); once the item is applied a retry
         answers ``DuplicateDeliveryError``, and an item the drain refused (``failed``, never applied)
         lets the firing through for its own answer. One inbox read, only for a firing that carries a
-        delivery id; the ids are validated before they become keys or paths.
+        delivery id; the ids are validated before they become keys or paths. A caller and its child
+        apply events as one pair, whichever id a firing names (BEHAVIOUR.md §5.10), so the inboxes of
+        the pair are read too (:meth:`_pair_queues`).
 
         Raises:
-            DeliveryQueuedError, InvalidSessionIdError, InvalidDeliveryIdError.
+            DeliveryQueuedError (naming the session whose inbox holds it), InvalidSessionIdError,
+            InvalidDeliveryIdError, StoreError.
         """
         if delivery_id is None:
             return
         session_id = parse_session_id(session_id)
-        item = self.inbox.get(session_id, validate_delivery_id(delivery_id, session_id=session_id))
-        if item is not None and item.status == "pending":
-            raise DeliveryQueuedError(session_id, delivery_id)
+        delivery_id = validate_delivery_id(delivery_id, session_id=session_id)
+        for queue in self._pair_queues(session_id):
+            item = self.inbox.get(queue, delivery_id)
+            if item is not None and item.status == "pending":
+                raise DeliveryQueuedError(queue, delivery_id)
+
+    def _pair_queues(self, session_id: str) -> Iterator[str]:
+        """The session, each ancestor its id names, then each child its call in flight delegates to (§5.10).
+
+        The ancestors cost no read (``parent_session_id``); the children are read from the store
+        (one load per level) only when the agent's workflow calls sub-workflows at all.
+        """
+        queue: str | None = session_id
+        while queue is not None:
+            yield queue
+            queue = parent_session_id(queue)
+        if not self.agent.spec.uses_subworkflows():
+            return
+        seen = {session_id}
+        record = self.agent.store.load(session_id)
+        while record is not None and record.delegation is not None and record.delegation.session_id not in seen:
+            child = record.delegation.session_id
+            seen.add(child)
+            yield child
+            record = self.agent.store.load(child)
 
     def decide_now(
         self, session_id: str, *, to: str | None, comment: str | None = None, park_id: str | None = None

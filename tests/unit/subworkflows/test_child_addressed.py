@@ -18,6 +18,8 @@ from typing import Any
 import pytest
 
 from archmax import create_agent
+from archmax.clock import format_instant
+from archmax.errors import DeliveryQueuedError
 from archmax.hosting.host import Host
 from archmax.models.base import ModelRequest
 from archmax.session.firing import Firing
@@ -142,3 +144,33 @@ def test_a_caller_left_parked_behind_a_finished_child_catches_up_when_the_child_
 
     assert out is not None and out.session_id == CALLER and out.kind == "completed"
     _assert_pair_finished_with(env, "A")
+
+
+@pytest.mark.parametrize(("queued_at", "direct_at"), [(CALLER, CHILD), (CHILD, CALLER)])
+@pytest.mark.parametrize("door", ["deliver_now", "send_now"])
+def test_a_direct_firing_at_either_id_of_the_pair_never_overtakes_the_pairs_inbox(
+    env: Env, tmp_path: Path, queued_at: str, direct_at: str, door: str
+) -> None:
+    """Issue 22: ``d-B`` waits behind ``d-A`` in the inbox of one id of the pair; a direct firing of
+    ``d-B`` at the other id is refused, nothing is applied, and the drain applies A then B. Before
+    (found by attack29) the host read only the addressed id's inbox, and the engine's routing of the
+    pair applied B at once, ahead of A."""
+    desk, _ = _pair(env, tmp_path)
+    host = Host(_agent(env, desk), env.inbox, clock=env.clock, lease_ttl_s=LEASE_TTL_S)
+    assert env.inbox.try_acquire(queued_at, "drain-elsewhere", format_instant(env.clock.now()), LEASE_TTL_S)
+    for token in ("A", "B"):  # act:wait keeps the child waiting for the next one
+        host.accept(
+            Firing(trigger="ping", message=f"<<{token}>> act:wait", delivery_id=f"d-{token}"), session_id=queued_at
+        )
+    with pytest.raises(DeliveryQueuedError) as refused:
+        if door == "deliver_now":
+            host.deliver_now(direct_at, trigger="ping", message="<<B>> act:wait", delivery_id="d-B")
+        else:
+            host.send_now(direct_at, "<<B>> act:wait", trigger="ping", delivery_id="d-B")
+    assert refused.value.session_id == queued_at and refused.value.delivery_id == "d-B"
+    store = env.other_store()
+    assert tokens_in(store, CALLER) + tokens_in(store, CHILD) == []  # nothing applied now
+
+    env.clock.advance(timedelta(seconds=LEASE_TTL_S + 1))  # the other drainer's lease expires
+    host.sweep()
+    assert tokens_in(store, CALLER) + tokens_in(store, CHILD) == ["<<A>>", "<<B>>"]

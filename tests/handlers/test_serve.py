@@ -147,3 +147,36 @@ def test_a_server_error_the_handler_answers_itself_is_logged(tmp_path: Path, clo
         assert any("answered 503" in r.getMessage() and "StoreError" in r.getMessage() for r in caplog.records)
     finally:
         server.stop()
+
+
+def test_a_delivery_whose_idempotency_key_waits_in_the_inbox_is_a_409_naming_it_and_changes_nothing(
+    tmp_path: Path, clock: Any
+) -> None:
+    """Issue 22: ``POST /sessions/{id}/deliveries`` never overtakes what waits in the session's inbox."""
+    from archmax.clock import format_instant
+
+    from .conftest import ANSWER, _fs_snapshot
+
+    root = tmp_path / "sessions"
+    server = serve(SUPPORT_INBOX, root=root, port=0, sweep_interval_s=None,
+                   model=ScriptedModel(PARK + ANSWER), clock=clock, env={})  # fmt: skip
+    try:
+        json_headers = {"Content-Type": "application/json"}
+        status, _ = request(f"{server.url}/sessions/chat-42/messages", "POST",
+                            {"message": "Where is my parcel?", "trigger": "email_received"}, json_headers)  # fmt: skip
+        assert status == 202
+        inbox = server.collaborators.host.inbox
+        assert inbox.try_acquire("chat-42", "drain-elsewhere", format_instant(clock.now()), 900)  # a drain stalls
+        for key, text in (("m-2", "It is ORD-1001."), ("m-3", "Any news?")):
+            status, _ = request(f"{server.url}/sessions/chat-42/messages", "POST",
+                                {"message": text, "trigger": "email_reply"}, {**json_headers, "Idempotency-Key": key})  # fmt: skip
+            assert status == 202
+        before = _fs_snapshot(root)
+        status, refused = request(f"{server.url}/sessions/chat-42/deliveries", "POST",
+                                  {"trigger": "email_reply", "message": "Any news?"},
+                                  {**json_headers, "Idempotency-Key": "m-3"})  # fmt: skip
+        assert status == 409 and refused["error"] == "DeliveryQueuedError", refused
+        assert "'m-3' waits in the inbox of session 'chat-42'" in refused["message"]
+        assert _fs_snapshot(root) == before
+    finally:
+        server.stop()

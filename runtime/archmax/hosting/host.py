@@ -267,7 +267,7 @@ class Host:
                         blocked = True
                         seen = self.inbox.arrivals(session_id)  # stop here: what waits is the sweep's
                         break
-            if self.inbox.release(session_id, owner, seen):
+            if self._release(session_id, owner, seen):
                 return results
             # a firing arrived after the counter was read (or the lease was lost): go round again
         return results
@@ -286,6 +286,22 @@ class Host:
                 raise
             log.warning("drain lease of session %r: no answer (%s); asking again", session_id, exc)
             return self.inbox.try_acquire(session_id, owner, self._now(), self.lease_ttl_s)
+
+    def _release(self, session_id: str, owner: str, seen: int) -> bool:
+        """Let the drain lease go; a failed call is asked again once (as :meth:`_acquire` asks).
+
+        A ``release`` that failed unapplied would otherwise leave the lease with an owner nobody runs
+        until it expires, so the next firing's wake could not drain it (issue 22). Asking again is
+        safe: one that was applied answers ``False`` the second time, and the drain goes round once
+        more (it takes the free lease, finds nothing, and lets go).
+        """
+        try:
+            return self.inbox.release(session_id, owner, seen)
+        except ArchmaxError as exc:
+            if not is_retryable(exc):
+                raise
+            log.warning("drain lease of session %r: release failed (%s); asking again", session_id, exc)
+            return self.inbox.release(session_id, owner, seen)
 
     def _rides(self) -> bool:
         """The inbox's marks and counter check can ride the store's commits (DynamoInbox + AwsStore, issue 10)."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 from archmax.cli.context import Context
 from archmax.cli.leases import live_lease, now_instant
 from archmax.cli.render import command
-from archmax.errors import ArchmaxError, ModelError, SessionStateError
+from archmax.errors import ArchmaxError, DeliveryQueuedError, ModelError, SessionStateError
 from archmax.session.records import SessionStatus
 
 FIRING_COMMANDS = ("run", "deliver", "reply", "decide")
@@ -28,6 +28,8 @@ def hint_after(cli: Context, exc: ArchmaxError) -> str | None:
     command_name = cli.args.command
     if command_name not in FIRING_COMMANDS:
         return None
+    if isinstance(exc, DeliveryQueuedError):
+        return _queued_hint(cli, exc)
     refused = isinstance(exc, SessionStateError) and getattr(exc, "status", None) == "running"
     if not (isinstance(exc, ModelError) or refused):
         return None
@@ -57,6 +59,23 @@ def hint_after(cli: Context, exc: ArchmaxError) -> str | None:
         )
     return f"next: once the model answers, {sweep} finishes the turn of session '{session_id}', which is 'running'" + (
         _adds_again(command_name)
+    )
+
+
+def _queued_hint(cli: Context, exc: DeliveryQueuedError) -> str:
+    """Who applies a ``--delivery-id`` that waits in the inbox: ``archmax serve`` (issue 22).
+
+    The CLI's own ``sweep`` does not drain the inbox, so repeating the command alone never gets past
+    the refusal; the server's drain, or its sweep, applies the id in arrival order.
+    """
+    flags = cli.context()
+    if "--record" in flags:  # serve records nothing
+        at = flags.index("--record")
+        flags = flags[:at] + flags[at + 2 :]
+    serve = command("archmax", "serve", *flags)
+    return (
+        f"next: {serve} applies delivery '{exc.delivery_id}' from the inbox of session '{exc.session_id}', "
+        "after the firings that arrived before it; this command repeated then answers that it was already applied"
     )
 
 

@@ -191,7 +191,10 @@ def test_a_delivery_id_waiting_in_the_inbox_is_refused_by_every_cli_door_and_not
     }[command]
     refused = cli(*examples, *args, "--delivery-id", "q-2", "--model", model)
     assert refused.code == 1 and refused.out == ""
-    assert refused.err.startswith("error: delivery 'q-2' waits in the inbox of session 'm-1'"), refused.err
+    err = refused.err.splitlines()
+    assert err[0].startswith("error: delivery 'q-2' waits in the inbox of session 'm-1'"), refused.err
+    # the CLI's sweep does not drain the inbox: the way out names the server that does (attack29)
+    assert err[1].startswith("next: archmax serve --root ") and "applies delivery 'q-2'" in err[1], refused.err
     assert _files(store) == before
 
 
@@ -204,4 +207,5 @@ def test_a_reply_whose_delivery_id_waits_in_the_inbox_is_refused_and_nothing_cha
                   "--model", script([*REFUND_SCRIPT, {"say": "Finance will decide today."}]))  # fmt: skip
     assert refused.code == 1 and refused.out == ""
     assert refused.err.startswith("error: delivery 'q-2' waits in the inbox of session 'r-1'"), refused.err
+    assert refused.err.splitlines()[1].startswith("next: archmax serve "), refused.err
     assert _files(store) == before

@@ -241,13 +241,22 @@ class Host:
             riding, when nothing waits).
 
         Raises:
-            InvalidSessionIdError. Anything that is not an ArchmaxError (a crash) propagates and
+            InvalidSessionIdError; an ArchmaxError of the inbox (``StoreError``), after the drain lease
+            was let go (best effort). Anything that is not an ArchmaxError (a crash) propagates and
             leaves the item pending and the drain lease to expire.
         """
         session_id = parse_session_id(session_id)
         owner = f"drain-{uuid.uuid4().hex}"
         if self._rides():
             return self._drain_riding(session_id, owner)
+        try:
+            return self._drain_leased(session_id, owner)
+        except ArchmaxError:
+            self._let_go(session_id, owner)
+            raise
+
+    def _drain_leased(self, session_id: str, owner: str) -> list[DrainResult]:
+        """:meth:`drain` under the drain lease ``owner`` takes (the plain inboxes)."""
         results: list[DrainResult] = []
         while self._acquire(session_id, owner):
             just_acquired, blocked = True, False
@@ -302,6 +311,19 @@ class Host:
                 raise
             log.warning("drain lease of session %r: release failed (%s); asking again", session_id, exc)
             return self.inbox.release(session_id, owner, seen)
+
+    def _let_go(self, session_id: str, owner: str) -> None:
+        """Best effort, after an inbox or store error ended a drain: let go of the drain lease if ``owner`` holds it.
+
+        Otherwise the lease keeps an owner nobody runs until it expires (900 s), and the next
+        firing's wake cannot drain (issue 22). What is still pending stays for that wake or the
+        sweep (an applied item is then answered ``DuplicateDeliveryError`` and marked done). An
+        inbox that still does not answer leaves the lease to expire, as before.
+        """
+        try:
+            self.inbox.release(session_id, owner, self.inbox.arrivals(session_id))
+        except ArchmaxError as exc:
+            log.warning("drain lease of session %r: could not let it go after a failed drain: %s", session_id, exc)
 
     def _rides(self) -> bool:
         """The inbox's marks and counter check can ride the store's commits (DynamoInbox + AwsStore, issue 10)."""

@@ -186,3 +186,30 @@ def test_a_drain_that_failed_on_an_inbox_error_lets_its_lease_go_so_the_next_wak
     host.accept(email("second", "ses-2"))
     assert [host.inbox.get(SID, d).status for d in ("ses-1", "ses-2")] == ["done", "done"]
     assert user_texts(host) == ["first", "second"]
+
+
+def test_a_direct_retry_while_the_drain_applies_that_very_id_is_refused_then_answered_duplicate(make_host):
+    """Threads (attack29, held): the drain's turn for ``ses-1`` is mid-flight when a direct retry of
+    ``ses-1`` and a new direct firing arrive; the retry is refused as queued (the item is still
+    pending while it is applied), the new id as mid-turn, and after the turn the retry is a duplicate."""
+    from archmax.errors import SessionNotResumableError
+
+    from ._models import GatedModel, Runner
+
+    model = GatedModel([*FIRST_TURN, ack(1)])
+    host = make_host(model)
+    drain = Runner(host.accept, email("first", "ses-1"))
+    drain.start()
+    assert model.entered.wait(timeout=30)
+    with pytest.raises(DeliveryQueuedError):
+        host.send_now(SID, "first", trigger="email_received", delivery_id="ses-1")
+    with pytest.raises(SessionNotResumableError) as busy:
+        host.send_now(SID, "direct", trigger="email_received", delivery_id="cli-1")
+    assert not isinstance(busy.value, DeliveryQueuedError)
+    model.open()
+    drain.join(timeout=60)
+    assert drain.raised is None
+    with pytest.raises(DuplicateDeliveryError):
+        host.send_now(SID, "first", trigger="email_received", delivery_id="ses-1")
+    assert user_texts(host) == ["first"]
+    assert host.inbox.get(SID, "ses-1").status == "done"

@@ -174,3 +174,34 @@ def test_a_direct_firing_at_either_id_of_the_pair_never_overtakes_the_pairs_inbo
     env.clock.advance(timedelta(seconds=LEASE_TTL_S + 1))  # the other drainer's lease expires
     host.sweep()
     assert tokens_in(store, CALLER) + tokens_in(store, CHILD) == ["<<A>>", "<<B>>"]
+
+
+@pytest.mark.xfail(strict=True, reason="open (attack29): the caller's and the child's inbox items are two queues")
+def test_a_message_accepted_at_the_childs_id_waits_behind_one_pending_at_its_callers_id(
+    env: Env, tmp_path: Path
+) -> None:
+    """Issue 22 ("each event applied ... in arrival order" for the pair), found by attack29, not fixed.
+
+    ``d-A`` is accepted at the caller ``p1`` while another drainer holds ``p1``'s drain lease (so it
+    waits); ``d-B`` is then accepted at the child's id. ``Host.accept`` keys the item by the id it
+    resolved (the child's), so it has its own queue and its own drain lease: its wake drains it at
+    once and the engine routes it through the pair, and B is applied before A. Direct doors are
+    covered (``Host._refuse_queued`` reads the pair's inboxes); the inbox itself is not.
+
+    A fix: key every item of a pair by its root ancestor (``parent_session_id`` up the chain) and
+    keep the addressed id in ``item.firing.session_id`` for the drain to apply it to; then update
+    every reader that looks an item up by the addressed id (the webhook replay check in
+    ``handlers/send.py``, ``inbound/admission.py``'s ``_exists`` and ``_redelivered``), and migrate
+    items already waiting under a child's key (the sweep drains those as before).
+    """
+    desk, _ = _pair(env, tmp_path)
+    host = Host(_agent(env, desk), env.inbox, clock=env.clock, lease_ttl_s=LEASE_TTL_S)
+    assert env.inbox.try_acquire(CALLER, "drain-elsewhere", format_instant(env.clock.now()), LEASE_TTL_S)
+    host.accept(Firing(trigger="ping", message="<<A>> act:wait", delivery_id="d-A"), session_id=CALLER)
+    host.accept(Firing(trigger="ping", message="<<B>> act:wait", delivery_id="d-B"), session_id=CHILD)
+    store = env.other_store()
+    assert tokens_in(store, CALLER) + tokens_in(store, CHILD) == []  # B waits behind A
+
+    env.clock.advance(timedelta(seconds=LEASE_TTL_S + 1))
+    host.sweep()
+    assert tokens_in(store, CALLER) + tokens_in(store, CHILD) == ["<<A>>", "<<B>>"]

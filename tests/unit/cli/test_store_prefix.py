@@ -98,3 +98,28 @@ def test_what_invoke_wrote_under_a_bare_store_value_is_what_the_other_commands_r
     keys = [o["Key"] for o in aws.s3.list_objects_v2(Bucket=aws.bucket).get("Contents", [])]
     assert any("cli-1" in key and key.endswith("note.txt") for key in keys), keys
     assert all(key.startswith("sessions/") for key in keys), keys
+
+
+@pytest.mark.xfail(strict=True, reason="open (attack29): the CLI's host over an aws: store keeps its inbox in memory")
+def test_the_cli_host_over_an_aws_store_reads_the_stacks_inbox_table(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 22 on the CLI with ``--store aws:...`` (found by attack29, not fixed).
+
+    ``Context.host`` gives a store without a folder a ``MemoryInbox``, so ``archmax run``, ``email``,
+    ``reply`` and ``deliver --delivery-id`` never see a key that waits in the deployed stack's
+    DynamoDB inbox (``INBOX_TABLE``), and apply it ahead of the firings that arrived before it there.
+    ``archmax invoke`` already takes ``--inbox-table``; the firing commands take no such flag and read
+    no ``INBOX_TABLE``. A fix: ``Context.host`` opens ``DynamoInbox(INBOX_TABLE)`` (as
+    ``hosting/wiring.py``'s ``_inbox`` does for the functions) when the store is ``aws:`` and the
+    table is named (``INBOX_TABLE``, or an ``--inbox-table`` flag on those commands).
+    """
+    from types import SimpleNamespace
+
+    from archmax import FakeClock
+    from archmax.cli.context import Context
+
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-1")
+    monkeypatch.setenv("INBOX_TABLE", "archmax-inbox")
+    cli = Context(SimpleNamespace(root=str(REPO), store="aws:t/b", command="run"))
+    agent = SimpleNamespace(runtime=SimpleNamespace(clock=FakeClock("2026-01-01T00:00:00.000Z")))
+    inbox = cli.host(agent).inbox
+    assert type(inbox).__name__ == "DynamoInbox" and inbox.table_name == "archmax-inbox"

@@ -213,3 +213,18 @@ def test_a_direct_retry_while_the_drain_applies_that_very_id_is_refused_then_ans
         host.send_now(SID, "first", trigger="email_received", delivery_id="ses-1")
     assert user_texts(host) == ["first"]
     assert host.inbox.get(SID, "ses-1").status == "done"
+
+
+@pytest.mark.parametrize(
+    ("session_id", "queue"),
+    [
+        ("AAQk-1", "AAQk-1"),
+        ("p1~work:check:1", "p1"),
+        ("p1~work:check:1~review:sub:2", "p1"),
+        ("not~a child", "not~a child"),  # a ``~`` that names no child: the session is its own queue
+    ],
+)
+def test_a_chain_of_sub_workflows_shares_its_roots_queue(session_id: str, queue: str) -> None:
+    from archmax.hosting.inbox import queue_id
+
+    assert queue_id(session_id) == queue

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from archmax.hosting.inbox_base import queue_id
 from archmax.session.notes import runtime_note_kind
 from archmax.session.records import Checkpoint, Message, SessionStatus
 from archmax.stores.base import head_of
@@ -107,7 +108,7 @@ def check_inbox(ledger: Ledger, inbox: Any, records: dict[str, Checkpoint]) -> N
     by_session: dict[str, list[tuple[int, int]]] = {}
     for record in ledger.inboxed:
         event = record.event
-        item = inbox.get(event.session_id, record.delivery_id)
+        item = inbox.get(queue_id(event.session_id), record.delivery_id)
         where = f"inbox item {record.delivery_id!r} ({event.token}) of {event.session_id}"
         check(item is not None, f"{where} was accepted but is not in the inbox")
         check(item.status != "pending", f"{where} is still pending after recovery: lost")

@@ -9,6 +9,7 @@ session command uses), DESIGN.md §5 (the model is configuration).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -69,16 +70,22 @@ class Context:
         return self.last_agent
 
     def host(self, agent: Any) -> Any:
-        """A :class:`~archmax.hosting.host.Host` over ``agent`` and the inbox ``archmax serve`` keeps.
+        """A :class:`~archmax.hosting.host.Host` over ``agent`` and the inbox ``archmax serve`` or the stack keeps.
 
-        That is ``<root>/.inbox`` beside a filesystem store (memory for a store without a folder), so a
-        direct firing never overtakes what waits there (DESIGN.md §3 "Inbox"; issue 22).
+        That is ``<root>/.inbox`` beside a filesystem store; for an ``aws:`` store the DynamoDB inbox
+        ``INBOX_TABLE`` names (the stack's output ``InboxTableName``), so a direct firing never
+        overtakes what waits there (DESIGN.md §3 "Inbox"; issue 22); otherwise one in memory.
         """
         from archmax.hosting.host import Host
-        from archmax.hosting.inbox import FilesystemInbox, MemoryInbox
+        from archmax.hosting.inbox import DynamoInbox, FilesystemInbox, MemoryInbox
 
         root = self.store.location.root
-        return Host(agent, FilesystemInbox(root) if root is not None else MemoryInbox())
+        if root is not None:
+            return Host(agent, FilesystemInbox(root))
+        table = os.environ.get("INBOX_TABLE")
+        if table:
+            return Host(agent, DynamoInbox(table, clock=agent.runtime.clock))
+        return Host(agent, MemoryInbox())
 
     def session_workflow(self, session_id: str, missing: type[ArchmaxError] | None = None) -> Path:
         """``--workflow``, else the workflow the session's checkpoint names, else the only one.

@@ -30,6 +30,7 @@ from archmax.handlers.common import (
     transcript_location,
     unrecognised,
 )
+from archmax.hosting.inbox_base import queue_id
 from archmax.inbound.admission import MailDoor, admit, applied, hold
 from archmax.inbound.apigw import message_firing, raw_body, trigger_firing
 from archmax.inbound.ses import SesMail, is_ses_event, ses_firing, ses_mails
@@ -102,7 +103,7 @@ def _signed_webhook(c: Collaborators, event: Any, trigger: str) -> Any:
         sid = c.agent.workflow.resolve_session(trigger=trigger, variables=firing.variables).session_id
     except SessionNotResumableError as exc:
         sid = str(exc.session_id)
-    if c.host.inbox.get(sid, delivery_id) is not None:
+    if c.host.inbox.get(queue_id(sid), delivery_id) is not None:
         raise DuplicateDeliveryError(sid, delivery_id)  # a replay: refused, nothing written
     return json_response(202, _accepted(c.host.accept(firing, session_id=sid)))
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from archmax.clock import Clock, format_instant
@@ -40,10 +40,10 @@ from archmax.errors import (
     is_retryable,
 )
 from archmax.hosting.host_sweep import sweep_host
-from archmax.hosting.inbox_base import Inbox, InboxCapability, InboxItem, ItemKind
+from archmax.hosting.inbox_base import Inbox, InboxCapability, InboxItem, ItemKind, queue_id
 from archmax.hosting.reports import Accepted, Disposition, Redrive, SweepReport
 from archmax.session.firing import Deliver, Firing, Send
-from archmax.session.ids import SessionId, parent_session_id, parse_session_id, validate_delivery_id
+from archmax.session.ids import parent_session_id, parse_session_id, validate_delivery_id
 from archmax.session.results import Outcome
 from archmax.session.variables import check_host_variables
 from archmax.stores.base import Capability
@@ -157,15 +157,16 @@ class Host:
         sid, disposition, warnings, minted = self._resolve(firing, explicit, session_path, kind)
         self._check(firing, sid, disposition, kind)
         delivery_id = validate_delivery_id(firing.delivery_id or f"archmax-{uuid.uuid4()}", session_id=sid)
+        queue = queue_id(sid)  # a caller and its children share one queue: one arrival order (§5.10)
         item = InboxItem(
-            session_id=sid,
+            session_id=queue,
             delivery_id=delivery_id,
             arrived_at=self._now(),
             kind=kind,
             firing=firing.model_copy(update={"session_id": sid, "delivery_id": delivery_id}),
         )
         created = self.inbox.put(item, new_session=minted)
-        self._wake(sid)
+        self._wake(queue)
         return Accepted(
             session_id=sid,
             delivery_id=delivery_id,
@@ -233,7 +234,8 @@ class Host:
         check ride the commit that ends the turn (:meth:`_drain_riding`, issues 10 and 24).
 
         Args:
-            session_id: The session to drain.
+            session_id: The queue to drain: :func:`~archmax.hosting.inbox_base.queue_id` of the
+                sessions whose firings wait in it (a caller's chain shares one; issue 22).
 
         Returns:
             One entry per item tried, in order: the :class:`Outcome`, or the error it raised
@@ -371,7 +373,10 @@ class Host:
 
     def _run(self, item: InboxItem, riders: Riders | None) -> Outcome | ArchmaxError:
         """Apply one item through the agent's door: the Outcome, or the ArchmaxError it raised."""
-        f, sid = item.firing, SessionId(item.session_id)  # parsed when the drain began
+        f = item.firing
+        # the session it is for: the queue's root or one of its children (an item put before queues
+        # were per chain has no other id than its own queue's)
+        sid = parse_session_id(f.session_id or item.session_id)
         firing: Send | Deliver
         if item.kind == "deliver":
             firing = Deliver(
@@ -495,8 +500,8 @@ class Host:
         answers ``DuplicateDeliveryError``, and an item the drain refused (``failed``, never applied)
         lets the firing through for its own answer. One inbox read, only for a firing that carries a
         delivery id; the ids are validated before they become keys or paths. A caller and its child
-        apply events as one pair, whichever id a firing names (BEHAVIOUR.md §5.10), so the inboxes of
-        the pair are read too (:meth:`_pair_queues`).
+        apply events as one pair, whichever id a firing names (BEHAVIOUR.md §5.10), so the pair's
+        one queue is read (:meth:`_queues`; one more read per id only for a child's firing).
 
         Raises:
             DeliveryQueuedError (naming the session whose inbox holds it), InvalidSessionIdError,
@@ -506,30 +511,25 @@ class Host:
             return
         session_id = parse_session_id(session_id)
         delivery_id = validate_delivery_id(delivery_id, session_id=session_id)
-        for queue in self._pair_queues(session_id):
+        for queue in self._queues(session_id):
             item = self.inbox.get(queue, delivery_id)
             if item is not None and item.status == "pending":
                 raise DeliveryQueuedError(queue, delivery_id)
 
-    def _pair_queues(self, session_id: str) -> Iterator[str]:
-        """The session, each ancestor its id names, then each child its call in flight delegates to (§5.10).
+    @staticmethod
+    def _queues(session_id: str) -> list[str]:
+        """Where a firing at ``session_id`` may wait, without a read.
 
-        The ancestors cost no read (``parent_session_id``); the children are read from the store
-        (one load per level) only when the agent's workflow calls sub-workflows at all.
+        Its chain's queue (:func:`queue_id`), then the id itself and each ancestor it names (items
+        put before queues were per chain).
         """
+        queues = [queue_id(session_id)]
         queue: str | None = session_id
         while queue is not None:
-            yield queue
+            if queue not in queues:
+                queues.append(queue)
             queue = parent_session_id(queue)
-        if not self.agent.spec.uses_subworkflows():
-            return
-        seen = {session_id}
-        record = self.agent.store.load(session_id)
-        while record is not None and record.delegation is not None and record.delegation.session_id not in seen:
-            child = record.delegation.session_id
-            seen.add(child)
-            yield child
-            record = self.agent.store.load(child)
+        return queues
 
     def decide_now(
         self, session_id: str, *, to: str | None, comment: str | None = None, park_id: str | None = None
@@ -551,13 +551,14 @@ class Host:
 
         An inbox failure here must not report the applied delivery as failed; the sweep re-drives.
         """
+        queue = queue_id(session_id)
         try:
-            waiting = bool(self.inbox.pending(session_id))
+            waiting = bool(self.inbox.pending(queue))
         except ArchmaxError:
             log.warning("could not check the inbox of session %r after a direct firing", session_id, exc_info=True)
             return
         if waiting:
-            self._wake(session_id)
+            self._wake(queue)
 
     # ------------------------------------------------------------------ sweep
 

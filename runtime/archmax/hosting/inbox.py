@@ -21,6 +21,7 @@ from archmax.hosting.inbox_base import (
     ItemKind,
     ItemStatus,
     LocalInbox,
+    queue_id,
 )
 from archmax.hosting.inbox_dynamo import DynamoInbox
 from archmax.hosting.inbox_fs import FilesystemInbox
@@ -36,6 +37,7 @@ __all__ = [
     "ItemKind",
     "ItemStatus",
     "MemoryInbox",
+    "queue_id",
     "validate_delivery_id",
 ]
 

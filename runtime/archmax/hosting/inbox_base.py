@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_valid
 
 from archmax.clock import format_instant, parse_instant
 from archmax.session.firing import Firing
+from archmax.session.ids import parent_session_id
 
 if TYPE_CHECKING:
     from archmax.stores.riders import Riders
@@ -48,11 +49,25 @@ def _encode_files(files: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def queue_id(session_id: str) -> str:
+    """The inbox queue of a session's firings: the root of its sub-workflow chain (no read).
+
+    A caller and its children apply events as one pair, whichever id a firing names (BEHAVIOUR.md
+    §5.10), so their firings wait in one queue, drained in arrival order under one drain lease
+    (DESIGN.md §3 "Inbox"; issue 22). A session that is no child is its own queue.
+    """
+    parent = parent_session_id(session_id)
+    while parent is not None:
+        session_id, parent = parent, parent_session_id(parent)
+    return session_id
+
+
 class InboxItem(BaseModel):
     """One firing waiting for its session; JSON-serialisable (file bytes base64-encoded inside).
 
     Attributes:
-        session_id: The session the firing is for (already resolved).
+        session_id: The queue the item waits in: :func:`queue_id` of the session the firing is for
+            (the root of its sub-workflow chain); ``firing.session_id`` is the session it is applied to.
         delivery_id: The firing's stable id; unique within the session.
         arrived_at: Instant ``YYYY-MM-DDTHH:MM:SS.mmmZ`` the host accepted it.
         kind: ``send`` (the firing rule) or ``deliver`` (into an input park only).

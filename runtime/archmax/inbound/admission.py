@@ -49,6 +49,7 @@ from pydantic import BaseModel, ConfigDict
 from archmax.engine.deliveries import was_applied
 from archmax.engine.firing_rule import refuse_stale_park
 from archmax.errors import SessionNotResumableError, UnknownSessionTriggerError
+from archmax.hosting.inbox_base import queue_id
 from archmax.inbound.mail_auth import (
     DEFAULT_POLICY,
     Verdicts,
@@ -233,14 +234,16 @@ def _exists(door: MailDoor, session_id: str) -> bool:
     """A checkpoint, or firings already waiting in the inbox to open it (a first mail not yet applied)."""
     if door.store.head(session_id) is not None:
         return True
-    return door.inbox is not None and bool(door.inbox.pending(session_id))
+    if door.inbox is None:
+        return False
+    return any(i.firing.session_id in (None, session_id) for i in door.inbox.pending(queue_id(session_id)))
 
 
 def _redelivered(door: MailDoor, session_id: str, delivery_id: str | None, sender: str | None) -> bool:
     """Whether the inbox already took ``delivery_id`` for the session from this very sender (a receipt retried)."""
     if door.inbox is None or not delivery_id or not sender:
         return False
-    item = door.inbox.get(session_id, delivery_id)
+    item = door.inbox.get(queue_id(session_id), delivery_id)
     taken_from = item.firing.variables.get("from") if item is not None else None
     return isinstance(taken_from, str) and normal_address(taken_from) == normal_address(sender)
 

@@ -100,9 +100,8 @@ def test_what_invoke_wrote_under_a_bare_store_value_is_what_the_other_commands_r
     assert all(key.startswith("sessions/") for key in keys), keys
 
 
-@pytest.mark.xfail(strict=True, reason="open (attack29): the CLI's host over an aws: store keeps its inbox in memory")
 def test_the_cli_host_over_an_aws_store_reads_the_stacks_inbox_table(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Issue 22 on the CLI with ``--store aws:...`` (found by attack29, not fixed).
+    """Issue 22 on the CLI with ``--store aws:...`` (found by attack29; fixed).
 
     ``Context.host`` gives a store without a folder a ``MemoryInbox``, so ``archmax run``, ``email``,
     ``reply`` and ``deliver --delivery-id`` never see a key that waits in the deployed stack's

@@ -86,7 +86,8 @@ def test_an_inboxed_message_to_the_childs_id_is_applied_to_the_pair(env: Env, tm
     host.accept(Firing(trigger="ping", message="<<A>>", delivery_id="d-A"), session_id=CHILD)
     host.sweep()  # whatever the drain left is re-driven
     _assert_pair_finished_with(env, "A")
-    assert env.inbox.get(CHILD, "d-A") is None or env.inbox.get(CHILD, "d-A").status == "done"
+    assert env.inbox.get(CALLER, "d-A").status == "done"  # the pair's one queue is the caller's
+    assert env.inbox.get(CHILD, "d-A") is None
 
 
 def test_a_decision_and_a_reply_to_the_childs_id_through_the_callers_agent_reach_the_pair(
@@ -157,7 +158,8 @@ def test_a_direct_firing_at_either_id_of_the_pair_never_overtakes_the_pairs_inbo
     pair applied B at once, ahead of A."""
     desk, _ = _pair(env, tmp_path)
     host = Host(_agent(env, desk), env.inbox, clock=env.clock, lease_ttl_s=LEASE_TTL_S)
-    assert env.inbox.try_acquire(queued_at, "drain-elsewhere", format_instant(env.clock.now()), LEASE_TTL_S)
+    # the pair's one queue is the caller's, whichever id the firings were accepted at
+    assert env.inbox.try_acquire(CALLER, "drain-elsewhere", format_instant(env.clock.now()), LEASE_TTL_S)
     for token in ("A", "B"):  # act:wait keeps the child waiting for the next one
         host.accept(
             Firing(trigger="ping", message=f"<<{token}>> act:wait", delivery_id=f"d-{token}"), session_id=queued_at
@@ -167,7 +169,7 @@ def test_a_direct_firing_at_either_id_of_the_pair_never_overtakes_the_pairs_inbo
             host.deliver_now(direct_at, trigger="ping", message="<<B>> act:wait", delivery_id="d-B")
         else:
             host.send_now(direct_at, "<<B>> act:wait", trigger="ping", delivery_id="d-B")
-    assert refused.value.session_id == queued_at and refused.value.delivery_id == "d-B"
+    assert refused.value.session_id == CALLER and refused.value.delivery_id == "d-B"
     store = env.other_store()
     assert tokens_in(store, CALLER) + tokens_in(store, CHILD) == []  # nothing applied now
 
@@ -176,29 +178,22 @@ def test_a_direct_firing_at_either_id_of_the_pair_never_overtakes_the_pairs_inbo
     assert tokens_in(store, CALLER) + tokens_in(store, CHILD) == ["<<A>>", "<<B>>"]
 
 
-@pytest.mark.xfail(strict=True, reason="open (attack29): the caller's and the child's inbox items are two queues")
-def test_a_message_accepted_at_the_childs_id_waits_behind_one_pending_at_its_callers_id(
-    env: Env, tmp_path: Path
+@pytest.mark.parametrize(("first", "second"), [(CALLER, CHILD), (CHILD, CALLER)])
+def test_a_message_accepted_at_one_id_of_the_pair_waits_behind_one_pending_at_the_other(
+    env: Env, tmp_path: Path, first: str, second: str
 ) -> None:
-    """Issue 22 ("each event applied ... in arrival order" for the pair), found by attack29, not fixed.
+    """Issue 22 ("each event applied ... in arrival order" for the pair), found by attack29.
 
-    ``d-A`` is accepted at the caller ``p1`` while another drainer holds ``p1``'s drain lease (so it
-    waits); ``d-B`` is then accepted at the child's id. ``Host.accept`` keys the item by the id it
-    resolved (the child's), so it has its own queue and its own drain lease: its wake drains it at
-    once and the engine routes it through the pair, and B is applied before A. Direct doors are
-    covered (``Host._refuse_queued`` reads the pair's inboxes); the inbox itself is not.
-
-    A fix: key every item of a pair by its root ancestor (``parent_session_id`` up the chain) and
-    keep the addressed id in ``item.firing.session_id`` for the drain to apply it to; then update
-    every reader that looks an item up by the addressed id (the webhook replay check in
-    ``handlers/send.py``, ``inbound/admission.py``'s ``_exists`` and ``_redelivered``), and migrate
-    items already waiting under a child's key (the sweep drains those as before).
+    ``d-A`` is accepted at one id of the pair while another drainer holds the pair's drain lease (so
+    it waits); ``d-B`` is then accepted at the other id. Before, ``Host.accept`` keyed the item by
+    the id it resolved, so the child's items had their own queue and drain lease, and B overtook A.
+    Now every item of a chain waits in its root's queue (``queue_id``), applied to the id it names.
     """
     desk, _ = _pair(env, tmp_path)
     host = Host(_agent(env, desk), env.inbox, clock=env.clock, lease_ttl_s=LEASE_TTL_S)
     assert env.inbox.try_acquire(CALLER, "drain-elsewhere", format_instant(env.clock.now()), LEASE_TTL_S)
-    host.accept(Firing(trigger="ping", message="<<A>> act:wait", delivery_id="d-A"), session_id=CALLER)
-    host.accept(Firing(trigger="ping", message="<<B>> act:wait", delivery_id="d-B"), session_id=CHILD)
+    host.accept(Firing(trigger="ping", message="<<A>> act:wait", delivery_id="d-A"), session_id=first)
+    host.accept(Firing(trigger="ping", message="<<B>> act:wait", delivery_id="d-B"), session_id=second)
     store = env.other_store()
     assert tokens_in(store, CALLER) + tokens_in(store, CHILD) == []  # B waits behind A
 

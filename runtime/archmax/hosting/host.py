@@ -432,18 +432,19 @@ class Host:
             SessionNotAwaitingInputError (also every loser of a race), MissingDeliveryTriggerError,
             InvalidVariableNameError, DuplicateDeliveryError, and every other typed refusal — unchanged.
         """
-        self._refuse_queued(session_id, delivery_id)
-        outcome = self.agent.workflow.deliver(
+        return self._direct(
             session_id,
-            trigger=trigger,
-            variables=variables,
-            message=message,
-            files=files,
-            delivery_id=delivery_id,
-            park_id=park_id,
+            delivery_id,
+            lambda: self.agent.workflow.deliver(
+                session_id,
+                trigger=trigger,
+                variables=variables,
+                message=message,
+                files=files,
+                delivery_id=delivery_id,
+                park_id=park_id,
+            ),
         )
-        self._wake_if_pending(session_id)
-        return outcome
 
     def send_now(
         self,
@@ -477,16 +478,24 @@ class Host:
             DeliveryQueuedError: ``delivery_id`` waits in the session's inbox (see :meth:`_refuse_queued`).
             Every refusal ``agent.workflow.send`` raises, unchanged.
         """
-        self._refuse_queued(session_id, delivery_id)
-        outcome = self.agent.workflow.send(
+        return self._direct(
             session_id,
-            message,
-            trigger=trigger,
-            variables=variables,
-            files=files,
-            delivery_id=delivery_id,
-            park_id=park_id,
+            delivery_id,
+            lambda: self.agent.workflow.send(
+                session_id,
+                message,
+                trigger=trigger,
+                variables=variables,
+                files=files,
+                delivery_id=delivery_id,
+                park_id=park_id,
+            ),
         )
+
+    def _direct(self, session_id: str, delivery_id: str | None, apply: Callable[[], Outcome]) -> Outcome:
+        """A direct door: refuse a queued delivery id, apply the firing, then wake what waits in the inbox."""
+        self._refuse_queued(session_id, delivery_id)
+        outcome = apply()
         self._wake_if_pending(session_id)
         return outcome
 
@@ -542,9 +551,9 @@ class Host:
         Raises:
             SessionNotParkedError (also every loser of a race), InvalidDecisionTargetError — unchanged.
         """
-        outcome = self.agent.workflow.decide(session_id, to=to, comment=comment, park_id=park_id)
-        self._wake_if_pending(session_id)
-        return outcome
+        return self._direct(  # a decision carries no delivery id: nothing to refuse as queued
+            session_id, None, lambda: self.agent.workflow.decide(session_id, to=to, comment=comment, park_id=park_id)
+        )
 
     def _wake_if_pending(self, session_id: str) -> None:
         """Wake the session when items wait in its inbox: best effort, after the work was applied.

@@ -33,24 +33,26 @@ Rows: AWS calls per operation (botocore ``before-call`` hooks, warm), bytes writ
 (request bodies of write operations, all of them: checkpoints, artifacts, inbox) at a transcript
 of ~10 and ~1,000 messages (each cycle counted on its own, the sender settling between; the notes
 give archmax's calls per cycle over those windows, where the occasional ``outbox/`` listing shows,
-and the outbox record's size after them), single-thread cycles per second (median of ``--rounds`` rounds,
-interleaved), AWS calls of the cheap reads, and the deliver handler's cold import against
+and the outbox record's size after them), cycles per second at 1, 4 and 16 threads (median of ``--rounds`` rounds,
+interleaved; at 4 and 16 each thread cycles its own session on one shared instance, issue 24 goal 5), AWS calls of the cheap reads, and the deliver handler's cold import against
 ``import boto3`` (``bench/cold_import.py``'s probe, Lambda-like environment). The last column
 says whether the issue's goal is met. Nothing here is a test: no assertion about time.
 
-Rule source: issue 10 (the goal table), DESIGN.md §7 (benchmarks side by side in one run).
+Rule source: issue 10 (the goal table), issue 24 goal 5 (throughput at 1/4/16 threads), DESIGN.md §7 (benchmarks side by side in one run).
 """
 
 from __future__ import annotations
 
 import argparse
 import functools
+import itertools
 import json
 import os
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -65,6 +67,7 @@ from _workload import AGAIN_MESSAGE, FINISH_MESSAGE, PARK_MESSAGE, START, WORKFL
 PEER_TABLE = "bench-peer-checkpoints"
 T0 = "2025-01-01T00:00:00.000Z"
 MODEL = WaiterModel()
+THREADS = (4, 16)  # the issue-24 throughput rows besides the single thread
 SMALL, LARGE = 10, 1000  # transcript lengths (messages) for the bytes row
 WINDOW = 40  # cycles measured at each length: more than a snapshot period at ~1,000 messages, so the
 # amortised cost of a full snapshot (written every few dozen cycles there) is in the average, not luck
@@ -129,13 +132,12 @@ class ArchmaxLambda(Archmax):
         from archmax.hosting.host import Host
 
         self.host = Host(self.agent, env.inbox(self.agent.runtime.clock), waker=lambda sid: None)
-        self._n = 0
+        self._ids = itertools.count(1)  # next() is atomic in CPython: threads never share a delivery id
 
     def _fire(self, sid: str, trigger: str, message: str, kind: str, expect: str) -> int:
         from archmax.session.firing import Firing
 
-        self._n += 1
-        firing = Firing(trigger=trigger, message=message, delivery_id=f"evt-{self._n}")
+        firing = Firing(trigger=trigger, message=message, delivery_id=f"evt-{next(self._ids)}")
         self.host.accept(firing, session_id=sid, kind=kind)  # type: ignore[arg-type]
         results = self.host.drain(sid)
         if len(results) != 1 or getattr(results[0], "kind", None) != expect:
@@ -375,6 +377,55 @@ def throughput(server: MotoServer, rounds: int, cycles: int) -> dict[str, float]
     return {label: statistics.median(values) for label, values in per.items()}
 
 
+def _timed_threads(system: Any, threads: int, cycles: int) -> float:
+    """Cycles per second of ``threads`` threads, each cycling its own parked session ``cycles`` times.
+
+    The threads start on a barrier; the clock runs from its release to the last thread's end. The
+    sender settles before and after, off the clock (it runs in its own Lambda, off the callers' path).
+    """
+    sids = [f"t{n}" for n in range(threads)]
+    for sid in sids:
+        system.start(sid)
+    system.settle()
+    barrier = threading.Barrier(threads + 1)
+    failures: list[BaseException] = []
+
+    def run(sid: str) -> None:
+        barrier.wait()
+        try:
+            for _ in range(cycles):
+                system.cycle(sid)
+        except BaseException as exc:  # reported after the join: a failed cycle voids the row
+            failures.append(exc)
+
+    workers = [threading.Thread(target=run, args=(sid,)) for sid in sids]
+    for worker in workers:
+        worker.start()
+    barrier.wait()
+    started = time.perf_counter()
+    for worker in workers:
+        worker.join()
+    elapsed = time.perf_counter() - started
+    if failures:
+        raise RuntimeError(f"{system.label}: {len(failures)} of {threads} threads failed: {failures[0]!r}")
+    system.settle()
+    return threads * cycles / elapsed
+
+
+def thread_throughput(server: MotoServer, rounds: int, cycles: int, threads: int) -> dict[str, float]:
+    """Per system: median over rounds of cycles per second with ``threads`` threads on one shared instance.
+
+    One agent (archmax) or one compiled graph (the peer) serves every thread, each thread its own
+    session, as one warm container serves concurrent requests: systems interleaved per round, fresh
+    tables per system and round. Client and moto server share one interpreter (and its GIL) on both sides.
+    """
+    per: dict[str, list[float]] = {cls.label: [] for cls in SYSTEMS}
+    for _ in range(rounds):
+        for cls in SYSTEMS:
+            per[cls.label].append(_timed_threads(_build(cls, server), threads, cycles))
+    return {label: statistics.median(values) for label, values in per.items()}
+
+
 _IMPORT_PROBE = """
 import sys, time
 started = time.perf_counter()
@@ -486,6 +537,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds for cycles/s")
     parser.add_argument("--cycles", type=int, default=20, help="cycles timed per system per round")
+    parser.add_argument("--thread-cycles", type=int, default=5, help="cycles per thread in the 4- and 16-thread rows")
     parser.add_argument("--import-runs", type=int, default=5, help="fresh interpreters per import target")
     args = parser.parse_args(argv)
     server = MotoServer()
@@ -497,6 +549,10 @@ def main(argv: list[str] | None = None) -> int:
         written = bytes_per_cycle(server)
         _progress("single-thread cycles/s")
         rates = throughput(server, args.rounds, args.cycles)
+        threaded = {}
+        for threads in THREADS:
+            _progress(f"{threads}-thread cycles/s")
+            threaded[threads] = thread_throughput(server, args.rounds, args.thread_cycles, threads)
     finally:
         server.stop()
     _progress("cold imports")
@@ -522,14 +578,19 @@ def main(argv: list[str] | None = None) -> int:
             _verdict(growth[pub] <= 1.5 and growth[lam] <= 1.5),
         ]
     )
-    rows.append(
-        [
-            "single-thread cycles/s (÷ peer)",
-            *[f"{rates[label]:.1f} ({rates[label] / rates[peer]:.2f}×)" for label in labels],
-            "≥2× peer, ≥1× exit",
-            _verdict(rates[pub] >= 2 * rates[peer] and rates[pub] >= rates[peer_exit]),
-        ]
-    )
+    for threads, row_rates in ((1, rates), *threaded.items()):
+        rows.append(
+            [
+                f"{'single' if threads == 1 else threads}-thread cycles/s (÷ peer, ÷ exit)",
+                *[
+                    f"{row_rates[label]:.1f} ({row_rates[label] / row_rates[peer]:.2f}×, "
+                    f"{row_rates[label] / row_rates[peer_exit]:.2f}×)"
+                    for label in labels
+                ],
+                "≥2× peer, ≥1.5× exit",
+                _verdict(row_rates[pub] >= 2 * row_rates[peer] and row_rates[pub] >= 1.5 * row_rates[peer_exit]),
+            ]
+        )
     ratio = imports["deliver handler"] / imports["import boto3"]
     peer_ratio = imports["peer"] / imports["import boto3"]
     rows.append(
@@ -550,7 +611,8 @@ def main(argv: list[str] | None = None) -> int:
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
     print(
         f"archmax vs LangGraph + DynamoDBSaver, one moto server, one run (fresh tables per phase and round;"
-        f" cycles/s: median of {args.rounds} rounds × {args.cycles} cycles; import: median of {args.import_runs})"
+        f" cycles/s: median of {args.rounds} rounds × {args.cycles} cycles, {args.thread_cycles} per thread"
+        f" at {'/'.join(map(str, THREADS))} threads; import: median of {args.import_runs})"
     )
     print(" | ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)))
     print("-|-".join("-" * w for w in widths))

@@ -11,6 +11,10 @@ the JSON on the wire, so a boto3 resource layer on top changes nothing.
 Calls that never reach a boto3 client are noted by hand: :meth:`Meter.note_call` (the waker's
 ``lambda:Invoke``, made in-process here), :meth:`Meter.invoked` (a Lambda invocation billed).
 
+Every billed write is also kept by kind (:attr:`Meter.writes`): which function wrote which kind of
+item (:func:`item_kind`), how large it was, and what the table and each index billed, so a report can
+say where the write units go.
+
 Rule source: DESIGN.md §7 (round trips counted with botocore's event hooks); issue 24 goals 1, 5.
 """
 
@@ -24,6 +28,33 @@ from typing import Any
 from cost import Bill, IndexShape, index_shapes, item_size, read_units, s3_request_class, write_units
 
 _UID = "bench-meter"
+_SEPARATOR = "\x1f"  # archmax's key separator (stores/aws/layout.py): no session id holds it
+
+
+def item_kind(table: str, key: dict[str, Any]) -> str:
+    """What an item is, from its table and key: ``sessions item`` for a session's own item (``bench-``
+    dropped from the table's name), else the key's second part (``sessions segment``, ``sessions outbox``)."""
+    parts = str(next(iter(key.get("pk", {}).values()), "")).split(_SEPARATOR)
+    return f"{table.removeprefix('bench-')} {parts[1] if len(parts) > 1 else 'item'}"
+
+
+class WriteKind:
+    """Write units billed to one ``(function, operation, item kind)`` in a window."""
+
+    def __init__(self) -> None:
+        self.writes = 0
+        self.table_units = 0
+        self.index_units: Counter[str] = Counter()
+        self.largest = 0
+        """The largest billed image (bytes: the larger of old and new)."""
+
+    def add(self, table_units: int, index_units: dict[str, int], size: int) -> None:
+        self.writes += 1
+        self.table_units += table_units
+        self.index_units.update({name: n for name, n in index_units.items() if n})
+        self.largest = max(self.largest, size)
+
+
 _SINGLE_WRITES = {"PutItem": "Item", "UpdateItem": "Key", "DeleteItem": "Key"}
 
 
@@ -64,6 +95,10 @@ class Meter:
         """Calls made while :attr:`running` named a function, by ``"<function> <service>.<Operation>"``."""
         self.ended_by_function: Counter[str] = Counter()
         """:attr:`by_function` of the window the last :meth:`reset` ended."""
+        self.writes: dict[tuple[str, str, str], WriteKind] = {}
+        """Write units by ``(function or "-", operation, item kind)`` (:func:`item_kind`)."""
+        self.ended_writes: dict[tuple[str, str, str], WriteKind] = {}
+        """:attr:`writes` of the window the last :meth:`reset` ended."""
 
     # ------------------------------------------------------------------ windows
 
@@ -71,8 +106,9 @@ class Meter:
         """Start a new window; returns the calls and bill of the one that ended."""
         with self._lock:
             calls, bill, self.ended_failed = self.calls, self.bill, self.failed
-            self.ended_by_function = self.by_function
+            self.ended_by_function, self.ended_writes = self.by_function, self.writes
             self.calls, self.bill, self.failed, self.by_function = Counter(), Bill(), Counter(), Counter()
+            self.writes = {}
         return calls, bill
 
     def note_call(self, name: str) -> None:
@@ -174,6 +210,11 @@ class Meter:
             return out
         return []
 
+    def _kept(self, op: str, table: str, key: dict[str, Any], units: int, indexed: dict[str, int], size: int) -> None:
+        with self._lock:
+            where = (self.running or "-", op, item_kind(table, key))
+            self.writes.setdefault(where, WriteKind()).add(units, indexed, size)
+
     def _dynamodb_units(
         self,
         op: str,
@@ -194,11 +235,15 @@ class Meter:
             for (table, key, before), kind in zip(old, kinds, strict=True):
                 if not ok or kind == "check":  # billed on the item as it stands
                     size = item_size(before)
-                    wru += write_units(size, size, transactional=transactional)
+                    units = write_units(size, size, transactional=transactional)
+                    self._kept(op, table, key, units, {}, size)
+                    wru += units
                     continue
                 after = self._image(table, key)
-                wru += write_units(item_size(before), item_size(after), transactional=transactional)
-                wru += sum(index.write_units(before, after) for index in self._schema(table)[1])
+                units = write_units(item_size(before), item_size(after), transactional=transactional)
+                indexed = {index.name: index.write_units(before, after) for index in self._schema(table)[1]}
+                self._kept(op, table, key, units, indexed, max(item_size(before), item_size(after)))
+                wru += units + sum(indexed.values())
             return float(wru), 0.0
         if not ok:
             return 0.0, 0.0

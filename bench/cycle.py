@@ -49,7 +49,7 @@ from datetime import timedelta
 from typing import Any
 
 from _aws import BUCKET, PREFIX, REPO, SESSIONS_TABLE, AwsEnv, MotoServer, template
-from _meter import Meter
+from _meter import Meter, WriteKind
 from _stream import SENDER_SERVICES, SETTINGS, Stream, check_batch, outbound_handler, streamed_env
 from _workload import AGAIN_MESSAGE, PARK_MESSAGE, START, WORKFLOW, WaiterModel
 from cost import Bill, LambdaAssumptions, price_table
@@ -222,6 +222,8 @@ class Measured:
     failed: Counter[str] = field(default_factory=Counter)
     by_function: Counter[str] = field(default_factory=Counter)
     """Calls made inside each function's invocations, by ``"<function> <service>.<Operation>"``."""
+    writes: dict[tuple[str, str, str], WriteKind] = field(default_factory=dict)
+    """Write units by ``(function, operation, item kind)`` (``bench/_meter.py``)."""
 
     def function_calls(self, function: str) -> Counter[str]:
         """The calls made inside ``function``'s invocations, by operation."""
@@ -252,7 +254,7 @@ def _window(meter: Meter, cycles: int, run: Callable[[], None], messages: int) -
     for _ in range(cycles):
         run()
     calls, bill = meter.reset()
-    return Measured(calls, bill, cycles, messages, meter.ended_failed, meter.ended_by_function)
+    return Measured(calls, bill, cycles, messages, meter.ended_failed, meter.ended_by_function, meter.ended_writes)
 
 
 ROWS = (  # (row, path, warm containers); the timer row first (see archmax_rows)
@@ -469,10 +471,30 @@ def report(rows: dict[str, dict[int, Measured]], lam: LambdaAssumptions, window:
         ]
         if parts != ["-", "-"]:
             print(f"  {name}: {parts[0]} / {parts[1]}")
+    _write_units(rows, small)
     print(
         "Transcript lengths (messages at the start of the window): "
         + "; ".join(f"{name} {by[small].messages}/{by[large].messages}" for name, by in rows.items())
     )
+
+
+def _write_units(rows: dict[str, dict[int, Measured]], length: int) -> None:
+    """Per row: the write units of a cycle by function, operation and item kind (item, then each index)."""
+    print(f"Where the write units go (per cycle, ~{length} messages; function operation item: units [largest image]):")
+    for name, by_length in rows.items():
+        m = by_length[length]
+        parts = []
+        for (function, op, kind), w in sorted(m.writes.items()):
+            indexes = " ".join(f"+{n / m.cycles:.2g} {index}" for index, n in sorted(w.index_units.items()))
+            parts.append(
+                f"{function} {op}×{w.writes / m.cycles:.2g} {kind}: {w.table_units / m.cycles:.2g}"
+                + (f" {indexes}" if indexes else "")
+                + f" [{w.largest:,} B]"
+            )
+        if parts:
+            print(f"  {name}:")
+            for part in parts:
+                print(f"    {part}")
 
 
 def main(argv: list[str] | None = None) -> int:

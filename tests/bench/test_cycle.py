@@ -104,3 +104,13 @@ def test_a_warm_deliver_container_reads_no_session_item(stack):
     assert stack.meter.ended_by_function["deliver dynamodb.GetItem"] == 1
     deliver = {k.split(" ", 1)[1]: n for k, n in stack.meter.ended_by_function.items() if k.startswith("deliver ")}
     assert deliver["dynamodb.UpdateItem"] == 2  # the claim and the turn's commit
+
+
+def test_a_deliver_cycles_write_units_are_kept_by_who_wrote_which_item(stack):
+    """The report's breakdown: the handler writes the session item, the sender the park's outbox entry."""
+    _, bill = _one_cycle(stack, "deliver", warm=True)
+    writes = stack.meter.ended_writes
+    assert writes["deliver", "UpdateItem", "sessions item"].writes == 2  # the claim and the turn's commit
+    assert writes["outbound", "UpdateItem", "sessions outbox"].writes == 2  # the entry's claim and its sent record
+    assert not any(function == "deliver" and kind == "sessions outbox" for function, _op, kind in writes)
+    assert bill.wru == sum(w.table_units + sum(w.index_units.values()) for w in writes.values())

@@ -138,3 +138,24 @@ def test_a_cancelled_transaction_is_counted_as_a_call_and_as_failed(aws):
     assert calls == {"dynamodb.TransactWriteItems": 1}
     assert meter.ended_failed == {"dynamodb.TransactWriteItems: TransactionCanceledException": 1}
     assert bill.wru == 2  # billed as if it had run, on the item as it stands (the model's stated assumption)
+
+
+def test_each_write_is_kept_by_function_operation_and_item_kind_with_its_index_units(aws):
+    meter, ddb, _ = aws
+    meter.running = "deliver"
+    ddb.put_item(TableName=TABLE, Item=_item("s", 1500))
+    ddb.put_item(TableName=TABLE, Item=_item("s\x1fsegment\x1ft1", 300, due="now"))
+    meter.running = None
+    ddb.put_item(TableName=TABLE, Item=_item("s\x1fsegment\x1ft2", 300))
+    _, bill = meter.reset()
+    writes = meter.ended_writes
+    assert set(writes) == {
+        ("deliver", "PutItem", "meter-test item"),
+        ("deliver", "PutItem", "meter-test segment"),
+        ("-", "PutItem", "meter-test segment"),
+    }
+    session = writes["deliver", "PutItem", "meter-test item"]
+    assert (session.writes, session.table_units, session.largest) == (1, 2, 1500)
+    assert writes["deliver", "PutItem", "meter-test segment"].index_units == {"due": 1}
+    assert bill.wru == sum(w.table_units + sum(w.index_units.values()) for w in writes.values())
+    assert meter.writes == {}  # the next window starts empty

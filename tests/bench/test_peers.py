@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import pytest
 from _aws import MotoServer
-from peers import Archmax, ArchmaxLambda, _build, _counted
+from _workload import AGAIN_MESSAGE
+from peers import Archmax, ArchmaxLambda, _build, _counted, _timed_threads
 
 from archmax.session.records import OUTBOX_KEPT
 
@@ -46,3 +47,14 @@ def test_without_a_sender_no_entry_leaves_the_record(server):
     for _ in range(OUTBOX_KEPT + 2):
         system.cycle("s")
     assert system.outbox_size("s") == OUTBOX_KEPT + 3  # the start's entry and one per cycle: none sent
+
+
+@pytest.mark.parametrize("cls", [Archmax, ArchmaxLambda], ids=["public", "lambda"])
+def test_threads_each_cycle_their_own_session_on_one_shared_instance(server, cls):
+    system = _build(cls, server)
+    rate = _timed_threads(system, threads=4, cycles=2)
+    assert rate > 0
+    for n in range(4):  # each thread's session: started, then two resumes that parked again
+        record = system.env.store().load(f"t{n}")
+        assert record is not None and record.status == "awaiting_input"  # parked on the wait tool
+        assert sum(1 for m in record.messages if m.role == "user" and AGAIN_MESSAGE in str(m.content)) == 2

@@ -43,10 +43,12 @@ bench: $(BENCH_STAMP)
 	$(PY) bench/run_all.py
 
 # The randomized reliability suite at soak strength: >= 2,000 schedules per store (memory,
-# filesystem, AWS on moto) plus SIGKILL schedules; prints schedules, crash points, faults fired, violations.
+# filesystem, AWS on moto) plus SIGKILL schedules; prints schedules, crash points, faults fired, violations
+# (and the first violations' texts). -x: the first violation stops it and its falsifying example is printed
+# at once, not after the hours the other stores still take.
 soak: $(STAMP)
 	rm -rf .soak && mkdir .soak
-	ARCHMAX_RELIABILITY_PROFILE=soak ARCHMAX_RELIABILITY_COUNTS_DIR=.soak $(PY) -m pytest -n 5 \
+	ARCHMAX_RELIABILITY_PROFILE=soak ARCHMAX_RELIABILITY_COUNTS_DIR=.soak $(PY) -m pytest -n 5 -x \
 		tests/reliability/test_schedules.py tests/reliability/test_pair_schedules.py tests/reliability/test_sigkill.py; \
 	status=$$?; $(PY) tests/reliability/summary.py .soak; exit $$status
 

@@ -18,15 +18,26 @@ COUNTS_DIR_VAR = "ARCHMAX_RELIABILITY_COUNTS_DIR"
 COLUMNS = ("schedules", "steps", "recoveries", "crash points", "faults fired", "violations")
 
 
+VIOLATIONS_KEPT = 3
+"""The first violations' texts kept per store, so a soak stopped before its report still says what broke."""
+
+
 class StoreCounters:
     """The counts of one store kind."""
 
-    def __init__(self, table: Counter[str], kinds: Counter[str]) -> None:
+    def __init__(self, table: Counter[str], kinds: Counter[str], texts: list[str]) -> None:
         self._table = table
         self._kinds = kinds
+        self._texts = texts
 
     def add(self, name: str, n: int = 1) -> None:
         self._table[name] += n
+
+    def violation(self, text: str) -> None:
+        """One violated invariant: counted, and its text kept if it is one of the first few."""
+        self._table["violations"] += 1
+        if len(self._texts) < VIOLATIONS_KEPT:
+            self._texts.append(text)
 
     def left_out(self, scenario: int) -> None:
         """A fault or interleaving not made because it reaches an open scenario of issue 9."""
@@ -42,10 +53,11 @@ class StoreCounters:
 
 TABLES: dict[str, Counter[str]] = defaultdict(Counter)
 KINDS: dict[str, Counter[str]] = defaultdict(Counter)
+TEXTS: dict[str, list[str]] = defaultdict(list)
 
 
 def for_store(kind: str) -> StoreCounters:
-    return StoreCounters(TABLES[kind], KINDS[kind])
+    return StoreCounters(TABLES[kind], KINDS[kind], TEXTS[kind])
 
 
 def dump() -> None:
@@ -62,7 +74,11 @@ def dump() -> None:
 
 
 def export() -> dict[str, Any]:
-    return {"tables": {k: dict(v) for k, v in TABLES.items()}, "kinds": {k: dict(v) for k, v in KINDS.items()}}
+    return {
+        "tables": {k: dict(v) for k, v in TABLES.items()},
+        "kinds": {k: dict(v) for k, v in KINDS.items()},
+        "violations": {k: list(v) for k, v in TEXTS.items() if v},
+    }
 
 
 def merge(data: dict[str, Any]) -> None:
@@ -70,6 +86,8 @@ def merge(data: dict[str, Any]) -> None:
         TABLES[kind].update(table)
     for kind, kinds in data.get("kinds", {}).items():
         KINDS[kind].update(kinds)
+    for kind, texts in data.get("violations", {}).items():
+        TEXTS[kind].extend(texts[: VIOLATIONS_KEPT - len(TEXTS[kind])])
 
 
 def render() -> list[str]:
@@ -83,4 +101,7 @@ def render() -> list[str]:
     for kind in sorted(KINDS):
         fired = ", ".join(f"{name} {count}" for name, count in sorted(KINDS[kind].items()))
         lines.append(f"{kind} by kind: {fired or 'none'}")
+    for kind in sorted(TEXTS):
+        for text in TEXTS[kind]:
+            lines.append(f"{kind} violation: {text}")
     return lines

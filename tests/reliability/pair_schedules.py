@@ -94,8 +94,8 @@ class PairDriver(Driver):
             records = {sid: world.raw_store.load(sid) for sid in world.raw_store.list()}
             check_pairs(records)
             check_requests(world.model.problems)
-        except Violation:
-            self.counters.add("violations")
+        except Violation as exc:
+            self.counters.violation(str(exc))
             raise
 
 

@@ -365,8 +365,8 @@ class Driver:
     def _check(self, condition: bool, text: str) -> None:
         try:
             check(condition, text)
-        except Violation:
-            self.counters.add("violations")
+        except Violation as exc:
+            self.counters.violation(str(exc))
             raise
 
     # ------------------------------------------------------------------ recovery and the checks
@@ -433,6 +433,6 @@ class Driver:
                 outcomes = world.raw_store.outbox_outcomes(sid, ids, created_at=born[sid])
                 recorded.update(f"{sid}/{entry_id}" for entry_id, outcome in outcomes.items() if outcome == "sent")
             check_outbox(committed, world.sink.sent, world.faults.unrecorded, recorded)
-        except Violation:
-            self.counters.add("violations")
+        except Violation as exc:
+            self.counters.violation(str(exc))
             raise

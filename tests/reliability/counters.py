@@ -25,10 +25,10 @@ VIOLATIONS_KEPT = 3
 class StoreCounters:
     """The counts of one store kind."""
 
-    def __init__(self, table: Counter[str], kinds: Counter[str], texts: list[str]) -> None:
+    def __init__(self, table: Counter[str], kinds: Counter[str], texts: list[str] | None = None) -> None:
         self._table = table
         self._kinds = kinds
-        self._texts = texts
+        self._texts = [] if texts is None else texts
 
     def add(self, name: str, n: int = 1) -> None:
         self._table[name] += n

@@ -62,11 +62,30 @@ def _wait_running(store: Path, session_id: str, proc: subprocess.Popen[str]) -> 
     for _ in range(600):
         head = FilesystemStore(store).head(session_id) if store.exists() else None
         if head is not None and str(head.status) == "running" and head.lease is not None:
-            time.sleep(0.3)  # the scripted answer is instant: the process is now blocked on the FIFO
+            _wait_blocked_on_fifo(proc)
             return
         assert proc.poll() is None, proc.communicate()
         time.sleep(0.1)
     pytest.fail(f"session '{session_id}' never started its turn")
+
+
+def _wait_blocked_on_fifo(proc: subprocess.Popen[str]) -> None:
+    """Until the process sleeps opening or reading the FIFO (Linux ``/proc/<pid>/wchan``), at most 60 s.
+
+    A loaded machine can take longer than any fixed pause to get from the lease to the FIFO; a signal
+    sent before it got there would test a different moment of the turn. Without ``/proc``: a short pause.
+    """
+    wchan = Path(f"/proc/{proc.pid}/wchan")
+    if not wchan.exists():
+        time.sleep(0.3)  # the scripted answer is instant: the process is about to block on the FIFO
+        return
+    for _ in range(600):
+        where = wchan.read_text(encoding="utf-8", errors="replace")
+        if "partner" in where or "pipe" in where or "fifo" in where:  # fifo open, or a read on it
+            return
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.1)
+    pytest.fail("the turn never blocked on the FIFO")
 
 
 @pytest.fixture

@@ -1,7 +1,8 @@
 """A moto server for the benchmarks, tables and bucket built from template.yaml, and a call counter.
 
 The benchmarks' own helper (they import nothing from tests/): one ``ThreadedMotoServer`` on
-127.0.0.1 with an OS-chosen port, dummy credentials passed to every client (``os.environ`` is
+127.0.0.1 with an OS-chosen port, one request at a time inside moto (as the tests' server: moto's
+backends take no lock), dummy credentials passed to every client (``os.environ`` is
 neither read nor changed), the ``SessionsTable`` and ``InboxTable`` created from the template's
 own properties (decoded with cfn-lint, so ``!Ref`` and friends parse), and :class:`CallCounter`,
 which counts AWS operations with botocore's ``before-call`` event hooks.
@@ -65,10 +66,33 @@ class MotoServer:
     def __init__(self) -> None:
         import logging
 
-        from moto.server import ThreadedMotoServer
+        from moto.server import DomainDispatcherApplication, MotoRequestHandler, ThreadedMotoServer, create_backend_app
+        from werkzeug.serving import make_server
+
+        class OneAtATime(ThreadedMotoServer):
+            """Moto's threaded server letting one request at a time into moto (the threaded rows).
+
+            Moto's backends take no lock: two threads' writes interleave inside it (a transaction's
+            deepcopy of a table another request is changing fails with a 500), and two conditional
+            writes can both succeed where DynamoDB applies each atomically. The clients stay real
+            threads on real connections; only moto's own work is taken one request at a time.
+            """
+
+            def _server_entry(self) -> None:  # ThreadedMotoServer's, with the app behind a lock
+                app, lock = DomainDispatcherApplication(create_backend_app), threading.Lock()
+
+                def serialized(environ: Any, start_response: Any) -> Any:
+                    with lock:
+                        return list(app(environ, start_response))
+
+                self._server = make_server(
+                    self._ip_address, self._port, serialized, True, request_handler=MotoRequestHandler
+                )
+                self._server_ready_event.set()
+                self._server.serve_forever()
 
         logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one line per request on stderr otherwise
-        self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+        self._server = OneAtATime(ip_address="127.0.0.1", port=0, verbose=False)
         self._server.start()
         host, port = self._server.get_host_and_port()
         self.endpoint_url = f"http://{host}:{port}"

@@ -69,6 +69,16 @@ def _wait_running(store: Path, session_id: str, proc: subprocess.Popen[str]) -> 
     pytest.fail(f"session '{session_id}' never started its turn")
 
 
+def _interruptible() -> None:
+    """In the child before exec: Ctrl-C as a shell gives it (SIGINT default, unblocked).
+
+    An ignored or blocked signal is inherited across exec; a full-suite worker can carry one from an
+    earlier test or library, and the CLI would then never see the SIGINT this file sends it.
+    """
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _wait_blocked_on_fifo(proc: subprocess.Popen[str]) -> None:
     """Until the process sleeps opening or reading the FIFO (Linux ``/proc/<pid>/wchan``), at most 60 s.
 
@@ -99,6 +109,7 @@ def turn_in_flight(held: dict[str, Path]) -> Iterator[subprocess.Popen[str]]:
         stderr=subprocess.PIPE,
         text=True,
         env=_env(held["fifo"]),
+        preexec_fn=_interruptible,
     )
     try:
         _wait_running(held["store"], "b-1", proc)

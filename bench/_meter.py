@@ -240,9 +240,10 @@ class Meter:
                     wru += units
                     continue
                 after = self._image(table, key)
-                units = write_units(item_size(before), item_size(after), transactional=transactional)
+                old_size, new_size = item_size(before), item_size(after)
+                units = write_units(old_size, new_size, transactional=transactional)
                 indexed = {index.name: index.write_units(before, after) for index in self._schema(table)[1]}
-                self._kept(op, table, key, units, indexed, max(item_size(before), item_size(after)))
+                self._kept(op, table, key, units, indexed, max(old_size, new_size))
                 wru += units + sum(indexed.values())
             return float(wru), 0.0
         if not ok:

@@ -19,6 +19,9 @@ Rule source: DESIGN.md §7 (benchmarks), BEHAVIOUR.md §3.5 (deliver), §11 (swe
 
 from __future__ import annotations
 
+import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 from archmax import ModelRequest, ModelResponse, ToolCall, Usage
@@ -51,3 +54,28 @@ class WaiterModel:
                 text="waiting", tool_calls=[call], usage=_USAGE, stop_reason="tool_use", model_id=self.name
             )
         return ModelResponse(text="done", usage=_USAGE, stop_reason="end_turn", model_id=self.name)
+
+
+def run_threads(count: int, work: Callable[[int], None]) -> float:
+    """Start ``count`` threads on a barrier, each running ``work(i)``; seconds from release to last join."""
+    barrier = threading.Barrier(count + 1)
+    errors: list[BaseException] = []
+
+    def body(i: int) -> None:
+        barrier.wait()
+        try:
+            work(i)
+        except BaseException as exc:  # reported after the join
+            errors.append(exc)
+
+    threads = [threading.Thread(target=body, args=(i,)) for i in range(count)]
+    for t in threads:
+        t.start()
+    barrier.wait()
+    started = time.perf_counter()
+    for t in threads:
+        t.join()
+    elapsed = time.perf_counter() - started
+    if errors:
+        raise RuntimeError(f"{len(errors)} thread(s) failed; first: {errors[0]!r}") from errors[0]
+    return elapsed

@@ -33,7 +33,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from _workload import AGAIN_MESSAGE, FINISH_MESSAGE, PARK_MESSAGE, START, WORKFLOW, WaiterModel
+from _workload import AGAIN_MESSAGE, FINISH_MESSAGE, PARK_MESSAGE, START, WORKFLOW, WaiterModel, run_threads
 
 from archmax import FakeClock, FilesystemStore, MemoryStore, SessionNotAwaitingInputError, create_agent
 
@@ -48,31 +48,6 @@ def _park(agent: Any, sid: str) -> None:
     outcome = agent.workflow.send(sid, PARK_MESSAGE, trigger=START)
     if outcome.kind != "parked":
         raise RuntimeError(f"{sid}: expected a park, got {outcome.kind}")
-
-
-def _run_threads(count: int, work: Callable[[int], None]) -> float:
-    """Start ``count`` threads on a barrier, each running ``work(i)``; seconds from release to last join."""
-    barrier = threading.Barrier(count + 1)
-    errors: list[BaseException] = []
-
-    def body(i: int) -> None:
-        barrier.wait()
-        try:
-            work(i)
-        except BaseException as exc:  # reported after the join
-            errors.append(exc)
-
-    threads = [threading.Thread(target=body, args=(i,)) for i in range(count)]
-    for t in threads:
-        t.start()
-    barrier.wait()
-    started = time.perf_counter()
-    for t in threads:
-        t.join()
-    elapsed = time.perf_counter() - started
-    if errors:
-        raise RuntimeError(f"{len(errors)} thread(s) failed; first: {errors[0]!r}") from errors[0]
-    return elapsed
 
 
 def own_sessions(store: Any, threads: int, per_thread: int) -> dict[str, Any]:
@@ -96,7 +71,7 @@ def own_sessions(store: Any, threads: int, per_thread: int) -> dict[str, Any]:
         with lock:
             latencies.extend(mine)
 
-    elapsed = _run_threads(threads, work)
+    elapsed = run_threads(threads, work)
     done = threads * per_thread
     return {
         "deliveries": done,
@@ -135,7 +110,7 @@ def racing(store: Any, threads: int, races: int) -> dict[str, Any]:
             with lock:
                 wins[0] += 1
 
-        total += _run_threads(threads, work)
+        total += run_threads(threads, work)
         winners.append(wins[0])
         refused.append(refusals[0])
     return {

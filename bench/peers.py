@@ -52,7 +52,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -62,7 +61,7 @@ from typing import Any
 
 from _aws import REGION, REPO, AwsEnv, CallCounter, MotoServer
 from _stream import Sender, streamed_env
-from _workload import AGAIN_MESSAGE, FINISH_MESSAGE, PARK_MESSAGE, START, WORKFLOW, WaiterModel
+from _workload import AGAIN_MESSAGE, FINISH_MESSAGE, PARK_MESSAGE, START, WORKFLOW, WaiterModel, run_threads
 
 PEER_TABLE = "bench-peer-checkpoints"
 T0 = "2025-01-01T00:00:00.000Z"
@@ -380,34 +379,19 @@ def throughput(server: MotoServer, rounds: int, cycles: int) -> dict[str, float]
 def _timed_threads(system: Any, threads: int, cycles: int) -> float:
     """Cycles per second of ``threads`` threads, each cycling its own parked session ``cycles`` times.
 
-    The threads start on a barrier; the clock runs from its release to the last thread's end. The
-    sender settles before and after, off the clock (it runs in its own Lambda, off the callers' path).
+    The threads start on a barrier (``_workload.run_threads``); the sender settles before and after,
+    off the clock (it runs in its own Lambda, off the callers' path).
     """
     sids = [f"t{n}" for n in range(threads)]
     for sid in sids:
         system.start(sid)
     system.settle()
-    barrier = threading.Barrier(threads + 1)
-    failures: list[BaseException] = []
 
-    def run(sid: str) -> None:
-        barrier.wait()
-        try:
-            for _ in range(cycles):
-                system.cycle(sid)
-        except BaseException as exc:  # reported after the join: a failed cycle voids the row
-            failures.append(exc)
+    def work(i: int) -> None:
+        for _ in range(cycles):
+            system.cycle(sids[i])
 
-    workers = [threading.Thread(target=run, args=(sid,)) for sid in sids]
-    for worker in workers:
-        worker.start()
-    barrier.wait()
-    started = time.perf_counter()
-    for worker in workers:
-        worker.join()
-    elapsed = time.perf_counter() - started
-    if failures:
-        raise RuntimeError(f"{system.label}: {len(failures)} of {threads} threads failed: {failures[0]!r}")
+    elapsed = run_threads(threads, work)
     system.settle()
     return threads * cycles / elapsed
 

@@ -587,6 +587,32 @@ class World:
     def advance(self, seconds: float) -> None:
         self.clock.advance(timedelta(seconds=seconds))
 
+    def versions(self) -> dict[str, int]:
+        """``session id -> head version`` of every stored session: what ``list()`` and ``head()`` of each say.
+
+        On AWS one strongly consistent Scan of the session items (those with a ``version``: the items
+        ``list()`` scans for and ``head()`` reads, keyed by ``pk`` alone) instead of a Scan and a GetItem
+        per session.
+        """
+        if self.kind != "aws":
+            store = self.raw_store
+            return {sid: head.version for sid in store.list() if (head := store.head(sid)) is not None}
+        env = self.aws
+        params: dict[str, Any] = {
+            "TableName": env.table_name,
+            "ProjectionExpression": "#pk, #version",
+            "FilterExpression": "attribute_exists(#version)",
+            "ExpressionAttributeNames": {"#pk": "pk", "#version": "version"},
+            "ConsistentRead": True,
+        }
+        out: dict[str, int] = {}
+        while True:
+            page = env.dynamodb.scan(**params)
+            out.update({item["pk"]["S"]: int(item["version"]["N"]) for item in page.get("Items", [])})
+            if "LastEvaluatedKey" not in page:
+                return out
+            params["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
     # ------------------------------------------------------------------ stored bytes
 
     def snapshot(self) -> dict[str, str]:

@@ -62,10 +62,10 @@ class PairDriver(Driver):
         if nested or fault is not None:
             super().run(op, fault, inter, nested)
             return
-        before = self._versions()
+        before = self.world.versions()
         super().run(op, fault, inter, nested)
         store = self.world.raw_store
-        written = {sid: store.load(sid) for sid, v in self._versions().items() if before.get(sid) != v}
+        written = {sid: store.load(sid) for sid, v in self.world.versions().items() if before.get(sid) != v}
         left = unleased_running(written, self.world.now())
         self._check(not left, f"{op} left {sorted(left)} running without a live lease")
 
@@ -82,10 +82,6 @@ class PairDriver(Driver):
         else:
             return None  # no child yet: a firing at an id the caller's next call will use is not drawn
         return (channel, child, act, with_id, False)
-
-    def _versions(self) -> dict[str, int]:
-        store = self.world.raw_store
-        return {sid: head.version for sid in store.list() if (head := store.head(sid)) is not None}
 
     def recover_and_check(self) -> None:
         super().recover_and_check()

@@ -11,6 +11,7 @@ test"; "no table creation at run time" — only tests create tables, and only fr
 
 from __future__ import annotations
 
+import io
 import json
 import threading
 import urllib.request
@@ -61,12 +62,16 @@ def table_definition(template: Path = TEMPLATE) -> dict[str, Any]:
 
 
 class _SerializedApp:
-    """A WSGI wrapper that lets one request at a time into moto.
+    """A WSGI wrapper that lets one request at a time into moto, its request body read whole first.
 
     DynamoDB applies each conditional write atomically; moto's backends do not lock, so two
     concurrent ``attribute_not_exists(pk)`` puts can both succeed there. Serializing requests on
     the server restores the guarantee the store relies on, while the clients stay real threads
     making real HTTP calls concurrently.
+
+    The body (``Content-Length`` bytes, or every chunk of a chunked one) is read before moto runs and
+    handed to it from memory, so the connection stands at the next request line whatever moto read:
+    what lets :func:`_threaded_moto_server` keep connections alive.
     """
 
     def __init__(self, app: Any) -> None:
@@ -74,6 +79,9 @@ class _SerializedApp:
         self._lock = threading.Lock()
 
     def __call__(self, environ: Any, start_response: Any) -> Any:
+        from werkzeug.wsgi import get_input_stream
+
+        environ["wsgi.input"] = io.BytesIO(get_input_stream(environ).read())
         with self._lock:
             return list(self._app(environ, start_response))
 
@@ -88,8 +96,48 @@ def _threaded_moto_server() -> Any:
     from werkzeug.serving import make_server
 
     class QuietHandler(MotoRequestHandler):
+        """Moto's handler, quiet, answering on a kept-alive HTTP/1.1 connection.
+
+        Werkzeug's ``run_wsgi`` closes every connection (it cannot know the app read the whole body,
+        and drains the socket after each answer), so each AWS call paid a TCP connect and a new server
+        thread. Here :class:`_SerializedApp` has read the body, the answer (moto's, whole) goes out with
+        its length, and the connection serves the client's next call; a client's ``Connection: close``
+        still closes it. ``TCP_NODELAY``: headers and body are two writes, Nagle would hold the second.
+        """
+
+        disable_nagle_algorithm = True
+
         def log_request(self, *args: Any, **kwargs: Any) -> None:
             pass  # one line per request on stderr drowns test output
+
+        def run_wsgi(self) -> None:
+            if self.headers.get("Expect", "").lower().strip(" \t") == "100-continue":
+                self.wfile.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+            started: list[Any] = []
+
+            def start_response(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
+                started[:] = [status, headers]
+                return None  # moto answers by its iterable, never by write()
+
+            try:
+                body = b"".join(self.server.app(self.make_environ(), start_response))
+            except Exception:  # noqa: BLE001 - what werkzeug does: a 500, and this connection ends
+                self.close_connection = True
+                self.send_error(500)
+                return
+            status, headers = started
+            code_text, _, reason = status.partition(" ")
+            code = int(code_text)
+            self.send_response(code, reason)
+            for name, value in headers:
+                self.send_header(name, value)
+            bodiless = self.command == "HEAD" or code < 200 or code in (204, 304)
+            if not bodiless and not any(name.lower() == "content-length" for name, _ in headers):
+                self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            if not bodiless:
+                self.wfile.write(body)
+            self.wfile.flush()
 
     class SerializedMotoServer(ThreadedMotoServer):
         # Same as ThreadedMotoServer._server_entry, with the app wrapped in _SerializedApp.

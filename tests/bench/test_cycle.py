@@ -78,6 +78,14 @@ def test_a_timer_cycle_charges_the_whole_sweep_to_the_park_it_wakes(stack):
     assert bill.eventbridge_entries == 1
 
 
+def test_the_sweep_leaves_what_its_own_wake_committed_to_the_outbound_function(stack):
+    """Issue 24: the sweep sends the outbox it found marked as it started; the wake's entry is the sender's."""
+    _one_cycle(stack, "timer", warm=True)
+    writes = stack.meter.ended_writes
+    assert not any(function == "timer" and kind == "sessions outbox" for function, _op, kind in writes)
+    assert writes["outbound", "UpdateItem", "sessions outbox"].writes == 2  # the park's event: claim, sent record
+
+
 def _dynamodb(calls: dict[str, int]) -> dict[str, int]:
     return {name: n for name, n in calls.items() if name.startswith("dynamodb.")}
 

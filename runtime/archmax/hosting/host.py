@@ -572,8 +572,14 @@ class Host:
     # ------------------------------------------------------------------ sweep
 
     def sweep(self, now: str | None = None) -> SweepReport:
-        """Wake due parks, re-drive waiting inbox items, then finish dead turns (DESIGN.md §3 "Inbox", §4 timer).
+        """Send the outbox, wake due parks, re-drive inbox items, finish dead turns (DESIGN.md §3, §4 timer).
 
+        0. Outbox: every outbox entry committed before this sweep and not sent yet (SMTP was down,
+           the process died right after its commit, its stream record ran out of retries) is sent,
+           a finished session's too (:func:`archmax.hosting.sweep.send_outbox`, issue 20 item 2).
+           It runs first, so the entries the sweep's own turns commit are left to the sender that
+           serves every commit (the outbound function on AWS, the in-process outbound elsewhere),
+           or to the next sweep, never raced for here (issue 24).
         1. Due parks: :func:`archmax.hosting.sweep.sweep` finds them and hands each its timer
            (``timer`` with ``{"now": now}``) to ``timers``: fired here, or queued for the wake
            function on AWS (issue 24 goal 3).
@@ -584,10 +590,7 @@ class Host:
            waits in the inbox to re-drive it) is continued by ``agent.workflow.recover``
            (:func:`archmax.hosting.sweep.recover_stale`). Sessions steps 1 and 2 drove are left to
            the next sweep; racing sweeps recover a session once, the others report ``skipped``.
-        4. Outbox: every committed outbox entry not sent yet (SMTP was down, the process died right
-           after its commit, its stream record ran out of retries) is sent, a finished session's too
-           (:func:`archmax.hosting.sweep.send_outbox`, issue 20 item 2).
-        5. Oldest park: the workflow's park made longest ago and its age (``report.oldest_park``,
+        4. Oldest park: the workflow's park made longest ago and its age (``report.oldest_park``,
            ``oldest_park_age_s``; BEHAVIOUR.md §5.11), one ``store.oldest_park`` call (no scan).
 
         Args:

@@ -23,6 +23,15 @@ log = logging.getLogger("archmax.hosting")
 def sweep_host(host: Host, instant: str) -> SweepReport:
     """The steps of :meth:`archmax.hosting.host.Host.sweep` at ``instant`` (its docstring says which)."""
     report = SweepReport(now=instant)
+    # The outbox first: what was marked before this sweep. The commits of its own wakes are the
+    # outbound function's (their stream records) or the next sweep's: sending them here too would race
+    # the sender for every entry the sweep's turns made (issue 24: the timer cycle paid it twice).
+    report.outbox = send_outbox(
+        host.agent.store,
+        host.sweep_outbound() if host.sweep_outbound is not None else host.agent.runtime.outbound,
+        workflow=host.agent.spec.slug,
+        on_error=lambda sid, exc: log.warning("outbox entries of %r not sent yet: %s", sid, exc),
+    )
     try:
         report.due = sweep(
             host.agent,
@@ -41,12 +50,6 @@ def sweep_host(host: Host, instant: str) -> SweepReport:
             instant,
             exclude=driven,
             on_error=lambda sid, exc: log.warning("recovering the dead turn of %r failed: %s", sid, exc),
-        )
-        report.outbox = send_outbox(
-            host.agent.store,
-            host.sweep_outbound() if host.sweep_outbound is not None else host.agent.runtime.outbound,
-            workflow=host.agent.spec.slug,
-            on_error=lambda sid, exc: log.warning("outbox entries of %r not sent yet: %s", sid, exc),
         )
         found = oldest_park(host.agent, instant)  # a wait nobody answers is seen (§5.11)
         if found is not None:

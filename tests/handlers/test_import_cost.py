@@ -41,6 +41,7 @@ WATCHED = [
     "aws_xray_sdk",
     "email",
     "aws_lambda_powertools.utilities.parser.models",
+    "archmax.engine",
 ]
 
 
@@ -103,3 +104,13 @@ def test_the_batch_functions_load_no_powertools_parser_models(function: str, tmp
     """
     report = _load(function, tmp_path)
     assert report["before"]["aws_lambda_powertools.utilities.parser.models"] is False
+
+
+def test_the_outbound_function_loads_no_engine(tmp_path: Path) -> None:
+    """The sender reads the store and dispatches: the package's names load lazily, so no engine module comes along.
+
+    Rule source: issue 24 goal 4 (a function imports what its path uses); ``archmax/__init__.py``.
+    """
+    report = _load("outbound", tmp_path)
+    assert report["before"]["archmax.engine"] is False
+

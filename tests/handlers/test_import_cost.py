@@ -42,6 +42,7 @@ WATCHED = [
     "email",
     "aws_lambda_powertools.utilities.parser.models",
     "archmax.engine",
+    "archmax.inbound.ses",
 ]
 
 
@@ -113,4 +114,13 @@ def test_the_outbound_function_loads_no_engine(tmp_path: Path) -> None:
     """
     report = _load("outbound", tmp_path)
     assert report["before"]["archmax.engine"] is False
+
+
+def test_a_webhook_loads_no_mail_modules(tmp_path: Path) -> None:
+    """The send function's SES path (envelope, MIME parsing, admission) loads with the first mail, not with a webhook."""
+    event = json.loads((REPO / "events" / "apigw_send_message.json").read_text())
+    report = _load("send", tmp_path, event)
+    assert report["before"]["archmax.inbound.ses"] is False
+    assert report["answer"]["statusCode"] == 202, report["answer"]
+    assert report["after"]["archmax.inbound.ses"] is False
 

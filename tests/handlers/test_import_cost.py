@@ -43,6 +43,7 @@ WATCHED = [
     "aws_lambda_powertools.utilities.parser.models",
     "archmax.engine",
     "archmax.inbound.ses",
+    "archmax.views",
 ]
 
 
@@ -124,3 +125,11 @@ def test_a_webhook_loads_no_mail_modules(tmp_path: Path) -> None:
     assert report["answer"]["statusCode"] == 202, report["answer"]
     assert report["after"]["archmax.inbound.ses"] is False
 
+
+def test_a_session_summary_loads_no_views(tmp_path: Path) -> None:
+    """The resolve function's story and HTML page (archmax.views) load with the first view asked for, not a summary."""
+    event = json.loads((REPO / "events" / "apigw_get_session.json").read_text())
+    report = _load("resolve", tmp_path, event)
+    assert report["before"]["archmax.views"] is False
+    assert report["answer"]["statusCode"] == 404, report["answer"]  # routed to the summary; no such session
+    assert report["after"]["archmax.views"] is False

@@ -20,18 +20,20 @@ REPO = Path(__file__).resolve().parents[2]
 WORKFLOW = REPO / "examples" / "workflows" / "support-inbox"
 
 _PROBE = """
-import importlib.util, json, sys
+import gc, importlib.util, json, sys
 spec = importlib.util.spec_from_file_location("app", {path!r})
 module = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(module)
 loaded = lambda name: name in sys.modules
 before = {{n: loaded(n) for n in {watched!r}}}
+before["gc enabled"] = gc.isenabled()
 if {event!r} is not None:
     from archmax.testing import FakeLambdaContext
     answer = module.lambda_handler({event!r}, FakeLambdaContext())
 else:
     answer = None
 after = {{n: loaded(n) for n in {watched!r}}}
+after["gc enabled"] = gc.isenabled()
 print(json.dumps({{"before": before, "after": after, "answer": answer}}))
 """
 
@@ -133,3 +135,11 @@ def test_a_session_summary_loads_no_views(tmp_path: Path) -> None:
     assert report["before"]["archmax.views"] is False
     assert report["answer"]["statusCode"] == 404, report["answer"]  # routed to the summary; no such session
     assert report["after"]["archmax.views"] is False
+
+
+@pytest.mark.parametrize("function", ["send", "deliver", "resolve", "timer", "wake", "outbound"])
+def test_the_collector_is_paused_by_loading_and_resumed_by_the_first_invocation(function: str, tmp_path: Path) -> None:
+    """app.py pauses the cyclic GC on its first line; the first invocation's end resumes it (archmax.hosting.coldstart)."""
+    report = _load(function, tmp_path, {"not": "an event of this function"})
+    assert report["before"]["gc enabled"] is False
+    assert report["after"]["gc enabled"] is True

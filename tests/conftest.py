@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 
 import pytest
@@ -29,6 +30,11 @@ def shared_samples() -> Path:
 
 @pytest.fixture(autouse=True)
 def _gc_resumed() -> object:
-    """A function module loaded in-process pauses the garbage collector until its first invocation; not past a test."""
+    """A function module loaded in-process pauses the garbage collector until its first invocation; not past a test.
+
+    Resuming freezes the heap (archmax.hosting.coldstart); a test process unfreezes it again, so what one
+    test left behind is collected as usual.
+    """
     yield
     resume_gc()
+    gc.unfreeze()

@@ -34,6 +34,7 @@ else:
     answer = None
 after = {{n: loaded(n) for n in {watched!r}}}
 after["gc enabled"] = gc.isenabled()
+after["gc frozen"] = gc.get_freeze_count()
 print(json.dumps({{"before": before, "after": after, "answer": answer}}))
 """
 
@@ -143,3 +144,4 @@ def test_the_collector_is_paused_by_loading_and_resumed_by_the_first_invocation(
     report = _load(function, tmp_path, {"not": "an event of this function"})
     assert report["before"]["gc enabled"] is False
     assert report["after"]["gc enabled"] is True
+    assert report["after"]["gc frozen"] > 10_000  # the cold start's objects: never walked again

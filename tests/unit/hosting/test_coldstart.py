@@ -21,6 +21,7 @@ def collector_restored() -> Iterator[None]:
     was = gc.isenabled()
     yield
     resume_gc()
+    gc.unfreeze()
     (gc.enable if was else gc.disable)()
 
 
@@ -29,6 +30,17 @@ def test_pause_holds_the_collector_off_until_resume() -> None:
     pause_gc()
     assert not gc.isenabled()
     resume_gc()
+    assert gc.isenabled()
+
+
+def test_resume_freezes_what_the_cold_start_built() -> None:
+    """The second invocation must not pay for collecting the cold start's long-lived objects."""
+    gc.unfreeze()
+    gc.enable()
+    pause_gc()
+    built = [[n] for n in range(1000)]  # tracked containers, as a cold start makes
+    resume_gc()
+    assert gc.get_freeze_count() >= len(built)
     assert gc.isenabled()
 
 

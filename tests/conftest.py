@@ -1,12 +1,14 @@
-"""Shared fixtures: a fake clock, the path of the public samples (skipping where absent)."""
+"""Shared fixtures: a fake clock, the path of the public samples (skipping where absent), the GC resumed."""
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 
 import pytest
 
 from archmax.clock import FakeClock
+from archmax.hosting.coldstart import resume_gc
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED_SAMPLES = REPO.parent / "shared" / "samples"
@@ -24,3 +26,15 @@ def shared_samples() -> Path:
     if not SHARED_SAMPLES.is_dir():
         pytest.skip("../shared/samples is absent: the public sample files are not beside this clone")
     return SHARED_SAMPLES
+
+
+@pytest.fixture(autouse=True)
+def _gc_resumed() -> object:
+    """A function module loaded in-process pauses the garbage collector until its first invocation; not past a test.
+
+    Resuming freezes the heap (archmax.hosting.coldstart); a test process unfreezes it again, so what one
+    test left behind is collected as usual.
+    """
+    yield
+    resume_gc()
+    gc.unfreeze()

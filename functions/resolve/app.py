@@ -5,6 +5,10 @@ WORKFLOW_DIR with its tools.py, the store, the model), the logic is archmax.hand
 `archmax serve`, and archmax.hosting.telemetry logs, counts and traces what it does (Powertools).
 """
 
+from archmax.hosting.coldstart import pause_gc
+
+pause_gc()  # no cyclic GC until the first invocation ends (issue 24 goal 4): archmax.hosting.coldstart
+
 from archmax.handlers import resolve
 from archmax.hosting.telemetry import Telemetry
 from archmax.hosting.wiring import from_environment

@@ -5,6 +5,10 @@ archmax.handlers.wake (each message fired once into the park it names, through t
 and archmax.hosting.telemetry logs, counts (TimerLateness) and traces what it does (Powertools).
 """
 
+from archmax.hosting.coldstart import pause_gc
+
+pause_gc()  # no cyclic GC until the first invocation ends (issue 24 goal 4): archmax.hosting.coldstart
+
 # Powertools' batch utility loads its parser models (pydantic models of every record type it knows,
 # built at import, used only as type hints) when pydantic is already loaded: imported before archmax,
 # which loads pydantic, it skips them (issue 24 goal 4, bench/cold_import.py).

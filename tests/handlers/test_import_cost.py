@@ -20,18 +20,21 @@ REPO = Path(__file__).resolve().parents[2]
 WORKFLOW = REPO / "examples" / "workflows" / "support-inbox"
 
 _PROBE = """
-import importlib.util, json, sys
+import gc, importlib.util, json, sys
 spec = importlib.util.spec_from_file_location("app", {path!r})
 module = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(module)
 loaded = lambda name: name in sys.modules
 before = {{n: loaded(n) for n in {watched!r}}}
+before["gc enabled"] = gc.isenabled()
 if {event!r} is not None:
     from archmax.testing import FakeLambdaContext
     answer = module.lambda_handler({event!r}, FakeLambdaContext())
 else:
     answer = None
 after = {{n: loaded(n) for n in {watched!r}}}
+after["gc enabled"] = gc.isenabled()
+after["gc frozen"] = gc.get_freeze_count()
 print(json.dumps({{"before": before, "after": after, "answer": answer}}))
 """
 
@@ -41,6 +44,9 @@ WATCHED = [
     "aws_xray_sdk",
     "email",
     "aws_lambda_powertools.utilities.parser.models",
+    "archmax.engine",
+    "archmax.inbound.ses",
+    "archmax.views",
 ]
 
 
@@ -103,3 +109,39 @@ def test_the_batch_functions_load_no_powertools_parser_models(function: str, tmp
     """
     report = _load(function, tmp_path)
     assert report["before"]["aws_lambda_powertools.utilities.parser.models"] is False
+
+
+def test_the_outbound_function_loads_no_engine(tmp_path: Path) -> None:
+    """The sender reads the store and dispatches: the package's names load lazily, so no engine module comes along.
+
+    Rule source: issue 24 goal 4 (a function imports what its path uses); ``archmax/__init__.py``.
+    """
+    report = _load("outbound", tmp_path)
+    assert report["before"]["archmax.engine"] is False
+
+
+def test_a_webhook_loads_no_mail_modules(tmp_path: Path) -> None:
+    """The send function's SES path (envelope, MIME parsing, admission) loads with the first mail, not with a webhook."""
+    event = json.loads((REPO / "events" / "apigw_send_message.json").read_text())
+    report = _load("send", tmp_path, event)
+    assert report["before"]["archmax.inbound.ses"] is False
+    assert report["answer"]["statusCode"] == 202, report["answer"]
+    assert report["after"]["archmax.inbound.ses"] is False
+
+
+def test_a_session_summary_loads_no_views(tmp_path: Path) -> None:
+    """The resolve function's story and HTML page (archmax.views) load with the first view asked for, not a summary."""
+    event = json.loads((REPO / "events" / "apigw_get_session.json").read_text())
+    report = _load("resolve", tmp_path, event)
+    assert report["before"]["archmax.views"] is False
+    assert report["answer"]["statusCode"] == 404, report["answer"]  # routed to the summary; no such session
+    assert report["after"]["archmax.views"] is False
+
+
+@pytest.mark.parametrize("function", ["send", "deliver", "resolve", "timer", "wake", "outbound"])
+def test_the_collector_is_paused_by_loading_and_resumed_by_the_first_invocation(function: str, tmp_path: Path) -> None:
+    """app.py pauses the cyclic GC on its first line; the first invocation's end resumes it (archmax.hosting.coldstart)."""
+    report = _load(function, tmp_path, {"not": "an event of this function"})
+    assert report["before"]["gc enabled"] is False
+    assert report["after"]["gc enabled"] is True
+    assert report["after"]["gc frozen"] > 10_000  # the cold start's objects: never walked again

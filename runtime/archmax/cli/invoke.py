@@ -36,6 +36,7 @@ import yaml
 
 from archmax.cli.errors import UsageError
 from archmax.cli.workspace import parse_aws_store
+from archmax.hosting.coldstart import resume_gc
 
 FUNCTIONS = {
     "send": "SendFunction",
@@ -187,7 +188,11 @@ def load_handler(doc: Mapping[str, Any], template_dir: Path, function: str, tag:
     spec = importlib.util.spec_from_file_location(f"archmax_invoke_{tag}", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        resume_gc()  # app.py paused the collector until its first invocation, which will not come
+        raise
     return getattr(module, attribute)
 
 

@@ -31,15 +31,14 @@ from archmax.handlers.common import (
     unrecognised,
 )
 from archmax.hosting.inbox_base import queue_id
-from archmax.inbound.admission import MailDoor, admit, applied, hold
 from archmax.inbound.apigw import message_firing, raw_body, trigger_firing
-from archmax.inbound.ses import SesMail, is_ses_event, ses_firing, ses_mails
 from archmax.inbound.webhook import verify as verify_webhook
 
 log = logging.getLogger("archmax.handlers.send")
 
 if TYPE_CHECKING:
     from archmax.hosting.wiring import Collaborators
+    from archmax.inbound.ses import SesMail
 
 
 def _accepted(accepted: Any) -> dict[str, Any]:
@@ -58,6 +57,9 @@ def _mail(c: Collaborators, mail: SesMail) -> dict[str, Any]:
     Spam/virus FAIL is recorded and not read. The sender becomes a participant only once the
     session's inbox took the mail (a duplicate of another sender's mail records nobody).
     """
+    from archmax.inbound.admission import MailDoor, admit, applied, hold
+    from archmax.inbound.ses import ses_firing
+
     if mail.refused is not None:
         c.on_refused(mail)
         return {"message_id": mail.message_id, "refused": mail.refused}
@@ -109,6 +111,8 @@ def _signed_webhook(c: Collaborators, event: Any, trigger: str) -> Any:
 
 
 def _ses(c: Collaborators, event: Mapping[str, Any]) -> dict[str, Any]:
+    from archmax.inbound.ses import ses_mails
+
     results = []
     for mail in ses_mails(event, bucket=c.bucket):
         try:
@@ -157,10 +161,14 @@ def build(c: Collaborators) -> Handler:
     def handle(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
         if is_http_event(event):
             return http(event, context)
+        if is_drain_event(event):  # only the key "drain": never an SES receipt, so the order is free
+            return direct(lambda: drain(c, event["drain"]))
+        # The mail modules (SES envelope, MIME parsing, admission) load with the first non-HTTP, non-drain
+        # event, not with the function: a webhook's or a drain's cold start does without them (issue 24 goal 4).
+        from archmax.inbound.ses import is_ses_event
+
         if is_ses_event(event):
             return direct(lambda: _ses(c, event))
-        if is_drain_event(event):
-            return direct(lambda: drain(c, event["drain"]))
         return direct(refuse(unrecognised(event, "API Gateway, SES or {'drain': id} events")))
 
     return handle

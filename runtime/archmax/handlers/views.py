@@ -30,8 +30,9 @@ from archmax.handlers.common import base_path, json_response
 from archmax.session.ids import parent_session_id, validate_session_id
 from archmax.session.records import PARKED_STATUSES, Checkpoint, SessionStatus
 from archmax.session.results import summary_of
-from archmax.views.page import CSP, render_list, render_page, session_href
-from archmax.views.story import instant_of_ms, story_of
+
+# archmax.views (the story, the HTML page) loads with the first view asked for, not with the resolve
+# function: a session's summary or a firing's resolution does without it (issue 24 goal 4, cold start).
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.event_handler import Response
@@ -46,6 +47,8 @@ _STATUSES = {s.value for s in SessionStatus}
 def html_response(status: int, body: str) -> Response:
     """An HTML response that nothing can turn into a script or a request elsewhere."""
     from aws_lambda_powertools.event_handler import Response
+
+    from archmax.views.page import CSP
 
     return Response(
         status_code=status,
@@ -79,6 +82,8 @@ def transcript(record: Checkpoint, workflow: Any, delivery: tuple[str, bool] | N
     ``answered`` once applied and its turn has ended: the session is not ``running``, or a later
     firing was applied since (the newest applied id is another one).
     """
+    from archmax.views.story import story_of
+
     story = story_of(record, workflow)
     said = [e for e in story.conversation if e.role == "agent" and e.text.strip()]
     body: dict[str, Any] = {
@@ -103,6 +108,8 @@ def transcript(record: Checkpoint, workflow: Any, delivery: tuple[str, bool] | N
 
 def trail(record: Checkpoint, workflow: Any) -> dict[str, Any]:
     """The trail view: every step with an ISO-8601 time, and the derived timeline."""
+    from archmax.views.story import instant_of_ms, story_of
+
     story = story_of(record, workflow)
     steps = [
         {**s.model_dump(mode="json", exclude_none=True, exclude={"ts", "at_message"}), "at": instant_of_ms(s.ts)}
@@ -156,6 +163,8 @@ def listing(c: Collaborators, params: Mapping[str, str], base: str) -> dict[str,
         InvalidEventError: an unknown parameter or a bad value (400).
         SessionStoreCapabilityError: the store cannot list.
     """
+    from archmax.views.page import session_href
+
     f = _filters(params)
     limit = int(f.get("limit", DEFAULT_LIMIT))
     store = c.agent.store
@@ -204,6 +213,9 @@ def register(router: Any, c: Collaborators) -> None:
         record = _record(c, session_id)
         if record is None:
             return _not_found(session_id)
+        from archmax.views.page import render_page
+        from archmax.views.story import story_of
+
         return html_response(200, render_page(story_of(record, _workflow_of(c, record), store=c.agent.store)))
 
     @router.get("/sessions/<session_id>/transcript")
@@ -234,6 +246,8 @@ def register(router: Any, c: Collaborators) -> None:
         found = listing(c, params(), base)
         filters = {k: v for k, v in params().items() if k not in ("limit", "after")}
         nxt = found.get("next")
+        from archmax.views.page import render_list
+
         return html_response(
             200,
             render_list(

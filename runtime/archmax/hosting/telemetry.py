@@ -66,6 +66,7 @@ from typing import TYPE_CHECKING, Any
 
 from archmax import errors
 from archmax.errors import ArchmaxError, CallerError, DuplicateDeliveryError, ModelError
+from archmax.hosting.coldstart import resume_gc
 
 if TYPE_CHECKING:
     from archmax.engine.claims import Applied
@@ -169,6 +170,8 @@ class Telemetry:
 
         A raised exception is logged (unless an operation already did) and raised again, so Lambda
         retries an asynchronous invocation and finally hands it to the function's OnFailure DLQ.
+        When an invocation ends, the garbage collector :func:`~archmax.hosting.coldstart.pause_gc`
+        held off for the cold start runs again (:func:`~archmax.hosting.coldstart.resume_gc`).
         """
 
         @functools.wraps(handle)
@@ -195,7 +198,16 @@ class Telemetry:
             return captured[0](event, context)
 
         measured = self.metrics.log_metrics(traced, capture_cold_start_metric=True)
-        return self.logger.inject_lambda_context(measured, clear_state=True)
+        logged = self.logger.inject_lambda_context(measured, clear_state=True)
+
+        @functools.wraps(logged)
+        def lambda_handler(event: Mapping[str, Any], context: Any) -> Any:
+            try:
+                return logged(event, context)
+            finally:
+                resume_gc()  # a cold start's pause (app.py's first line) ends with the first invocation
+
+        return lambda_handler
 
     # ------------------------------------------------------------------ invocation
 

@@ -46,24 +46,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from archmax.agent import Agent, create_agent
-from archmax.clock import Clock
-from archmax.engine.door import apply
 from archmax.errors import InvalidEventError, StoreError
-from archmax.hosting.host import Host
 from archmax.inbound.caps import AttachmentCaps
-from archmax.models import model_from_config
-from archmax.models.base import Model
-from archmax.outbound.config import dispatcher_from_env, reply_threader
-from archmax.session.firing import Firing
-from archmax.spec import load_workflow
-from archmax.workflow_tools import load_checked_tools
+from archmax.outbound.config import dispatcher_from_env
 
 if TYPE_CHECKING:  # the SES parser and the dispatcher (email) load only in the functions that use them
+    from archmax.agent import Agent
+    from archmax.clock import Clock
     from archmax.hosting.telemetry import Telemetry
     from archmax.hosting.timers import TimerHandOff
     from archmax.inbound.ses import SesMail
+    from archmax.models.base import Model
     from archmax.outbound.dispatch import Dispatcher
+    from archmax.session.firing import Firing
 
 
 def _refused_silently(mail: SesMail) -> None:
@@ -195,6 +190,16 @@ def from_environment(
             a tool no module provides.
         ModelConfigurationError: ``ARCHMAX_MODEL`` (or a tunable) is not a usable model configuration.
     """
+    # The engine side loads here, not with this module: the outbound function (outbound_from_environment)
+    # needs only a store and a dispatcher (issue 24 goal 4, cold start).
+    from archmax.agent import Agent, create_agent
+    from archmax.engine.door import apply
+    from archmax.hosting.host import Host
+    from archmax.models import model_from_config
+    from archmax.outbound.config import reply_threader
+    from archmax.spec import load_workflow
+    from archmax.workflow_tools import load_checked_tools
+
     workflow = env.get("WORKFLOW_DIR")
     if not workflow:
         raise StoreError("WORKFLOW_DIR is not set: it names the workflow folder this function serves")

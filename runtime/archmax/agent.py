@@ -352,7 +352,8 @@ class Agent:
         """Pass one firing through the engine's door, then run its consequences from the committed record.
 
         The consequence is the in-process outbox dispatch (``create_agent(outbound=...)``): it sends
-        what the operation's commits recorded and never fails the operation (DESIGN.md §3).
+        what the operation's commits recorded, of every session it let go of (a caller and its child,
+        §5.10), and never fails the operation (DESIGN.md §3).
 
         Args:
             firing: A firing of :mod:`archmax.session.firing` (``Send``, ``Turn``, ``Deliver``, ``Reply``,
@@ -363,10 +364,11 @@ class Agent:
             The :class:`Outcome`; ``None`` for a ``Recover`` that found no dead turn.
         """
         applied = self._door(self.runtime, firing, riders=riders)
-        if applied.record is not None and self.runtime.outbound is not None:
+        if self.runtime.outbound is not None:
             from archmax.outbound.config import dispatch_after_operation  # mail modules load where one sends
 
-            dispatch_after_operation(self.runtime.outbound, applied.record, self.runtime.warn)
+            for record in applied.to_send():  # the caller's and its child's, when one operation wrote both
+                dispatch_after_operation(self.runtime.outbound, record, self.runtime.warn)
         return applied.outcome
 
     @property

@@ -730,5 +730,6 @@ class PairWorld(World):
             lease_ttl_s=LEASE_TTL_S,
             tools=[lookup],
             workflows={SUB_SLUG: workflow_from_dict(SUB_WORKFLOW, SUB_SLUG)},
+            outbound=None if self.kind == "aws" else self.outbound(),  # as World's: AWS's stream sends
         )
         self.host = Host(self.agent, self.inbox, clock=self.clock, lease_ttl_s=LEASE_TTL_S)

@@ -35,6 +35,13 @@ class Applied(NamedTuple):
 
     outcome: Outcome | None
     record: Checkpoint | None
+    others: tuple[Checkpoint, ...] = ()
+    """The other sessions the operation let go of with outbox entries (a caller's child, or the caller
+    of a child's firing), each as last committed: their outboxes are the consequences' too (§5.10)."""
+
+    def to_send(self) -> list[Checkpoint]:
+        """``record`` (when committed) and ``others``: every record whose outbox the operation committed."""
+        return [r for r in (self.record, *self.others) if r is not None]
 
 
 def open_work(

@@ -20,6 +20,7 @@ from typing import Protocol
 from archmax.engine import decide, deliver, expire, forwarding, recover, remembered, reply, turn
 from archmax.engine.claims import Applied
 from archmax.engine.runtime import Runtime
+from archmax.engine.work import releases
 from archmax.session.firing import Decide, Deliver, EngineFiring, Expire, Recover, Reply, Send, Turn
 from archmax.stores.riders import Riders
 
@@ -43,16 +44,20 @@ def apply(rt: Runtime, firing: EngineFiring, *, riders: Riders | None = None) ->
             and the item's done mark, :mod:`archmax.stores.riders`); ``None``: none.
 
     Returns:
-        :class:`Applied`: ``outcome`` (``None`` only for a ``Recover`` that found no dead turn) and
-        ``record``, the record the operation's last commit left (``None`` when nothing was committed).
+        :class:`Applied`: ``outcome`` (``None`` only for a ``Recover`` that found no dead turn),
+        ``record``, the record the operation's last commit left (``None`` when nothing was committed),
+        and ``others``, the other sessions of the pair it let go of with outbox entries (§5.10).
 
     Raises:
         Every typed refusal of the firing's kind (BEHAVIOUR.md §3.4–§3.9, §3.12); nothing is written.
     """
     rt, firing = forwarding.addressed(rt, firing)  # a child's id reaches the pair through its caller (§5.10)
-    # the first read is what a warm store remembers, checked by the claim (issue 24: the claim is the read)
-    applied = remembered.claim_checked(rt, getattr(firing, "session_id", None), lambda: _route(rt, firing, riders))
-    return forwarding.caught_up(rt, firing, applied)  # and the child's news reaches it
+    with releases() as released:  # the pair's other session may have committed messages to send too
+        # the first read is what a warm store remembers, checked by the claim (issue 24: the claim is the read)
+        applied = remembered.claim_checked(rt, getattr(firing, "session_id", None), lambda: _route(rt, firing, riders))
+        applied = forwarding.caught_up(rt, firing, applied)  # and the child's news reaches it
+    own = applied.record.session_id if applied.record is not None else None
+    return applied._replace(others=tuple(r for sid, r in released.items() if sid != own))
 
 
 def _route(rt: Runtime, firing: EngineFiring, riders: Riders | None) -> Applied:

@@ -30,6 +30,27 @@ from archmax.stores.riders import Riders
 _WAITING: ContextVar[tuple[Work, ...]] = ContextVar("archmax_callers_waiting_on_a_child", default=())
 """The operations of the callers whose child runs in this context, outermost first."""
 
+_RELEASED: ContextVar[dict[str, Checkpoint] | None] = ContextVar("archmax_records_released_here", default=None)
+"""Session id -> the last record a ``Work`` of this operation let go with outbox entries (:func:`releases`)."""
+
+
+@contextmanager
+def releases() -> Iterator[dict[str, Checkpoint]]:
+    """Collect what an operation leaves to send: every session it let go of with outbox entries.
+
+    One operation commits the caller and its child (§5.10): a sub-workflow call, a forwarded
+    firing or a sweep's wake of a child's timer. The door answers one record, so the others are
+    collected here, session id -> the record (its outbox as committed) of that session's last
+    release in this context, for the in-process dispatch to send them all (DESIGN.md §3; issue 20:
+    nothing committed is left for a later sweep).
+    """
+    released: dict[str, Checkpoint] = {}
+    token = _RELEASED.set(released)
+    try:
+        yield released
+    finally:
+        _RELEASED.reset(token)
+
 
 @contextmanager
 def waiting_on_child(caller: Work) -> Iterator[None]:
@@ -156,6 +177,9 @@ class Work:
             raise
         self.version = rec.version
         self.holds_lease = lease
+        released = _RELEASED.get()
+        if not lease and rec.outbox and released is not None:  # its outbox as committed, for the door's caller
+            released[rec.session_id] = rec.model_copy(update={"outbox": list(rec.outbox)})
         self._unstamped = len(rec.messages)
         self._renew_at = now + timedelta(seconds=self.lease_ttl_s / 2)
         waiting = _WAITING.get()

@@ -44,8 +44,9 @@ bench: $(BENCH_STAMP)
 
 # The randomized reliability suite at soak strength: >= 2,000 schedules per store (memory,
 # filesystem, AWS on moto) plus SIGKILL schedules; prints schedules, crash points, faults fired, violations
-# (and the first violations' texts). -x: the first violation stops it and its falsifying example is printed
-# at once, not after the hours the other stores still take.
+# (and the first violations' texts). Each failed test's report (its falsifying schedule) is written to
+# .soak/failures.txt as it fails, not after the hours the other stores still take; -x schedules no test
+# after the first failure (the tests already running finish first).
 soak: $(STAMP)
 	rm -rf .soak && mkdir .soak
 	ARCHMAX_RELIABILITY_PROFILE=soak ARCHMAX_RELIABILITY_COUNTS_DIR=.soak $(PY) -m pytest -n 5 -x \

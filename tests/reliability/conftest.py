@@ -57,6 +57,11 @@ def pytest_testnodedown(node: Any, error: Any) -> None:
         counters.merge(json.loads(data))
 
 
+def pytest_runtest_logreport(report: Any) -> None:
+    if report.failed and "PYTEST_XDIST_WORKER" not in os.environ:  # the process that prints the run
+        counters.keep_failure(report.nodeid, report.longreprtext)
+
+
 def pytest_terminal_summary(terminalreporter: Any) -> None:
     lines = counters.render()
     if lines:

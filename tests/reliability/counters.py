@@ -73,6 +73,22 @@ def dump() -> None:
         path.with_suffix(".tmp").replace(path)
 
 
+FAILURES_FILE = "failures.txt"
+"""The report of each failed test, in the counts folder: written by the process that prints the run."""
+
+
+def keep_failure(nodeid: str, text: str) -> None:
+    """Append a failed test's report (its falsifying schedule) to the counts folder's ``failures.txt``.
+
+    Under xdist the controller gets each report when the test ends, but prints it only when the whole
+    run ends (hours later for ``make soak``); this file has it at once.
+    """
+    folder = os.environ.get(COUNTS_DIR_VAR)
+    if folder:
+        with (Path(folder) / FAILURES_FILE).open("a", encoding="utf-8") as out:
+            out.write(f"==== {nodeid}\n{text}\n")
+
+
 def export() -> dict[str, Any]:
     return {
         "tables": {k: dict(v) for k, v in TABLES.items()},

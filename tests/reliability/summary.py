@@ -1,7 +1,8 @@
 """Print the reliability counts the test processes wrote to a folder (``make soak``'s closing table).
 
 Run as ``python tests/reliability/summary.py <folder>``: every ``<pid>.json`` that
-``counters.dump`` wrote there is merged, so a soak stopped part-way still reports what it reached.
+``counters.dump`` wrote there is merged, so a soak stopped part-way still reports what it reached,
+then the reports of the tests that failed (``failures.txt``, written as each failed).
 """
 
 from __future__ import annotations
@@ -19,6 +20,9 @@ def main(folder: Path) -> None:
     for path in sorted(folder.glob("*.json")):
         counters.merge(json.loads(path.read_text(encoding="utf-8")))
     print("\n".join(counters.render()) or "no schedule ran")
+    failures = folder / counters.FAILURES_FILE
+    if failures.exists():  # the failed tests' reports, falsifying schedules included
+        print(failures.read_text(encoding="utf-8"))
 
 
 if __name__ == "__main__":

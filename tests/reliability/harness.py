@@ -23,6 +23,7 @@ Nothing of archmax is mocked: the wrappers delegate every call to the real store
 
 from __future__ import annotations
 
+import contextvars
 import hashlib
 import importlib
 import json
@@ -168,8 +169,8 @@ class Faults:
             inter.ran = True
             self.counters.fault("interleaving")
             with self.suspend():
-                try:
-                    inter.run()
+                try:  # as another process: none of this operation's context (callers waiting, releases)
+                    contextvars.Context().run(inter.run)
                 except Exception:  # noqa: BLE001 - the other firing's refusal is its own business
                     pass
         f = self.fault

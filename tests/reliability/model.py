@@ -17,6 +17,7 @@ the answer, a turn recovered after a crash asks for exactly what the dead proces
 
 from __future__ import annotations
 
+import contextvars
 import re
 from collections.abc import Callable
 from datetime import timedelta
@@ -142,7 +143,7 @@ class PairReactiveModel(ReactiveModel):
             self.clock.advance(timedelta(seconds=LONG_CALL_S))
             if len(answered) + 1 == SWEEP_AT and self.mid_child is not None:
                 meanwhile, self.mid_child = self.mid_child, None
-                meanwhile()
+                contextvars.Context().run(meanwhile)  # another process: not inside this turn's context
             step = {"variables": {"step": len(answered) + 1}}
             return ModelResponse(tool_calls=[ToolCall(id=f"call_{n}", name="archmax_set_variables", args=step)])
         return super().complete(request)

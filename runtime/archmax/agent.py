@@ -33,6 +33,7 @@ from archmax.engine.door import Door, apply, run_child
 from archmax.engine.events import EventEmitter, EventHandler
 from archmax.engine.runtime import Runtime
 from archmax.engine.tools import host_tools_from
+from archmax.engine.work import releases
 from archmax.engine.workflow_registry import WorkflowRegistry
 from archmax.errors import (
     MissingHookExecutorError,
@@ -353,7 +354,9 @@ class Agent:
 
         The consequence is the in-process outbox dispatch (``create_agent(outbound=...)``): it sends
         what the operation's commits recorded, of every session it let go of (a caller and its child,
-        §5.10), and never fails the operation (DESIGN.md §3).
+        §5.10), and never fails the operation (DESIGN.md §3). An operation that raises an error after
+        letting a session go (a child finished, then its caller's next model call met an outage) still
+        sends what it committed, then the error goes on (issue 20); a process that dies sends nothing.
 
         Args:
             firing: A firing of :mod:`archmax.session.firing` (``Send``, ``Turn``, ``Deliver``, ``Reply``,
@@ -363,13 +366,23 @@ class Agent:
         Returns:
             The :class:`Outcome`; ``None`` for a ``Recover`` that found no dead turn.
         """
-        applied = self._door(self.runtime, firing, riders=riders)
-        if self.runtime.outbound is not None:
-            from archmax.outbound.config import dispatch_after_operation  # mail modules load where one sends
-
-            for record in applied.to_send():  # the caller's and its child's, when one operation wrote both
-                dispatch_after_operation(self.runtime.outbound, record, self.runtime.warn)
+        with releases() as released:  # what an operation that raises let go of reaches this collection
+            try:
+                applied = self._door(self.runtime, firing, riders=riders)
+            except Exception:  # not a BaseException: a process that dies sends nothing
+                self._dispatch(list(released.values()))  # a child finished before its caller's error (issue 20)
+                raise
+        self._dispatch(applied.to_send())  # the caller's and its child's, when one operation wrote both
         return applied.outcome
+
+    def _dispatch(self, records: builtins.list[Checkpoint]) -> None:
+        """Send the outboxes of ``records`` in-process (``create_agent(outbound=...)``); never raises a send's error."""
+        if self.runtime.outbound is None or not records:
+            return
+        from archmax.outbound.config import dispatch_after_operation  # mail modules load where one sends
+
+        for record in records:
+            dispatch_after_operation(self.runtime.outbound, record, self.runtime.warn)
 
     @property
     def spec(self) -> Workflow:

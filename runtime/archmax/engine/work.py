@@ -43,11 +43,20 @@ def releases() -> Iterator[dict[str, Checkpoint]]:
     collected here, session id -> the record (its outbox as committed) of that session's last
     release in this context, for the in-process dispatch to send them all (DESIGN.md §3; issue 20:
     nothing committed is left for a later sweep).
+
+    An operation that raises has let go of them all the same (a child finished, then its caller's
+    next model call met an outage): what it collected passes to the enclosing collection, when one
+    is open (``Agent.apply``'s), whose dispatch sends it before the error goes on.
     """
+    enclosing = _RELEASED.get()
     released: dict[str, Checkpoint] = {}
     token = _RELEASED.set(released)
     try:
         yield released
+    except Exception:  # an error, not a process dying (a BaseException): nothing runs after that
+        if enclosing is not None:
+            enclosing.update(released)  # committed before the error: still the consequences' (issue 20)
+        raise
     finally:
         _RELEASED.reset(token)
 

@@ -1,0 +1,127 @@
+"""Issue 20 with 22: what a child committed to send goes out even when its caller's part of the operation raised.
+
+One operation drives a caller and its child (§5.10). When the child's turn ends (it finishes, or
+parks) its commit records its outbox entries; the caller then continues in the same operation. If
+the caller's next model call meets an outage (a throttle: a retryable ``ModelError``, §5.7), the
+operation raises and the caller is left ``running`` for a retry. The child's entries were committed
+all the same, yet the in-process dispatch ran only for an operation that returned: the child's
+lifecycle event waited for ``archmax sweep`` even after the retry finished the pair, since the retry
+never lets the (finished) child go again.
+
+Rule source: DESIGN.md §3 (sending starts from the commit; locally the dispatcher runs in-process
+after each operation), README "Outbound messages" (for every session the operation committed
+messages for), issue 20 (every committed entry sent, once), BEHAVIOUR.md §5.10.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from archmax import MemoryStore, create_agent
+from archmax.clock import FakeClock
+from archmax.errors import ModelThrottledError
+from archmax.models.base import ModelRequest, ModelResponse
+from archmax.models.scripted import ScriptedModel
+from archmax.outbound.aliases import MemoryAliases
+from archmax.outbound.dispatch import Dispatcher
+from archmax.outbound.transports import Delivery, MailOff
+from archmax.session.records import SessionStatus
+from archmax.spec import workflow_from_dict
+from archmax.stores.filesystem import FilesystemStore
+
+T0 = "2025-01-01T00:00:00.000Z"
+CALLER, CHILD = "s", "s~work:b:1"
+CALLING = {"states": {"work": {"triggers": {"manual": None}, "tools": {"allow": ["archmax_workflow_b"]}}}}
+CALLED = {"states": {"work": {"triggers": {"manual": None}}}}
+
+
+class Provider:
+    """Where events go (EventBridge's place): every ``<session>/<entry id>`` taken, in order."""
+
+    def __init__(self) -> None:
+        self.sent: list[str] = []
+
+    def publish(self, session_id: str, entry: Any) -> Delivery:
+        self.sent.append(f"{session_id}/{entry.id}")
+        return Delivery("sink", "sink")
+
+
+class Outage:
+    """The scripted model, whose ``n``-th call (1-based) meets a throttle instead."""
+
+    def __init__(self, script: list[dict[str, Any]], at: int) -> None:
+        self._inner, self._at, self.calls = ScriptedModel(script), at, 0
+
+    def complete(self, request: ModelRequest) -> ModelResponse:
+        self.calls += 1
+        if self.calls == self._at:
+            raise ModelThrottledError("injected: the provider is throttling")
+        return self._inner.complete(request)
+
+
+@pytest.fixture(params=["memory", "filesystem"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
+    return MemoryStore() if request.param == "memory" else FilesystemStore(tmp_path / "sessions")
+
+
+def _agent(store: Any, model: Any) -> tuple[Any, Provider]:
+    clock = FakeClock(T0)
+    provider = Provider()
+    outbound = Dispatcher(store, mailer=MailOff(), publisher=provider, aliases=MemoryAliases(), clock=clock)
+    workflows = {"b": workflow_from_dict(CALLED, "b")}
+    agent = create_agent(
+        workflow_from_dict(CALLING, "a"), store, model, clock=clock, workflows=workflows, outbound=outbound
+    )
+    return agent, provider
+
+
+def _committed(store: Any) -> list[str]:
+    """``<session>/<entry id>`` of every entry in every stored record's outbox."""
+    return [f"{sid}/{e.id}" for sid in store.list() for e in store.load(sid).outbox]
+
+
+def test_a_childs_completion_is_sent_by_the_operation_that_raised_after_committing_it(store: Any) -> None:
+    """The call runs the child to completion; the caller's next model call is throttled: the child's event goes out."""
+    script = [{"call": {"archmax_workflow_b": {}}}, {"say": "b done"}, {"say": "a done"}]
+    agent, provider = _agent(store, Outage(script, at=3))  # the caller's call after the child's answer
+    with pytest.raises(ModelThrottledError):
+        agent.workflow.send(CALLER, "go")
+    child = store.load(CHILD)
+    assert child.status == SessionStatus.COMPLETED and store.load(CALLER).status == SessionStatus.RUNNING
+    finished = [f"{CHILD}/{e.id}" for e in child.outbox if e.version == child.version]
+    assert finished, "the child's completion recorded its lifecycle event"
+    assert set(finished) <= set(provider.sent)  # sent by the operation that committed it
+
+
+def test_after_the_retry_every_committed_entry_of_the_pair_is_sent_once(store: Any) -> None:
+    """The retry (recover) finishes the caller; nothing is left for a sweep, nothing is sent twice."""
+    script = [{"call": {"archmax_workflow_b": {}}}, {"say": "b done"}, {"say": "a done"}]
+    agent, provider = _agent(store, Outage(script, at=3))
+    with pytest.raises(ModelThrottledError):
+        agent.workflow.send(CALLER, "go")
+    outcome = agent.workflow.recover(CALLER)
+    assert outcome is not None and outcome.kind == "completed"
+    assert Counter(provider.sent) == Counter(_committed(store))  # each committed entry exactly once
+
+
+def test_a_forwarded_delivery_that_finishes_the_child_sends_its_event_though_the_caller_raised(store: Any) -> None:
+    """The child waits; a delivery to the caller finishes it (§5.10); the caller's next call is throttled."""
+    script = [
+        {"call": {"archmax_workflow_b": {}}},
+        {"call": {"archmax_wait": {"reason": "the order id"}}},  # the child parks: the pair waits
+        {"say": "Which order?"},  # the child's park message
+        {"say": "b done"},  # the delivery finishes the child
+        {"say": "a done"},
+    ]
+    agent, provider = _agent(store, Outage(script, at=5))
+    assert agent.workflow.send(CALLER, "go").kind == "parked"
+    assert Counter(provider.sent) == Counter(_committed(store))  # the parks' events went with their operation
+    with pytest.raises(ModelThrottledError):
+        agent.workflow.deliver(CALLER, trigger="manual", message="ORD-1")
+    child = store.load(CHILD)
+    assert child.status == SessionStatus.COMPLETED
+    assert {f"{CHILD}/{e.id}" for e in child.outbox} <= set(provider.sent)

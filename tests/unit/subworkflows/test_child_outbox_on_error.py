@@ -16,6 +16,7 @@ messages for), issue 20 (every committed entry sent, once), BEHAVIOUR.md §5.10.
 from __future__ import annotations
 
 from collections import Counter
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ import pytest
 from archmax import MemoryStore, create_agent
 from archmax.clock import FakeClock
 from archmax.errors import ModelThrottledError
+from archmax.hosting.sweep import ERROR, SENT, send_outbox, sweep
 from archmax.models.base import ModelRequest, ModelResponse
 from archmax.models.scripted import ScriptedModel
 from archmax.outbound.aliases import MemoryAliases
@@ -50,16 +52,21 @@ class Provider:
         return Delivery("sink", "sink")
 
 
-class Outage:
-    """The scripted model, whose ``n``-th call (1-based) meets a throttle instead."""
+class ProcessDied(BaseException):
+    """The process was killed here: not an error any code handles."""
 
-    def __init__(self, script: list[dict[str, Any]], at: int) -> None:
+
+class Outage:
+    """The scripted model, whose ``n``-th call (1-based) raises ``error`` instead (default: a throttle)."""
+
+    def __init__(self, script: list[dict[str, Any]], at: int, error: BaseException | None = None) -> None:
         self._inner, self._at, self.calls = ScriptedModel(script), at, 0
+        self._error = error or ModelThrottledError("injected: the provider is throttling")
 
     def complete(self, request: ModelRequest) -> ModelResponse:
         self.calls += 1
         if self.calls == self._at:
-            raise ModelThrottledError("injected: the provider is throttling")
+            raise self._error
         return self._inner.complete(request)
 
 
@@ -125,3 +132,36 @@ def test_a_forwarded_delivery_that_finishes_the_child_sends_its_event_though_the
     child = store.load(CHILD)
     assert child.status == SessionStatus.COMPLETED
     assert {f"{CHILD}/{e.id}" for e in child.outbox} <= set(provider.sent)
+
+
+def test_the_sweeps_wake_of_a_childs_timer_sends_its_completion_though_the_caller_raised(store: Any) -> None:
+    """The child waits on a timer; the sweep wakes it through its caller, it finishes, the caller is throttled."""
+    script = [
+        {"call": {"archmax_workflow_b": {}}},
+        {"call": {"archmax_wait": {"reason": "the warehouse", "until": "5m"}}},
+        {"say": "I will check back."},  # the child's park message
+        {"say": "b done"},  # the timer's turn finishes the child
+        {"say": "a done"},
+    ]
+    agent, provider = _agent(store, Outage(script, at=5))
+    assert agent.workflow.send(CALLER, "go").kind == "parked"
+    agent.runtime.clock.advance(timedelta(minutes=6))
+    errors: list[str] = []
+    assert sweep(agent, on_error=lambda sid, exc: errors.append(f"{sid}: {type(exc).__name__}")) == [(CALLER, ERROR)]
+    assert errors == [f"{CALLER}: ModelThrottledError"]
+    child = store.load(CHILD)
+    assert child.status == SessionStatus.COMPLETED
+    assert {f"{CHILD}/{e.id}" for e in child.outbox} <= set(provider.sent)  # this sweep sent it: none left over
+
+
+def test_a_process_that_dies_after_the_childs_commit_sends_nothing(store: Any) -> None:
+    """A killed process runs no consequences (a ``BaseException``): the child's event waits for the sweep's outbox pass."""
+    script = [{"call": {"archmax_workflow_b": {}}}, {"say": "b done"}, {"say": "a done"}]
+    agent, provider = _agent(store, Outage(script, at=3, error=ProcessDied()))
+    with pytest.raises(ProcessDied):
+        agent.workflow.send(CALLER, "go")
+    child = store.load(CHILD)
+    assert child.status == SessionStatus.COMPLETED and child.outbox
+    assert provider.sent == []
+    assert send_outbox(store, agent.runtime.outbound, workflow="a") == [(CHILD, SENT)]  # the sweep's outbox pass
+    assert provider.sent == [f"{CHILD}/{e.id}" for e in child.outbox]

@@ -35,6 +35,8 @@ from archmax.session.records import SessionStatus
 from archmax.spec import workflow_from_dict
 from archmax.stores.filesystem import FilesystemStore
 
+from ._chain import GRANDCHILD, REVIEWED, TO_THE_DECISION, calling
+
 T0 = "2025-01-01T00:00:00.000Z"
 CALLER, CHILD = "s", "s~work:b:1"
 CALLING = {"states": {"work": {"triggers": {"manual": None}, "tools": {"allow": ["archmax_workflow_b"]}}}}
@@ -165,3 +167,22 @@ def test_a_process_that_dies_after_the_childs_commit_sends_nothing(store: Any) -
     assert provider.sent == []
     assert send_outbox(store, agent.runtime.outbound, workflow="a") == [(CHILD, SENT)]  # the sweep's outbox pass
     assert provider.sent == [f"{CHILD}/{e.id}" for e in child.outbox]
+
+
+def test_three_levels_a_reply_and_a_decision_at_the_grandchilds_id_send_every_entry_once(store: Any) -> None:
+    """One operation lets three sessions go (a reply forwarded down the chain, then its decision): all sent, once each."""
+    script = [*TO_THE_DECISION, {"say": "Noted."}, {"say": "c done"}, {"say": "b done"}, {"say": "a done"}]
+    clock = FakeClock(T0)
+    provider = Provider()
+    outbound = Dispatcher(store, mailer=MailOff(), publisher=provider, aliases=MemoryAliases(), clock=clock)
+    workflows = {"b": calling("b", "c"), "c": workflow_from_dict(REVIEWED, "c")}
+    agent = create_agent(
+        calling("a", "b"), store, ScriptedModel(script), clock=clock, workflows=workflows, outbound=outbound
+    )
+    agent.workflow.send(CALLER, "Go.")
+    assert agent.workflow.reply(GRANDCHILD, "One more thing.").reply == "Noted."  # each level records the answer
+    assert {sid: len(store.load(sid).outbox) for sid in store.list()} == {CALLER: 2, CHILD: 2, GRANDCHILD: 2}
+    assert Counter(provider.sent) == Counter(_committed(store))
+    assert agent.workflow.decide(GRANDCHILD, to="approved").kind == "completed"
+    assert all(store.load(sid).status == SessionStatus.COMPLETED for sid in (CALLER, CHILD, GRANDCHILD))
+    assert Counter(provider.sent) == Counter(_committed(store))

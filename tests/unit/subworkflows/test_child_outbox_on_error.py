@@ -6,7 +6,9 @@ the caller's next model call meets an outage (a throttle: a retryable ``ModelErr
 operation raises and the caller is left ``running`` for a retry. The child's entries were committed
 all the same, yet the in-process dispatch ran only for an operation that returned: the child's
 lifecycle event waited for ``archmax sweep`` even after the retry finished the pair, since the retry
-never lets the (finished) child go again.
+never lets the (finished) child go again. The same held for a refusal raised after commits: a
+delivery refused because the child moved on after the caller was claimed lets the caller catch up
+and finish, and its final answer to the customer waited for the sweep too.
 
 Rule source: DESIGN.md §3 (sending starts from the commit; locally the dispatcher runs in-process
 after each operation), README "Outbound messages" (for every session the operation committed
@@ -15,6 +17,7 @@ messages for), issue 20 (every committed entry sent, once), BEHAVIOUR.md §5.10.
 
 from __future__ import annotations
 
+import contextvars
 from collections import Counter
 from datetime import timedelta
 from pathlib import Path
@@ -24,13 +27,16 @@ import pytest
 
 from archmax import MemoryStore, create_agent
 from archmax.clock import FakeClock
-from archmax.errors import ModelThrottledError
+from archmax.engine.door import run_child
+from archmax.errors import ModelThrottledError, SessionNotAwaitingInputError
 from archmax.hosting.sweep import ERROR, SENT, send_outbox, sweep
 from archmax.models.base import ModelRequest, ModelResponse
 from archmax.models.scripted import ScriptedModel
 from archmax.outbound.aliases import MemoryAliases
 from archmax.outbound.dispatch import Dispatcher
 from archmax.outbound.transports import Delivery, MailOff
+from archmax.session.firing import Deliver
+from archmax.session.ids import SessionId
 from archmax.session.records import SessionStatus
 from archmax.spec import workflow_from_dict
 from archmax.stores.filesystem import FilesystemStore
@@ -186,3 +192,74 @@ def test_three_levels_a_reply_and_a_decision_at_the_grandchilds_id_send_every_en
     assert agent.workflow.decide(GRANDCHILD, to="approved").kind == "completed"
     assert all(store.load(sid).status == SessionStatus.COMPLETED for sid in (CALLER, CHILD, GRANDCHILD))
     assert Counter(provider.sent) == Counter(_committed(store))
+
+
+class Mails:
+    """Where mail goes (SMTP's place): ``(session, entry id, To, body)`` of every mail taken."""
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, str, str, str]] = []
+
+    def send(self, msg: Any, session_id: str, entry: Any) -> Delivery:
+        self.sent.append((session_id, entry.id, str(msg["To"]), msg.get_content().strip()))
+        return Delivery("sink", "sink")
+
+
+class BeforeCommitWhere:
+    """A store whose first commit satisfying ``where`` lets ``interloper`` run first, as another process would."""
+
+    def __init__(self, inner: Any, where: Any, interloper: Any) -> None:
+        self._inner, self._where, self._interloper = inner, where, interloper
+
+    def commit(self, session_id: str, record: Any, *args: Any, **kwargs: Any) -> Any:
+        if self._interloper is not None and self._where(record):
+            run, self._interloper = self._interloper, None
+            contextvars.Context().run(run)  # another process: none of this operation's context
+        return self._inner.commit(session_id, record, *args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+def test_a_refused_delivery_whose_caller_caught_up_and_finished_mails_the_final_answer(store: Any) -> None:
+    """The caller is claimed for a delivery; the child finishes meanwhile; the caller catches up (issue 22 item 1).
+
+    The delivery is refused (``SessionNotAwaitingInputError``: the child moved on), but the caller's
+    turn ran on with the child's result and finished: its final answer to the customer was committed,
+    and is mailed by that operation (it waited for ``archmax sweep``).
+    """
+    script = [
+        {"call": {"archmax_workflow_b": {}}},
+        {"call": {"archmax_wait": {"reason": "the order id"}}},
+        {"say": "Which order?"},  # the child's park message: the caller mails it
+        {"say": "b done"},  # another process's delivery to the child finishes it
+        {"say": "Refunded."},  # the caller catches up with the child's result
+    ]
+    clock, mails, agents = FakeClock(T0), Mails(), []
+
+    def interloper() -> None:
+        child_rt = agents[0].runtime.workflows.runtime("b", agents[0].runtime.workflow)
+        run_child(child_rt, Deliver(SessionId(CHILD), trigger="webhook", message="ORD-2"))
+
+    def claimed_for_the_child(record: Any) -> bool:
+        return record.session_id == CALLER and record.delegation is not None and record.delegation.forward is not None
+
+    outbound = Dispatcher(store, mailer=mails, publisher=Provider(), aliases=MemoryAliases(), clock=clock)
+    racing = BeforeCommitWhere(store, claimed_for_the_child, interloper)
+    workflows = {"b": workflow_from_dict(CALLED, "b")}
+    agents.append(
+        create_agent(
+            workflow_from_dict(CALLING, "a"), racing, ScriptedModel(script), clock=clock, workflows=workflows,
+            outbound=outbound,
+        )
+    )  # fmt: skip
+    by_email = {"from": "dana@example.org", "message_id": "m1@example.org", "to": ["support@example.com"]}
+    assert agents[0].workflow.send(CALLER, "Refund please.", variables=by_email).kind == "parked"
+    assert [body for *_, body in mails.sent] == ["Which order?"]
+    with pytest.raises(SessionNotAwaitingInputError):
+        agents[0].workflow.deliver(CALLER, trigger="manual", message="ORD-1")
+    assert store.load(CALLER).status == SessionStatus.COMPLETED
+    assert [(to, body) for _sid, _id, to, body in mails.sent] == [
+        ("dana@example.org", "Which order?"),
+        ("dana@example.org", "Refunded."),
+    ]

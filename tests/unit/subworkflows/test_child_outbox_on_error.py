@@ -27,6 +27,7 @@ import pytest
 
 from archmax import MemoryStore, create_agent
 from archmax.clock import FakeClock
+from archmax.cli.sent import sent_lines
 from archmax.engine.door import run_child
 from archmax.errors import ModelThrottledError, SessionNotAwaitingInputError
 from archmax.hosting.sweep import ERROR, SENT, send_outbox, sweep
@@ -263,3 +264,33 @@ def test_a_refused_delivery_whose_caller_caught_up_and_finished_mails_the_final_
         ("dana@example.org", "Which order?"),
         ("dana@example.org", "Refunded."),
     ]
+
+
+class Bus(Provider):
+    """An event bus (EventBridge's place): its sends are messages the CLI lists, not local event files."""
+
+    def publish(self, session_id: str, entry: Any) -> Delivery:
+        super().publish(session_id, entry)
+        return Delivery("eventbridge", "bus:archmax", f"evt-{len(self.sent)}")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="attack31 finding: archmax run/deliver print sent_lines(store, outcome.session_id) only, the caller's "
+    "latest commit; a child's lifecycle events the same command sent to the bus are not listed (README: one "
+    "'sent:' line per lifecycle event that went to a bus). Which child entries belong to the command is not "
+    "on record (the door's Applied.others is not in the Outcome), so the fix is not a one-liner.",
+)
+def test_the_cli_lists_the_childs_events_the_command_sent_to_the_bus(store: Any) -> None:
+    """``archmax run`` of a pair whose child finishes in the call: both sessions' events went to the bus."""
+    clock, bus = FakeClock(T0), Bus()
+    outbound = Dispatcher(store, mailer=MailOff(), publisher=bus, aliases=MemoryAliases(), clock=clock)
+    script = [{"call": {"archmax_workflow_b": {}}}, {"say": "b done"}, {"say": "a done"}]
+    workflows = {"b": workflow_from_dict(CALLED, "b")}
+    agent = create_agent(
+        workflow_from_dict(CALLING, "a"), store, ScriptedModel(script), clock=clock, workflows=workflows,
+        outbound=outbound,
+    )  # fmt: skip
+    assert agent.workflow.send(CALLER, "go").kind == "completed"
+    assert sorted(s.split("/")[0] for s in bus.sent) == [CALLER, CHILD]  # both went to the bus
+    assert len(sent_lines(store, CALLER)) == 2  # one line per event that went to a bus

@@ -26,8 +26,8 @@ from typing import Any
 import pytest
 
 from archmax import MemoryStore, create_agent
-from archmax.clock import FakeClock
 from archmax.cli.sent import sent_lines
+from archmax.clock import FakeClock
 from archmax.engine.door import run_child
 from archmax.errors import ModelThrottledError, SessionNotAwaitingInputError
 from archmax.hosting.sweep import ERROR, SENT, send_outbox, sweep

@@ -11,6 +11,7 @@ test"; "no table creation at run time" — only tests create tables, and only fr
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import threading
@@ -33,14 +34,24 @@ CREDENTIALS = {
 
 
 def template_resource(logical_id: str, template: Path = TEMPLATE) -> dict[str, Any]:
-    """The ``Properties`` of one resource of ``template.yaml``, intrinsics decoded (``!Ref`` -> ``{"Ref": ...}``)."""
+    """The ``Properties`` of one resource of ``template.yaml``, intrinsics decoded (``!Ref`` -> ``{"Ref": ...}``).
+
+    A fresh copy on every call (callers may change it).
+    """
+    return json.loads(_resources_json(template, template.stat().st_mtime_ns))[logical_id]["Properties"]
+
+
+@functools.lru_cache(maxsize=4)
+def _resources_json(template: Path, _mtime_ns: int) -> str:
+    """The template's ``Resources`` as plain JSON, decoded once per file version (a cfn-lint decode
+    of the whole template took about half of each AWS reliability schedule's set-up)."""
     from cfnlint.decode.decode import decode_str
 
     doc, errors = decode_str(template.read_text(encoding="utf-8"))
     if errors:
         raise AssertionError(f"template.yaml does not decode: {errors}")
-    # Round-trip through JSON: cfn-lint's nodes subclass str/dict, boto3 wants plain ones.
-    return json.loads(json.dumps(doc["Resources"][logical_id]["Properties"]))
+    # Through JSON: cfn-lint's nodes subclass str/dict, boto3 wants plain ones.
+    return json.dumps(doc["Resources"])
 
 
 def table_definition(template: Path = TEMPLATE) -> dict[str, Any]:

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import importlib
 import threading
+from collections import Counter
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -292,6 +294,27 @@ class DieAfterCommitWhere:
 
             return write
         return attr
+
+
+@contextmanager
+def pair_driver(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
+    """A :class:`~.pair_schedules.PairDriver` over a fresh caller/child world on ``kind``, closed after.
+
+    A replay of a found schedule, not a schedule: its counts stay off the soak's summary.
+    """
+    from . import counters
+    from .harness import PairWorld
+    from .invariants import Ledger
+    from .pair_schedules import PairDriver
+
+    if kind == "aws":
+        request.getfixturevalue("regress_moto_server")
+    table = counters.StoreCounters(Counter(), Counter())
+    world = PairWorld(kind, table, tmp=tmp_path if kind == "filesystem" else None)
+    try:
+        yield PairDriver(world, Ledger(), table)
+    finally:
+        world.close()
 
 
 def calls_answered_in_place(messages: list[Any]) -> list[str]:

@@ -14,16 +14,13 @@ left running without a lease".
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import Any
 
 import pytest
 
-from reliability import counters
-from reliability.harness import Fault, PairWorld
-from reliability.invariants import Ledger
-from reliability.pair_schedules import PairDriver
+from reliability.harness import Fault
 from reliability.regress_env import *  # noqa: F403 - the moto server fixture
+from reliability.regress_env import pair_driver
 
 CHILD_CLAIM = {"memory": 5, "filesystem": 5, "aws": 4}
 """The store write that is the child's claim in the found schedule (AWS writes once fewer per turn)."""
@@ -31,12 +28,8 @@ CHILD_CLAIM = {"memory": 5, "filesystem": 5, "aws": 4}
 
 @pytest.fixture(params=sorted(CHILD_CLAIM))
 def driver(request: pytest.FixtureRequest, tmp_path: Any) -> Any:
-    if request.param == "aws":
-        request.getfixturevalue("regress_moto_server")
-    table = counters.StoreCounters(Counter(), Counter())  # a replay, not a schedule: kept off the summary
-    world = PairWorld(request.param, table, tmp=tmp_path if request.param == "filesystem" else None)
-    yield PairDriver(world, Ledger(), table), CHILD_CLAIM[request.param]
-    world.close()
+    with pair_driver(request.param, request, tmp_path) as driver:
+        yield driver, CHILD_CLAIM[request.param]
 
 
 def test_a_child_claim_lost_in_doubt_leaves_the_caller_leased_and_the_sweep_recovers_the_pair(driver: Any) -> None:

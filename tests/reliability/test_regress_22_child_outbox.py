@@ -17,16 +17,12 @@ sent, once), BEHAVIOUR.md §5.10 (a caller and its child are driven as one).
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import Any
 
 import pytest
 
-from reliability import counters
-from reliability.harness import PairWorld
-from reliability.invariants import Ledger
-from reliability.pair_schedules import PairDriver
 from reliability.regress_env import *  # noqa: F403 - the moto server fixture
+from reliability.regress_env import pair_driver
 from reliability.schedules import LEASE_TTL_S
 
 KINDS = ("memory", "filesystem", "aws")
@@ -35,12 +31,8 @@ CHILD = "s0~work:sub:1"
 
 @pytest.fixture(params=KINDS)
 def driver(request: pytest.FixtureRequest, tmp_path: Any) -> Any:
-    if request.param == "aws":
-        request.getfixturevalue("regress_moto_server")
-    table = counters.StoreCounters(Counter(), Counter())  # a replay, not a schedule: kept off the summary
-    world = PairWorld(request.param, table, tmp=tmp_path if request.param == "filesystem" else None)
-    yield PairDriver(world, Ledger(), table)
-    world.close()
+    with pair_driver(request.param, request, tmp_path) as driver:
+        yield driver
 
 
 def _child_parked_on_a_timer(driver: Any) -> None:

@@ -22,18 +22,15 @@ once: a redelivery raises ``DuplicateDeliveryError``; another writer mid-turn me
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import Any
 
 import pytest
 
 from archmax.errors import DuplicateDeliveryError
 from archmax.session.records import DELIVERY_IDS_KEPT
-from reliability import counters
-from reliability.harness import Fault, Interloper, PairWorld
-from reliability.invariants import Ledger
-from reliability.pair_schedules import PairDriver
+from reliability.harness import Fault, Interloper
 from reliability.regress_env import *  # noqa: F403 - the moto server fixture
+from reliability.regress_env import pair_driver
 from reliability.schedules import LEASE_TTL_S
 
 KINDS = ("memory", "filesystem", "aws")
@@ -44,12 +41,8 @@ REPLY_CLAIMED = Fault("crash-before", 2)
 
 @pytest.fixture(params=KINDS)
 def driver(request: pytest.FixtureRequest, tmp_path: Any) -> Any:
-    if request.param == "aws":
-        request.getfixturevalue("regress_moto_server")
-    table = counters.StoreCounters(Counter(), Counter())  # a replay, not a schedule: kept off the summary
-    world = PairWorld(request.param, table, tmp=tmp_path if request.param == "filesystem" else None)
-    yield PairDriver(world, Ledger(), table)
-    world.close()
+    with pair_driver(request.param, request, tmp_path) as driver:
+        yield driver
 
 
 def _caller_at_its_third_childs_decision(driver: Any) -> None:

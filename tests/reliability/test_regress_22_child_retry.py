@@ -14,16 +14,13 @@ Rule source: BEHAVIOUR.md §5.10, §3.12; README "promises" (a firing with a del
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import Any
 
 import pytest
 
-from reliability import counters
-from reliability.harness import Fault, PairWorld
-from reliability.invariants import Ledger
-from reliability.pair_schedules import PairDriver
+from reliability.harness import Fault
 from reliability.regress_env import *  # noqa: F403 - the moto server fixture
+from reliability.regress_env import pair_driver
 from reliability.schedules import LEASE_TTL_S
 
 SUBDONE = "subdone"
@@ -41,12 +38,8 @@ outbox, not the firing's process, and the store writes once fewer per turn)."""
 
 @pytest.fixture(params=sorted(WRITES))
 def driver(request: pytest.FixtureRequest, tmp_path: Any) -> Any:
-    if request.param == "aws":
-        request.getfixturevalue("regress_moto_server")
-    table = counters.StoreCounters(Counter(), Counter())  # a replay, not a schedule: kept off the summary
-    world = PairWorld(request.param, table, tmp=tmp_path if request.param == "filesystem" else None)
-    yield PairDriver(world, Ledger(), table), WRITES[request.param]
-    world.close()
+    with pair_driver(request.param, request, tmp_path) as driver:
+        yield driver, WRITES[request.param]
 
 
 def test_a_retried_firing_at_a_child_id_the_caller_applied_is_applied_once(driver: Any) -> None:

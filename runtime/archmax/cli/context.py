@@ -16,6 +16,7 @@ from typing import Any
 
 from archmax.cli.errors import UsageError
 from archmax.cli.render import print_outcome, to_json
+from archmax.cli.sent import Sends, sent_lines
 from archmax.cli.workspace import build_model, find_workflow, model_spec, only_workflow, open_store, resolve_workflow
 from archmax.errors import ArchmaxError, DuplicateDeliveryError
 from archmax.workflow_tools import load_workspace_tools
@@ -36,6 +37,7 @@ class Context:
         self._store: Any = None
         self.last_agent: Any = None  # its workflow names the triggers of a next: hint
         self.target: str | None = None  # the session the command fires into, for the hint after an error
+        self.sends = Sends()  # what each operation committed to send, for the sent: lines
 
     # ------------------------------------------------------------------ collaborators
 
@@ -60,13 +62,17 @@ class Context:
         return flags
 
     def agent(self, workflow_dir: Path, clock: Any = None) -> Any:
-        """An agent for one workflow with its host tools, the configured model and the store."""
-        from archmax.agent import create_agent
+        """An agent for one workflow with its host tools, the configured model and the store.
+
+        Its door keeps what each operation committed to send (:class:`~archmax.cli.sent.Sends`), for
+        the ``sent:`` lines :meth:`outcome` prints.
+        """
+        from archmax.agent import Agent, create_agent
+        from archmax.engine.door import apply
 
         model = build_model(model_spec(self.model_flag), record=self.record_flag)
-        self.last_agent = create_agent(
-            workflow_dir, self.store, model, tools=load_workspace_tools(workflow_dir), clock=clock
-        )
+        agent = create_agent(workflow_dir, self.store, model, tools=load_workspace_tools(workflow_dir), clock=clock)
+        self.last_agent = Agent(agent.runtime, self.sends.door(apply))
         return self.last_agent
 
     def host(self, agent: Any) -> Any:
@@ -141,15 +147,18 @@ class Context:
         print(text, file=self.err)
 
     def outcome(self, outcome: Any) -> int:
-        """Print an Outcome (§11's table, or JSON) and the mail its commit sent; the exit code."""
+        """Print an Outcome (§11's table, or JSON) and what its operation sent; the exit code.
+
+        The ``sent:`` lines cover every session the operation committed messages for: the Outcome's
+        session first, then the others (a sub-workflow child's, §5.10) in the order it let them go
+        (:func:`~archmax.cli.sent.sent_lines`).
+        """
         if self.json:
             self.say(to_json(outcome))
             return 0 if outcome.kind in ("completed", "parked") else 1
         spec = self.last_agent.spec if self.last_agent is not None else None
         code = print_outcome(outcome, self.out, self.err, self.context(), spec)
-        from archmax.cli.sent import sent_lines
-
-        for line in sent_lines(self.store, outcome.session_id):
+        for line in sent_lines(self.store, self.sends.of(outcome)):
             self.note(line)
         return code
 

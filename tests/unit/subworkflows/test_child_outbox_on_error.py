@@ -26,9 +26,10 @@ from typing import Any
 import pytest
 
 from archmax import MemoryStore, create_agent
-from archmax.cli.sent import sent_lines
+from archmax.agent import Agent
+from archmax.cli.sent import Sends, sent_lines
 from archmax.clock import FakeClock
-from archmax.engine.door import run_child
+from archmax.engine.door import apply, run_child
 from archmax.errors import ModelThrottledError, SessionNotAwaitingInputError
 from archmax.hosting.sweep import ERROR, SENT, send_outbox, sweep
 from archmax.models.base import ModelRequest, ModelResponse
@@ -274,15 +275,12 @@ class Bus(Provider):
         return Delivery("eventbridge", "bus:archmax", f"evt-{len(self.sent)}")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="attack31 finding: archmax run/deliver print sent_lines(store, outcome.session_id) only, the caller's "
-    "latest commit; a child's lifecycle events the same command sent to the bus are not listed (README: one "
-    "'sent:' line per lifecycle event that went to a bus). Which child entries belong to the command is not "
-    "on record (the door's Applied.others is not in the Outcome), so the fix is not a one-liner.",
-)
 def test_the_cli_lists_the_childs_events_the_command_sent_to_the_bus(store: Any) -> None:
-    """``archmax run`` of a pair whose child finishes in the call: both sessions' events went to the bus."""
+    """``archmax run`` of a pair whose child finishes in the call: both sessions' events went to the bus.
+
+    The CLI's door (:class:`~archmax.cli.sent.Sends`) keeps what the operation committed to send, the
+    caller's first (README: one ``sent:`` line per lifecycle event that went to a bus; attack31).
+    """
     clock, bus = FakeClock(T0), Bus()
     outbound = Dispatcher(store, mailer=MailOff(), publisher=bus, aliases=MemoryAliases(), clock=clock)
     script = [{"call": {"archmax_workflow_b": {}}}, {"say": "b done"}, {"say": "a done"}]
@@ -291,6 +289,12 @@ def test_the_cli_lists_the_childs_events_the_command_sent_to_the_bus(store: Any)
         workflow_from_dict(CALLING, "a"), store, ScriptedModel(script), clock=clock, workflows=workflows,
         outbound=outbound,
     )  # fmt: skip
-    assert agent.workflow.send(CALLER, "go").kind == "completed"
+    sends = Sends()
+    outcome = Agent(agent.runtime, sends.door(apply)).workflow.send(CALLER, "go")
+    assert outcome.kind == "completed"
     assert sorted(s.split("/")[0] for s in bus.sent) == [CALLER, CHILD]  # both went to the bus
-    assert len(sent_lines(store, CALLER)) == 2  # one line per event that went to a bus
+    assert [c.session_id for c in sends.of(outcome)] == [CALLER, CHILD]  # the answered session first
+    lines = sent_lines(store, sends.of(outcome))
+    assert lines == [
+        f"sent: event 'Session Completed' -> eventbridge bus:archmax (id evt-{n})" for n in (1, 2)
+    ]  # as sent

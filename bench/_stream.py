@@ -21,12 +21,14 @@ issue 24 goal 5 (an honest bench).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from _aws import BUCKET, INBOX_TABLE, PREFIX, REGION, SESSIONS_TABLE, AwsEnv, MotoServer, template
 from _workload import WORKFLOW
+from moto.events.models import EventPattern
+
+from archmax.testing import stream_record
 
 BUS = "bench-events"
 """The EventBridge bus the outbound function puts lifecycle events on (created by :func:`streamed_env`)."""
@@ -49,18 +51,6 @@ def streamed_env(server: MotoServer) -> AwsEnv:
     return env
 
 
-def _matches(pattern: dict[str, Any], data: Any) -> bool:
-    """Lambda event filtering, for the pattern forms the template uses (nested keys, lists of values)."""
-    for key, allowed in pattern.items():
-        value = data.get(key) if isinstance(data, dict) else None
-        if isinstance(allowed, dict):
-            if not _matches(allowed, value):
-                return False
-        elif value not in allowed:
-            return False
-    return True
-
-
 class Stream:
     """The sessions table's change stream, read as the outbound function's event source mapping reads it."""
 
@@ -68,7 +58,8 @@ class Stream:
         self._client = client
         self._arn = ddb.describe_table(TableName=SESSIONS_TABLE)["Table"]["LatestStreamArn"]
         source = template()["Resources"]["OutboundFunction"]["Properties"]["Events"]["SessionChanges"]["Properties"]
-        self._filters = [json.loads(f["Pattern"]) for f in source["FilterCriteria"]["Filters"]]
+        # Lambda filters stream records with EventBridge's pattern language: moto's matcher of it.
+        self._filters = [EventPattern.load(f["Pattern"]) for f in source["FilterCriteria"]["Filters"]]
         self._last: dict[str, str] = {}  # shard id -> last sequence number handed over
 
     def records(self) -> list[dict[str, Any]]:
@@ -97,14 +88,8 @@ class Stream:
                 )["ShardIterator"]  # fmt: skip
                 page = self._client.get_records(ShardIterator=iterator)["Records"]
             for record in found:
-                stream = dict(record["dynamodb"])
-                stream["ApproximateCreationDateTime"] = stream["ApproximateCreationDateTime"].timestamp()
-                shaped = {
-                    **{k: v for k, v in record.items() if k != "dynamodb"},
-                    "dynamodb": stream,
-                    "eventSourceARN": self._arn,
-                }
-                if any(_matches(f, shaped) for f in self._filters):
+                shaped = stream_record(record, self._arn)
+                if any(f.matches_event(shaped) for f in self._filters):
                     out.append(shaped)
         return out
 

@@ -67,17 +67,27 @@ PRICES = Prices()
 class LambdaAssumptions:
     """What an invocation is billed for besides its request.
 
-    ``memory_mb`` is template.yaml's ``Globals.Function.MemorySize``; ``duration_ms`` is an assumed
-    billed duration of the handler's own work (AWS calls, serialising), the model's wait excluded:
-    it is the same on every system compared, so it is left out of every row alike.
+    ``memory_mb`` is template.yaml's ``Globals.Function.MemorySize``; ``per_function`` a function's
+    own ``MemorySize`` where the template sets one (by the bench's function name: ``"outbound"``...);
+    ``duration_ms`` is an assumed billed duration of the handler's own work (AWS calls, serialising),
+    the model's wait excluded: it is the same on every system compared, so it is left out of every row alike.
     """
 
     memory_mb: int = 1024
     duration_ms: float = 100.0
+    per_function: Mapping[str, int] = field(default_factory=dict)
+
+    def memory_of(self, function: str) -> int:
+        """MB the template gives ``function`` (its own MemorySize, else the Globals one)."""
+        return self.per_function.get(function, self.memory_mb)
+
+    def gb_seconds_of(self, function: str) -> float:
+        """GB-seconds one invocation of ``function`` is billed for."""
+        return self.memory_of(function) / 1024 * self.duration_ms / 1000
 
     @property
     def gb_seconds(self) -> float:
-        """GB-seconds one invocation is billed for."""
+        """GB-seconds one invocation at the Globals memory is billed for."""
         return self.memory_mb / 1024 * self.duration_ms / 1000
 
 
@@ -263,11 +273,17 @@ class Bill:
             "S3 PUT/COPY/POST/LIST": self.s3_put * prices.s3_put_class,
             "S3 GET/HEAD": self.s3_get * prices.s3_get_class,
             "Lambda requests": self.lambda_requests * prices.lambda_request,
-            "Lambda GB-s": self.lambda_requests * lam.gb_seconds * prices.lambda_gb_second,
+            "Lambda GB-s": self.gb_seconds(lam) * prices.lambda_gb_second,
             "EventBridge entries": self.eventbridge_entries * prices.eventbridge_entry,
             "SES messages": self.ses_messages * prices.ses_message,
             "Streams reads (not Lambda)": self.streams_rru_paid * prices.streams_rru,
         }
+
+    def gb_seconds(self, lam: LambdaAssumptions) -> float:
+        """GB-seconds of this bill's invocations, each at its function's memory (requests not named by function at the Globals memory)."""
+        named = sum(self.invocations.values())
+        by_function = sum(n * lam.gb_seconds_of(fn) for fn, n in self.invocations.items())
+        return by_function + max(self.lambda_requests - named, 0) * lam.gb_seconds
 
     def total(self, prices: Prices = PRICES, lam: LambdaAssumptions | None = None) -> float:
         """Dollars for everything on this bill."""
@@ -314,10 +330,14 @@ def price_table(prices: Prices = PRICES, lam: LambdaAssumptions | None = None) -
         " (an async lambda:Invoke is the invoked function's request)",
         f"  Lambda arm64 GB-second                  {usd(prices.lambda_gb_second, 1)}"
         f" × {lam.memory_mb} MB (template.yaml Globals MemorySize) × {lam.duration_ms:g} ms assumed per invocation"
-        f" = {usd(lam.gb_seconds * prices.lambda_gb_second, 1e6)} per million invocations",
+        f" = {usd(lam.gb_seconds * prices.lambda_gb_second, 1e6)} per million invocations"
+        + "".join(
+            f"; {fn} {mb} MB (its own MemorySize): {usd(lam.gb_seconds_of(fn) * prices.lambda_gb_second, 1e6)}"
+            for fn, mb in sorted(lam.per_function.items())
+        ),
         f"  EventBridge PutEvents                   {usd(prices.eventbridge_entry, 1e6)} per million entries",
         f"  SES outbound                            {usd(prices.ses_message, 1e3)} per 1,000 messages",
-        "Assumptions: storage (DynamoDB GB-month, S3 GB-month, PITR; the outbound marker objects are kept forever),"
+        "Assumptions: storage (DynamoDB GB-month, S3 GB-month, PITR; the outbox entry items are kept as long as the table),"
         " data transfer, CloudWatch Logs/EMF ingestion, X-Ray (template.yaml sets Tracing: Active: $5.00 per"
         " million traces recorded past the free sampling reservoir, per traced invocation) and the entry request"
         " (HTTP API $1.00/M, the same on every system) are left out; the model's own cost and wait"

@@ -497,6 +497,27 @@ def _write_units(rows: dict[str, dict[int, Measured]], length: int) -> None:
                 print(f"    {part}")
 
 
+FUNCTIONS = {
+    "deliver": "DeliverFunction",
+    "send": "SendFunction",
+    "timer": "TimerFunction",
+    "outbound": "OutboundFunction",
+}
+"""The bench's function names and their template.yaml logical ids (the peer's runs at the Globals memory)."""
+
+
+def lambda_assumptions(tpl: dict[str, Any], duration_ms: float) -> LambdaAssumptions:
+    """Memory from template.yaml: the Globals MemorySize, and each function's own where it sets one."""
+    own = {
+        name: int(memory)
+        for name, logical in FUNCTIONS.items()
+        if (memory := tpl["Resources"][logical]["Properties"].get("MemorySize")) is not None
+    }
+    return LambdaAssumptions(
+        memory_mb=int(tpl["Globals"]["Function"]["MemorySize"]), duration_ms=duration_ms, per_function=own
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--window", type=int, default=3, help="metered cycles per row and length")
@@ -504,8 +525,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--duration-ms", type=float, default=100.0, help="assumed billed ms per Lambda invocation")
     args = parser.parse_args(argv)
     lengths = tuple(int(n) for n in args.lengths.split(",") if n)
-    memory = int(template()["Globals"]["Function"]["MemorySize"])
-    lam = LambdaAssumptions(memory_mb=memory, duration_ms=args.duration_ms)
+    lam = lambda_assumptions(template(), args.duration_ms)
     server = MotoServer()
     try:
         print("cycle: archmax paths ...", file=sys.stderr, flush=True)

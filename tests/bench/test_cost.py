@@ -144,3 +144,13 @@ def test_the_price_table_states_the_memory_and_duration_assumed_and_that_streams
     text = "\n".join(price_table(lam=LambdaAssumptions(memory_mb=1024, duration_ms=100)))
     assert "1024 MB" in text and "100 ms" in text
     assert "free when a Lambda trigger reads" in text
+
+
+def test_each_invocation_is_billed_at_its_functions_own_memory():
+    lam = LambdaAssumptions(memory_mb=1024, duration_ms=100, per_function={"outbound": 512})
+    bill = Bill()
+    bill.invoke("deliver")
+    bill.invoke("outbound")
+    assert bill.gb_seconds(lam) == 0.1 + 0.05  # 1 GB × 100 ms + 0.5 GB × 100 ms
+    assert bill.scaled(0.5).gb_seconds(lam) == (0.1 + 0.05) / 2
+    assert "outbound 512 MB" in "\n".join(price_table(lam=lam))

@@ -122,3 +122,31 @@ def test_a_deliver_cycles_write_units_are_kept_by_who_wrote_which_item(stack):
     assert writes["outbound", "UpdateItem", "sessions outbox"].writes == 2  # the entry's claim and its sent record
     assert not any(function == "deliver" and kind == "sessions outbox" for function, _op, kind in writes)
     assert bill.wru == sum(w.table_units + sum(w.index_units.values()) for w in writes.values())
+
+
+def test_the_cost_model_takes_each_functions_memory_from_the_template():
+    from _aws import template
+    from cycle import lambda_assumptions
+
+    tpl = template()
+    lam = lambda_assumptions(tpl, 100)
+    assert lam.memory_mb == int(tpl["Globals"]["Function"]["MemorySize"])
+    assert lam.memory_of("outbound") == int(tpl["Resources"]["OutboundFunction"]["Properties"]["MemorySize"])
+    assert lam.memory_of("outbound") < lam.memory_of("deliver")  # the sender runs no model turn
+
+
+def test_the_senders_own_settle_invokes_nothing(stack):
+    """After a cycle's batch, the outbound function's settle of the outbox mark hands the stream nothing.
+
+    As the bench does, the growth's entries are sent first, so the cycle's batch leaves nothing unsent
+    and removes the mark: that write must not invoke the function once more (issue 24).
+    """
+    sid = "settle-s"
+    _grow(stack.grower, sid, 10)
+    stack.outbound(stack.container("outbound"))  # the growth's entries, sent as the stack would have
+    stack.meter.reset()
+    Paths(stack, warm=True).deliver(sid)
+    assert stack.meter.by_function["outbound dynamodb.UpdateItem"] == 3  # claim, record the entry, settle
+    item = stack.server.client("dynamodb").get_item(TableName=SESSIONS_TABLE, Key={"pk": {"S": sid}})["Item"]
+    assert "outbox_shard" not in item  # the batch settled the mark
+    assert stack.stream.records() == []  # production would otherwise invoke the function once more per cycle

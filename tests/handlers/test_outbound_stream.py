@@ -18,6 +18,7 @@ from email.message import EmailMessage
 from typing import Any
 
 import pytest
+from moto.events.models import EventPattern
 
 from archmax.clock import FakeClock
 from archmax.errors import StoreError
@@ -28,7 +29,7 @@ from archmax.inbound.ses import SesMail, ses_firing
 from archmax.outbound.aliases import S3Aliases
 from archmax.outbound.config import reply_threader
 from archmax.outbound.dispatch import CLAIM_TTL_S, Dispatcher
-from archmax.testing import FakeLambdaContext
+from archmax.testing import FakeLambdaContext, stream_record
 from unit.outbound._mail import CUSTOMER_ID, first_mail, parse_raw, reply_mail, send_mail, support_agent
 
 from .conftest import moto_env
@@ -36,18 +37,6 @@ from .conftest import moto_env
 TABLE = "archmax-sessions-outbound-test"
 BUS = "archmax-events-test"
 PREFIX = "sessions"
-
-
-def _matches(pattern: dict[str, Any], data: Any) -> bool:
-    """Lambda's event filtering for the pattern forms the template uses (nested keys, lists of values)."""
-    for key, allowed in pattern.items():
-        value = data.get(key) if isinstance(data, dict) else None
-        if isinstance(allowed, dict):
-            if not _matches(allowed, value):
-                return False
-        elif value not in allowed:
-            return False
-    return True
 
 
 class Aws:
@@ -78,7 +67,7 @@ class Aws:
         self.events.put_rule(Name="all-archmax", EventBusName=BUS, EventPattern=json.dumps({"source": ["archmax"]}))
         self.events.put_targets(Rule="all-archmax", EventBusName=BUS, Targets=[{"Id": "seen", "Arn": arn}])
         events = env.template_resource("OutboundFunction")["Events"]["SessionChanges"]["Properties"]
-        self.filters = [json.loads(f["Pattern"]) for f in events["FilterCriteria"]["Filters"]]
+        self.filters = [EventPattern.load(f["Pattern"]) for f in events["FilterCriteria"]["Filters"]]
         self.settings = {
             "SESSIONS_TABLE": TABLE,
             "SESSIONS_BUCKET": env.BUCKET,
@@ -94,8 +83,8 @@ class Aws:
     def verify_domain(self) -> None:
         self.ses.create_email_identity(EmailIdentity="example.com")
 
-    def stream_event(self) -> dict[str, Any]:
-        """Every record of the table's stream so far, filtered and shaped as Lambda hands them over."""
+    def stream_event(self, *, filtered: bool = True) -> dict[str, Any]:
+        """Every record of the table's stream so far, shaped (and unless told, filtered) as Lambda hands them over."""
         arn = self.ddb.describe_table(TableName=TABLE)["Table"]["LatestStreamArn"]
         records = []
         for shard in self.streams.describe_stream(StreamArn=arn)["StreamDescription"]["Shards"]:
@@ -103,14 +92,8 @@ class Aws:
                 StreamArn=arn, ShardId=shard["ShardId"], ShardIteratorType="TRIM_HORIZON"
             )["ShardIterator"]
             for record in self.streams.get_records(ShardIterator=iterator)["Records"]:
-                stream = dict(record["dynamodb"])
-                stream["ApproximateCreationDateTime"] = stream["ApproximateCreationDateTime"].timestamp()
-                shaped = {
-                    **{k: v for k, v in record.items() if k != "dynamodb"},
-                    "dynamodb": stream,
-                    "eventSourceARN": arn,
-                }
-                if any(_matches(f, shaped) for f in self.filters):
+                shaped = stream_record(record, arn)
+                if not filtered or any(f.matches_event(shaped) for f in self.filters):
                     records.append(shaped)
         return {"Records": records}
 
@@ -228,10 +211,11 @@ def test_a_crash_between_send_and_record_resends_at_most_once_with_the_same_mess
     assert len(aws.put_events()) == 1
 
 
-def _new_records(aws: Aws, seen: dict[str, Any]) -> dict[str, Any]:
-    """The stream records not in the batch ``seen`` (what the next batch holds)."""
+def _new_records(aws: Aws, seen: dict[str, Any], *, filtered: bool = True) -> dict[str, Any]:
+    """The stream records not in the batch ``seen`` (what the next batch holds; unfiltered if told)."""
     old = {r["dynamodb"]["SequenceNumber"] for r in seen["Records"]}
-    return {"Records": [r for r in aws.stream_event()["Records"] if r["dynamodb"]["SequenceNumber"] not in old]}
+    fresh = aws.stream_event(filtered=filtered)["Records"]
+    return {"Records": [r for r in fresh if r["dynamodb"]["SequenceNumber"] not in old]}
 
 
 def test_the_stream_sends_from_the_records_image_and_skips_its_own_settle_without_a_call(aws):
@@ -243,8 +227,21 @@ def test_the_stream_sends_from_the_records_image_and_skips_its_own_settle_withou
         assert aws.handle(event, FakeLambdaContext()) == {"batchItemFailures": []}
     assert log.count("dynamodb.GetItem") == 0 and log.count("s3.GetObject") == 0  # the image carried the entries
     assert len(aws.sent_mail()) == 1 and [e["detail-type"] for e in aws.put_events()] == ["Session Parked"]
-    echo = _new_records(aws, event)  # the settle's own update of the item, streamed like a commit
-    assert echo["Records"]
+    # The settle's own update of the item: the template's filter hands it to no invocation (issue 24:
+    # it removes the outbox mark the filter asks for) ...
+    assert _new_records(aws, event)["Records"] == []
+    # ... and a handler given it all the same (a filter edited away) answers it without a call.
+    session_id = event["Records"][0]["dynamodb"]["Keys"]["pk"]["S"]
+    unfiltered = _new_records(aws, event, filtered=False)["Records"]
+    last = max(int(r["dynamodb"]["SequenceNumber"]) for r in event["Records"])
+    echo = {
+        "Records": [
+            r for r in unfiltered
+            if r["dynamodb"]["Keys"]["pk"]["S"] == session_id and int(r["dynamodb"]["SequenceNumber"]) > last
+        ]
+    }  # fmt: skip
+    assert [r["eventName"] for r in echo["Records"]] == ["MODIFY"]
+    assert "outbox_shard" not in echo["Records"][0]["dynamodb"]["NewImage"]
     with calllog(aws.ddb, aws.s3) as log:
         assert aws.handle(echo, FakeLambdaContext()) == {"batchItemFailures": []}
     assert log.calls == [] and len(aws.sent_mail()) == 1 and aws.put_events() == []

@@ -60,6 +60,8 @@ def test_the_outbound_function_reads_the_stream_with_a_filter_batch_failures_and
     assert sorted(pattern["dynamodb"]["NewImage"]["status"]["S"]) == sorted(
         ["awaiting_input", "awaiting_decision", "completed", "failed", "rejected"]
     )  # exactly the statuses a turn ends in: mid-turn commits never invoke the function
+    # and only while the outbox mark is set: the sender's settle removes it, so it invokes nothing (issue 24)
+    assert pattern["dynamodb"]["NewImage"]["outbox_shard"] == {"S": [{"exists": True}]}
 
 
 def test_the_outbound_function_sends_mail_only_as_the_identity_and_puts_events_only_on_the_bus(resources):

@@ -217,3 +217,20 @@ def test_dynamo_inbox_gives_done_items_a_ttl_and_keeps_pending_ones_forever(aws,
     assert int(raw("m-1")["ttl"]["N"]) == int(clock.now().timestamp()) + 7 * 86400
     assert "pending_shard" not in raw("m-1")
     assert "ttl" not in raw("m-2") and raw("m-2")["pending_shard"]["S"] == "p"
+
+
+def test_filesystem_inbox_creates_nothing_until_its_first_write(tmp_path):
+    inbox = FilesystemInbox(tmp_path / "sessions")
+    assert inbox.pending("conv-1") == [] and inbox.get("conv-1", "m-1") is None
+    assert inbox.arrivals("conv-1") == 0 and inbox.sessions_with_pending() == []
+    with pytest.raises(InvalidDeliveryIdError):
+        inbox.put(item(" "))  # refused before any folder is made
+    assert not (tmp_path / "sessions").exists()
+    inbox.put(item("m-1"))
+    assert sorted(p.name for p in (tmp_path / "sessions" / ".inbox").iterdir()) == [
+        ".locks",
+        ".tmp",
+        "pending",
+        "sessions",
+    ]
+    assert inbox.sessions_with_pending() == ["conv-1"]

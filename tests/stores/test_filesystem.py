@@ -188,7 +188,15 @@ def test_invalid_id_creates_nothing_on_disk(store, root, bad_id):
         with pytest.raises(InvalidSessionIdError):
             call()
     assert _tree(root) == before
-    assert sorted(p.name for p in root.iterdir()) == [".locks", ".tmp"]
+    assert not root.exists()  # not even the store's own .locks and .tmp: they come with the first write
+
+
+def test_a_store_never_written_reads_as_empty_and_creates_nothing(store, root):
+    assert (store.list(), store.due("2030-01-01T00:00:00.000Z"), store.outbox_pending()) == ([], [], [])
+    assert store.load("s") is None and store.head("s") is None and store.get_spec(HASH) is None
+    assert not root.exists()
+    store.seed("s", {"a.txt": "x"})  # the first write creates the store's own folders
+    assert sorted(p.name for p in root.iterdir()) == [".locks", ".tmp", "s"]
 
 
 def test_writes_leave_no_temporary_files_behind(store, root):

@@ -102,12 +102,15 @@ class Context:
                 so), raised before a workflow is looked for; ``None`` lets the operation decide.
 
         Raises:
-            UsageError: the named workflow is not in the workspace.
+            UsageError: the named workflow is not in the workspace, or ``--workflow`` is not the one
+                the existing session belongs to.
             InvalidSessionIdError: a malformed id.
         """
         flag = getattr(self.args, "workflow", None)
         if flag is not None:
-            return resolve_workflow(self.root, flag)
+            named = resolve_workflow(self.root, flag)
+            self.refuse_other_workflow(session_id, named)
+            return named
         from archmax.session.ids import validate_session_id
 
         validate_session_id(session_id)
@@ -123,6 +126,25 @@ class Context:
                 )
             return found
         return only_workflow(self.root, how="pass --workflow <slug>")
+
+    def refuse_other_workflow(self, session_id: str, workflow_dir: Path) -> None:
+        """Refuse to fire a session that exists under another workflow than ``workflow_dir``'s (its slug is the folder name).
+
+        Without this check ``archmax run <other> --session <id>`` (or ``deliver <id> --workflow
+        <other>``) resumed the session's park under the wrong workflow's states and stopped part-way
+        with a ``KeyError``, leaving it ``running``. Rule source: BEHAVIOUR.md §3.3 (a refused
+        firing writes nothing), §11 (which workflow a session command uses).
+
+        Raises:
+            InvalidSessionIdError: a malformed id.
+            UsageError: the stored session names another workflow; the message names it.
+        """
+        head = self.store.head(session_id)
+        if head is not None and head.workflow != workflow_dir.name:
+            raise UsageError(
+                f"session '{session_id}' belongs to workflow '{head.workflow}', not '{workflow_dir.name}': "
+                f"nothing was changed; name workflow '{head.workflow}' instead"
+            )
 
     def workflow_spec(self, slug: str, cache: dict[str, Any]) -> Any:
         """The workflow a session names, for the decision context; None when it cannot be loaded."""

@@ -1,7 +1,8 @@
 """``archmax run [<workflow>] <prompt...>``: start a session, or continue the one this firing belongs to.
 
 Rule source: BEHAVIOUR.md §11 (``run``), §4.2 (which session a firing belongs to: ``--session``,
-else the trigger's session path over ``--variables``, else a fresh id).
+else the trigger's session path over ``--variables``, else a fresh id), §3.3 (a refused firing
+writes nothing: a session of another workflow is refused before the inbox or the store is touched).
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ def run(cli: Context) -> int:
     resolved = agent.workflow.resolve_session(
         trigger=a.trigger, variables=variables, session_id=a.session, session_path=a.session_path
     )
+    cli.refuse_other_workflow(resolved.session_id, workflow_dir)
     if not cli.json:
         for warning in resolved.warnings:
             cli.note(f"warning: {warning}")

@@ -13,6 +13,10 @@ this very session's inbox)::
     pending/<folder>         a marker holding the session id while any item is pending
     .locks/<folder>.lock     the per-session file lock every read-modify-write holds
     .tmp/                    temporary files of atomic replaces
+
+Nothing is created before the first write (a ``put``, a ``mark``, a drain lease): a firing refused
+before it reaches the inbox leaves no ``.inbox/`` behind (BEHAVIOUR.md §3.3, "validate every input
+before writing anything"), and reads of an inbox never written find nothing.
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ class FilesystemInbox(LocalInbox):
     """An :class:`~archmax.hosting.inbox_base.Inbox` in files under ``<root>/.inbox/``.
 
     Args:
-        root: The filesystem store's root folder (created if missing).
+        root: The filesystem store's root folder (it and ``.inbox/`` are created by the first write).
         lock_timeout_s: Seconds to wait for a session's lock before ``StoreError``.
 
     Raises:
@@ -44,9 +48,15 @@ class FilesystemInbox(LocalInbox):
     def __init__(self, root: str | os.PathLike[str], *, lock_timeout_s: float = 30.0) -> None:
         self.base = Path(root).absolute() / ".inbox"
         self._lock_timeout_s = lock_timeout_s
-        with _io_errors():
-            for sub in ("sessions", "pending", ".locks", ".tmp"):
-                (self.base / sub).mkdir(parents=True, exist_ok=True)
+        self._made = False  # whether the folders below are known to exist
+
+    def _folders(self) -> None:
+        """Create ``.inbox/`` and its four folders, once per instance, before the first lock."""
+        if not self._made:
+            with _io_errors():
+                for sub in ("sessions", "pending", ".locks", ".tmp"):
+                    (self.base / sub).mkdir(parents=True, exist_ok=True)
+            self._made = True
 
     # ------------------------------------------------------------------ plumbing
 
@@ -58,6 +68,7 @@ class FilesystemInbox(LocalInbox):
             # delivery id must change no byte when it is refused; files are replaced atomically)
             yield InboxState(session_id=session_id)
             return
+        self._folders()
         lock = FileLock(str(self.base / ".locks" / f"{folder}.lock"), timeout=self._lock_timeout_s)
         try:
             with lock, _io_errors():
@@ -126,9 +137,10 @@ class FilesystemInbox(LocalInbox):
 
     def sessions_with_pending(self) -> list[str]:
         """See :meth:`Inbox.sessions_with_pending`: reads the markers only, never the item files."""
+        pending = self.base / "pending"
         with _io_errors():
             ids = []
-            for marker in (self.base / "pending").iterdir():
+            for marker in pending.iterdir() if pending.is_dir() else ():
                 with contextlib.suppress(FileNotFoundError):  # drained meanwhile
                     ids.append(marker.read_text(encoding="utf-8"))
             return sorted(ids)

@@ -65,12 +65,11 @@ class Capability(StrEnum):
     are ignored and the caller writes them itself (hosting/host.py's plain drain). Issue 10."""
     GUARDED_READS = "guarded_reads"
     """Inside ``guarded_reads()``, reads may be answered from this instance's memory and every such
-    read is checked by the caller's one write: ``reads.condition_checks()`` in the inbox put, or the
-    operation's claim (a commit conditional on the version read, which fails when the view was old);
-    ``confirm``/``prime`` feed the outcome back, and ``reads.committed`` names the sessions a commit
-    made inside the block wrote. Without it the block serves nothing from memory (every read is real,
-    ``condition_checks()`` is empty). Callers: ``Host.accept``; the engine's door (issue 24: the
-    claim is the read, engine/remembered.py)."""
+    read is checked by the operation's claim (a commit conditional on the version read, which fails
+    when the view was old; ``prime`` remembers what the failed condition found), and
+    ``reads.committed`` names the sessions a commit made inside the block wrote. Without it the
+    block serves nothing from memory (every read is real, ``reads.versions`` is empty). Caller:
+    the engine's door (issue 24: the claim is the read, engine/remembered.py)."""
     HELD_MAIL_HINT = "held_mail_hint"
     """``note_held_mail`` keeps a per-session hint of possibly-held mail and ``held_mail_hint``
     answers from the last read, so a summary needs no quarantine listing. Without it the note is a
@@ -156,7 +155,7 @@ class StoreLocation:
 
 
 class ReadGuards(Protocol):
-    """The reads made inside :meth:`SessionStore.guarded_reads`, each to be checked by the caller's write.
+    """The reads made inside :meth:`SessionStore.guarded_reads`, each checked by the operation's claim.
 
     Attributes:
         versions: Session id -> the version a read was answered at from memory (0: read as absent).
@@ -169,10 +168,6 @@ class ReadGuards(Protocol):
     without saying whether it applied); a commit refused as a conflict wrote nothing and adds nothing.
     Kept by a store with ``GUARDED_READS``; always empty without it (nothing was served from memory,
     so no caller asks)."""
-
-    def condition_checks(self) -> builtins.list[dict[str, Any]]:
-        """DynamoDB ``TransactWriteItems`` ``ConditionCheck`` entries: each remembered read still holds."""
-        ...
 
 
 class SessionHead(BaseModel):
@@ -528,20 +523,16 @@ class SessionStore(Protocol):
         Args:
             only: Serve only reads of this session from memory (others are real).
             once: Serve only the first read of each session, and only of a session this instance
-                holds a version of (or confirmed absent).
+                holds a version of (or was primed as absent).
 
         Yields:
-            The :class:`ReadGuards` whose ``condition_checks()`` the caller's write must carry.
-            Without ``GUARDED_READS`` every read is real and there is nothing to check.
+            The :class:`ReadGuards` noting each read served from memory (its version is what the
+            operation's claim must find). Without ``GUARDED_READS`` every read is real and nothing is noted.
         """
         ...
 
-    def confirm(self, reads: ReadGuards) -> None:
-        """The write carrying ``reads``' checks landed: remember the sessions read as absent."""
-        ...
-
     def prime(self, session_id: str, item: dict[str, Any] | None) -> None:
-        """Remember a session as a failed check found it (its stored item; ``None``: there is none)."""
+        """Remember a session as a refused commit's condition found it (its stored item; ``None``: there is none)."""
         ...
 
 

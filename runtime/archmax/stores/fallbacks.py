@@ -34,10 +34,6 @@ class NoReadGuards:
         self.committed: set[str] = set()
         """Always empty: nothing was served from memory (``versions`` is empty)."""
 
-    def condition_checks(self) -> builtins.list[dict[str, Any]]:
-        """No checks: no read was answered from memory."""
-        return []
-
 
 class StoreFallbacks(FileOutboxState):
     """Default members of :class:`~archmax.stores.base.SessionStore` for a store lacking their capability.
@@ -111,9 +107,6 @@ class StoreFallbacks(FileOutboxState):
     def guarded_reads(self, *, only: str | None = None, once: bool = False) -> Iterator[ReadGuards]:
         """A block that serves nothing from memory (no ``GUARDED_READS``): every read is real."""
         yield NoReadGuards()
-
-    def confirm(self, reads: Any) -> None:
-        """Nothing was remembered, so nothing to confirm."""
 
     def prime(self, session_id: str, item: dict[str, Any] | None) -> None:
         """Nothing is remembered between reads, so nothing to prime."""

@@ -15,6 +15,11 @@ Layout under ``root`` (§9.2), ``<folder>`` being :func:`archmax.session.ids.fol
     .outbox/<folder>/<version>.json         outbox marks: a commit that recorded outbox entries
                                             (issue 20 item 2), until every entry is sent
 
+Nothing is created before the first write: ``root``, ``.locks`` and ``.tmp`` appear on the first
+operation that takes a lock or writes a file, so a refused operation (a bad id, an unknown session,
+a CLI refusal) leaves no folder behind (BEHAVIOUR.md §3.3 "validate every input before writing
+anything"). Reads of a store that does not exist yet find nothing.
+
 Names starting with ``.`` can never be a session folder (a leading ``.`` of an id is escaped
 as ``%2E``), so ``.locks`` and ``.tmp`` cannot collide with a session. The lock lives outside
 the session folder so that ``delete`` (which removes the folder) never unlinks a lock another
@@ -66,7 +71,8 @@ class FilesystemStore(FsOutboxMarks, StoreFallbacks):
     """A :class:`~archmax.stores.base.SessionStore` in a local folder, every capability (§9.1).
 
     Args:
-        root: The store folder (created if missing). The CLI's default is ``<workspace>/sessions``.
+        root: The store folder (created by the first write, not here). The CLI's default is
+            ``<workspace>/sessions``.
         lock_timeout_s: Seconds to wait for a session's file lock before giving up with ``StoreError``.
 
     Example:
@@ -78,9 +84,7 @@ class FilesystemStore(FsOutboxMarks, StoreFallbacks):
         self.capabilities = local_capabilities(None, Capability.APPEND_TEXT)
         self.root = Path(root).absolute()
         self._lock_timeout_s = lock_timeout_s
-        with io_errors(None):
-            for sub in (".locks", ".tmp"):
-                (self.root / sub).mkdir(parents=True, exist_ok=True)
+        self._made: set[str] = set()  # own folders known to exist (created on first use)
 
     # ------------------------------------------------------------------ checkpoints
 
@@ -329,7 +333,7 @@ class FilesystemStore(FsOutboxMarks, StoreFallbacks):
             if not folder.is_dir():
                 return False
             existed = any(folder.iterdir())
-            trash = self.root / ".tmp" / f"deleted-{uuid.uuid4().hex}"
+            trash = self._own(".tmp", session_id) / f"deleted-{uuid.uuid4().hex}"
             os.rename(folder, trash)
             shutil.rmtree(trash, ignore_errors=True)
             shutil.rmtree(self.root / ".outbox" / folder.name, ignore_errors=True)
@@ -398,8 +402,21 @@ class FilesystemStore(FsOutboxMarks, StoreFallbacks):
     def _locked(self, folder: Path, session_id: str) -> contextlib.AbstractContextManager[Any]:
         from filelock import FileLock  # imported on first lock: a Lambda handler on AWS never needs it
 
-        lock = FileLock(str(self.root / ".locks" / f"{folder.name}.lock"), timeout=self._lock_timeout_s)
+        lock = FileLock(str(self._own(".locks", session_id) / f"{folder.name}.lock"), timeout=self._lock_timeout_s)
         return acquired(lock, session_id)
+
+    def _own(self, name: str, session_id: str | None) -> Path:
+        """``root/<name>`` (``.locks`` or ``.tmp``), created (with ``root``) the first time it is needed.
+
+        Raises:
+            StoreError: the folder cannot be created.
+        """
+        path = self.root / name
+        if name not in self._made:
+            with io_errors(session_id):
+                path.mkdir(parents=True, exist_ok=True)
+            self._made.add(name)
+        return path
 
     def _inside(self, folder: Path, session_id: str, rel: str) -> Path:
         """``folder/rel``, refusing a path that resolves (through symlinks) outside the folder."""
@@ -458,7 +475,10 @@ class FilesystemStore(FsOutboxMarks, StoreFallbacks):
     def _heads(self) -> builtins.list[SessionHead]:
         heads: builtins.list[SessionHead] = []
         with io_errors(None):
-            entries = sorted(os.scandir(self.root), key=lambda e: e.name)
+            try:
+                entries = sorted(os.scandir(self.root), key=lambda e: e.name)
+            except FileNotFoundError:
+                return heads  # nothing was ever written
         for entry in entries:
             if entry.name.startswith(".") or entry.name == _SPECS or not entry.is_dir(follow_symlinks=False):
                 continue
@@ -468,7 +488,7 @@ class FilesystemStore(FsOutboxMarks, StoreFallbacks):
         return heads
 
     def _temp(self) -> Path:
-        return self.root / ".tmp" / uuid.uuid4().hex
+        return self._own(".tmp", None) / uuid.uuid4().hex
 
     def _create(self, target: Path, data: bytes, *, fsync: bool = False) -> None:
         """Create ``target`` holding ``data`` all at once; ``FileExistsError`` if it exists."""

@@ -1,8 +1,8 @@
 """Conformance, ``Capability.GUARDED_READS``: reads answered from memory, each checked by the caller's write.
 
-Rule source: issue 10 (the accept path: the inbox put carries the session reads' condition
-checks), issue 23 (``guarded_reads``/``confirm``/``prime`` are protocol members). Without the
-capability the block serves nothing from memory: every read is real and there is nothing to check.
+Rule source: issue 10 (reads answered from memory), issue 24 (the operation's claim checks the
+version read), issue 23 (``guarded_reads``/``prime`` are protocol members). Without the capability
+the block serves nothing from memory: every read is real and nothing is noted.
 """
 
 from __future__ import annotations
@@ -23,9 +23,6 @@ def test_a_guarded_read_answers_the_version_this_store_last_saw_and_notes_it(sto
         absent = store.head(f"{session_id}-new")
     assert head.version == 1 and absent is None
     assert reads.versions == {session_id: 1, f"{session_id}-new": 0}
-    checks = [c["ConditionCheck"] for c in reads.condition_checks()]
-    assert [c["Key"]["pk"]["S"] for c in checks] == [session_id, f"{session_id}-new"]
-    assert checks[0]["ExpressionAttributeValues"] == {":v": {"N": "1"}}
 
 
 def test_once_serves_only_a_known_session_and_only_its_first_read(store, session_id):
@@ -38,13 +35,12 @@ def test_once_serves_only_a_known_session_and_only_its_first_read(store, session
     assert reads.versions == {session_id: 1}
 
 
-def test_prime_and_confirm_feed_back_what_the_write_found(store, session_id):
+def test_prime_feeds_back_what_a_failed_condition_found(store, session_id):
     requires(store, Capability.GUARDED_READS)
     store.commit(session_id, make_record(session_id, 1), 0)
-    store.prime(session_id, None)  # a failed check found no item
+    store.prime(session_id, None)  # a failed condition found no item
     with store.guarded_reads(once=True) as reads:
         assert store.head(session_id) is None  # remembered absent: served from memory
-    store.confirm(reads)
     assert reads.versions == {session_id: 0}
     assert store.head(session_id).version == 1  # outside the block: the table
 
@@ -55,8 +51,7 @@ def test_without_the_capability_every_guarded_read_is_real_and_nothing_is_checke
     with store.guarded_reads() as reads:
         assert store.load(session_id) == store.load(session_id)
         assert store.head(session_id).version == 1
-    assert reads.versions == {} and reads.condition_checks() == []
-    store.confirm(reads)
+    assert reads.versions == {}
     store.prime(session_id, None)
     assert store.head(session_id).version == 1
 

@@ -1,7 +1,7 @@
 """Reads a warm ``AwsStore`` answers from memory, each checked by the write that acts on them (issue 10).
 
-Rule source: issue 10 (the accept path in one call: the inbox put carries the session reads'
-condition checks); the port's ``Capability.GUARDED_READS`` (:mod:`archmax.stores.base`).
+Rule source: issue 10 (reads answered from memory), issue 24 (the operation's claim is the read:
+engine/remembered.py); the port's ``Capability.GUARDED_READS`` (:mod:`archmax.stores.base`).
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ class GuardedReads:
 
     Inside :meth:`AwsStore.guarded_reads` (``Capability.GUARDED_READS``), ``load``/``head``/``load_if`` make no call: they answer
     from the version this store instance last read or committed (a session it never saw reads as
-    absent) and note that version here. The caller's one write then carries
-    :meth:`condition_checks` in its transaction (``DynamoInbox.put``), so it lands only if every
-    session is still at the version read: as if it had been read in the same call (issue 10).
+    absent) and note that version here. The operation's claim, a commit conditional on the version
+    read, then lands only if the session is still at that version: as if it had been read in the
+    same call (issue 10; issue 24, engine/remembered.py).
     """
 
     def __init__(self, store: AwsState, *, only: str | None = None, once: bool = False) -> None:
@@ -40,7 +40,7 @@ class GuardedReads:
         session is (what the operation acts on: its claim is conditional on that version, and every
         later read, e.g. after a lost claim, must see the table). Without ``once`` every session is
         served, a session this store never saw as absent; with ``once``, only a session this store
-        holds a version of, or saw absent through a checked read (:meth:`AwsStore.confirm`).
+        holds a version of, or was told is absent (:meth:`AwsStore.prime` with no item).
         """
         if self.only is not None and session_id != self.only:
             return False
@@ -65,27 +65,6 @@ class GuardedReads:
             "base": {"N": str(plan.base)},
             "chunks": {"L": list(plan.entries)},
         }
-
-    def condition_checks(self) -> list[dict[str, Any]]:
-        """``TransactWriteItems`` ``ConditionCheck`` entries: each session read is still at its version.
-
-        A failed check returns the item as stored (``ALL_OLD``): give it to :meth:`AwsStore.prime`.
-        """
-        checks = []
-        for session_id, version in self.versions.items():
-            check: dict[str, Any] = {
-                "TableName": self.store.table_name,
-                "Key": {"pk": {"S": session_id}},
-                "ConditionExpression": "attribute_not_exists(#pk)",
-                "ExpressionAttributeNames": {"#pk": "pk"},
-                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-            }
-            if version:
-                check["ConditionExpression"] = "#v = :v"
-                check["ExpressionAttributeNames"] = {"#v": "version"}
-                check["ExpressionAttributeValues"] = {":v": {"N": str(version)}}
-            checks.append({"ConditionCheck": check})
-        return checks
 
 
 _GUARDED: ContextVar[GuardedReads | None] = ContextVar("archmax_guarded_reads", default=None)

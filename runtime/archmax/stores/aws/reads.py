@@ -220,21 +220,12 @@ class AwsReads(AwsState):
         finally:
             _GUARDED.reset(token)
 
-    def confirm(self, reads: ReadGuards) -> None:
-        """``reads``' condition checks held (the write carrying them landed): remember the sessions read absent."""
-        with self._lock:
-            for session_id, version in reads.versions.items():
-                if version == 0:
-                    self._absent[session_id] = None
-                    self._absent.move_to_end(session_id)
-            while len(self._absent) > PLANS_CACHE_SIZE:
-                self._absent.popitem(last=False)
-
     def prime(self, session_id: str, item: dict[str, Any] | None) -> None:
         """Remember ``item`` (a session item as stored; ``None``: there is none) as the session's latest version.
 
-        What a failed :meth:`GuardedReads.condition_checks` entry returned: the next guarded read
-        answers from it.
+        What a refused commit's condition found (``ALL_OLD``; :meth:`commit` calls it on a
+        ``CommitConflictError``): the next guarded read answers from it, so the firing is decided
+        again without another read.
         """
         validate_session_id(session_id)
         with self._lock:

@@ -6,7 +6,8 @@ read"), §9.3 (chunked checkpoints), §3.12 (lease owner); issue 10 (inbox rider
 transaction: ``Capability.COMMIT_RIDERS``); issue 24 goal 2 (segment items, not S3 segments).
 Round trips: one UpdateItem (or one TransactWriteItems with riders); plus one PutItem when inline
 chunks move to a segment item (about one commit in ``INLINE_BUDGET / delta``) or one PutObject
-for a chunk too large for a segment item (:mod:`archmax.stores.aws.plan`); plus one GetItem when this
+for a chunk too large for a segment item (:mod:`archmax.stores.aws.plan`), its body gzip-compressed
+(:mod:`archmax.stores.aws.bodies`); plus one GetItem when this
 instance has not seen the version it is committing on; plus one BatchWriteItem after a snapshot
 that unlists segment items.
 """
@@ -20,6 +21,7 @@ from archmax.errors import CommitConflictError, StoreError
 from archmax.session.ids import validate_session_id
 from archmax.session.records import Checkpoint, is_finished
 from archmax.stores import common as _common
+from archmax.stores.aws.bodies import CONTENT_ENCODING, encode_body
 from archmax.stores.aws.errors import aws_call, conflict_item, found_in_item
 from archmax.stores.aws.guards import note_commit
 from archmax.stores.aws.item import commit_request, committed_attributes, head_of_item
@@ -164,8 +166,9 @@ class AwsCommits(AwsReads):
                 session_id=session_id,
                 Bucket=self.bucket,
                 Key=self.keys.chunk(session_id, version, token),
-                Body=placement.s3_chunk,
+                Body=encode_body(placement.s3_chunk),
                 ContentType="application/json",
+                ContentEncoding=CONTENT_ENCODING,
             )
         if placement.segment is not None:
             put_segment(self._ddb, self.table_name, session_id, placement.segment)

@@ -91,7 +91,7 @@ class Keys:
         return self.folder(session_id) + path
 
     def chunk(self, session_id: str, version: int, token: str) -> str:
-        """``<root><folder>/checkpoints/<10-digit version>-<token>.json``."""
+        """``<root><folder>/checkpoints/<10-digit version>-<token>.json`` (body: :mod:`archmax.stores.aws.bodies`)."""
         if not _TOKEN.match(token):
             raise ValueError(f"bad chunk token {token!r}")
         return f"{self.folder(session_id)}checkpoints/{version:010d}-{token}.json"

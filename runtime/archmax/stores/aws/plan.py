@@ -4,7 +4,8 @@ The session item's ``chunks`` list covers the versions ``base .. version`` in or
 version unless it says otherwise:
 
 * ``{"S": token}``: the chunk is the S3 object ``checkpoints/<version>-<token>.json`` (full
-  snapshots and deltas too large for a segment item);
+  snapshots and deltas too large for a segment item; gzip-compressed since issue 24, plain JSON
+  before: :mod:`archmax.stores.aws.bodies`);
 * ``{"M": {"t": token, "b": <chunk JSON text>}}``: a small chunk carried **inside** the item, written by the
   same conditional UpdateItem that commits the version (no other call): a delta, or a full
   snapshot of at most ``INLINE_MAX_BYTES`` (a new session's first version, so a start is one write);

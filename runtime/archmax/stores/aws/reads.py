@@ -4,7 +4,8 @@ Rule source: BEHAVIOUR.md §9.1, §9.3 (a load reads the item, then exactly the 
 issue 10 (``load_if`` in one GetItem; guarded reads; the summary's one call via the hint).
 Round trips: ``head`` and ``load_if``'s refusal are one GetItem; ``load`` is one GetItem, plus one
 BatchGetItem of the segment items it lists and one GetObject per S3 chunk, each only when not
-already cached (both are immutable, so their bytes are kept). A listed segment item that is gone
+already cached (both are immutable, so their bytes are kept); an S3 chunk body is gzip or, written
+before issue 24, plain JSON (:mod:`archmax.stores.aws.bodies`). A listed segment item that is gone
 (a concurrent snapshot unlisted and deleted it) makes the load read the item again (issue 24).
 """
 
@@ -20,6 +21,7 @@ from archmax.errors import StoreError
 from archmax.session.ids import validate_session_id
 from archmax.session.records import Checkpoint
 from archmax.stores import common as _common
+from archmax.stores.aws.bodies import decode_body
 from archmax.stores.aws.errors import aws_call
 from archmax.stores.aws.guards import _GUARDED, GuardedReads
 from archmax.stores.aws.item import head_of_item, quarantine_hint_of_item
@@ -275,10 +277,10 @@ class AwsReads(AwsState):
         missing = [k for k in keys if k not in have]
 
         def fetch(key: str) -> bytes:
-            data = self._get_object(key, session_id=session_id)
-            if data is None:
+            body = self._get_object(key, session_id=session_id)
+            if body is None:
                 raise StoreError(f"checkpoint chunk {key} listed by the session item is missing", session_id=session_id)
-            return data
+            return decode_body(body, key=key, session_id=session_id)  # gzip since issue 24, plain JSON before
 
         if len(missing) > 1:
             with ThreadPoolExecutor(max_workers=min(8, len(missing))) as pool:

@@ -149,13 +149,15 @@ class AwsCommits(AwsReads):
         segments_ok = self.finished_ttl_days is None or not is_finished(record.status)
         chunk = encode_chunk(record, plan.counts if plan else None, scheduled=False)
         data = chunk_bytes(chunk)
-        due = plan is not None and plan.snapshot_due(len(data), len(pack(data)), segments_ok=segments_ok)
+        packed = pack(data)  # compressed once: the snapshot test and the placement both use it
+        due = plan is not None and plan.snapshot_due(len(data), len(packed), segments_ok=segments_ok)
         if plan is not None and not chunk["full"] and due:
             chunk = encode_chunk(record, None, scheduled=False)  # deltas since the snapshot outweigh it
             data = chunk_bytes(chunk)
+            packed = pack(data)
         if plan is None or chunk["full"]:
-            return place_full(record.version, token, data, segments_ok=segments_ok)
-        return place_delta(plan, record.version, token, data, segments_ok=segments_ok)
+            return place_full(record.version, token, data, segments_ok=segments_ok, packed=packed)
+        return place_delta(plan, record.version, token, data, segments_ok=segments_ok, packed=packed)
 
     def _put_first(self, session_id: str, version: int, token: str, placement: Placement) -> None:
         """What this attempt writes before its conditional write: an S3 chunk object, a segment item."""

@@ -282,13 +282,14 @@ def entry_packed(entry: dict[str, Any]) -> bytes:
     return pack(inner["b"]["S"].encode("utf-8"))
 
 
-def place_full(version: int, token: str, data: bytes, *, segments_ok: bool) -> Placement:
+def place_full(version: int, token: str, data: bytes, *, segments_ok: bool, packed: bytes | None = None) -> Placement:
     """A full snapshot's placement: inline when small, a segment item when a PutItem is cheaper, else S3.
 
-    Sizes are packed sizes (what the item is billed on); ``full_bytes`` is the JSON's.
+    Sizes are packed sizes (what the item is billed on); ``full_bytes`` is the JSON's. ``packed``
+    is ``pack(data)`` when the caller has it already (it is then not compressed again).
     """
     sizes = {"delta_bytes": 0, "full_bytes": len(data)}
-    packed = pack(data)
+    packed = pack(data) if packed is None else packed
     if len(packed) <= INLINE_MAX_BYTES:
         return Placement([inline_entry(token, packed)], "set", version, sizes)
     if segments_ok and len(packed) <= SEGMENT_MAX_BYTES:
@@ -297,16 +298,19 @@ def place_full(version: int, token: str, data: bytes, *, segments_ok: bool) -> P
     return Placement([s3_entry(token)], "set", version, sizes, s3_chunk=data)
 
 
-def place_delta(plan: Plan, version: int, token: str, data: bytes, *, segments_ok: bool) -> Placement:
+def place_delta(
+    plan: Plan, version: int, token: str, data: bytes, *, segments_ok: bool, packed: bytes | None = None
+) -> Placement:
     """A delta's placement on ``plan`` (see the module docstring; a snapshot that is due is the caller's).
 
     Inline while the budget holds. Else, with ``segments_ok``: when it fits ``INLINE_MAX_BYTES``, the
     trailing run of inline chunks before it moves to one new segment item and it stays inline (the
     stream's image carries it); a larger one up to ``SEGMENT_MAX_BYTES`` goes to a segment item with
     that run. Anything else goes to S3. Sizes are packed sizes; ``delta_bytes`` counts the JSON's.
+    ``packed`` is ``pack(data)`` when the caller has it already (it is then not compressed again).
     """
     sizes = {"delta_bytes": plan.delta_bytes + len(data), "full_bytes": plan.full_bytes}
-    packed = pack(data)
+    packed = pack(data) if packed is None else packed
     entries = [*plan.entries[:-1], trimmed(plan.entries[-1])] if plan.entries else []
     if len(packed) <= INLINE_MAX_BYTES and inline_size(entries) + len(packed) <= INLINE_BUDGET_BYTES:
         return Placement([*entries, inline_entry(token, packed)], "set", None, sizes)  # the common case

@@ -33,6 +33,7 @@ from archmax.stores.aws.plan import (
     entry_segment,
     entry_token,
     entry_versions,
+    is_inline,
     segment_chunks,
     unpack,
 )
@@ -129,7 +130,7 @@ class AwsReads(AwsState):
         old_segment = entry_segment(entry)
         if old_segment is not None:
             return self.keys.segment(session_id, old_segment)
-        if entry_inline(entry) is None and entry_item_segment(entry) is None:
+        if not is_inline(entry) and entry_item_segment(entry) is None:  # no decompressing to tell
             return self.keys.chunk(session_id, version, entry_token(entry))
         return None
 

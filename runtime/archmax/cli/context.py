@@ -135,16 +135,34 @@ class Context:
         with a ``KeyError``, leaving it ``running``. Rule source: BEHAVIOUR.md §3.3 (a refused
         firing writes nothing), §11 (which workflow a session command uses).
 
+        A sub-workflow child's id may be fired through its caller's workflow (or any caller's up its
+        chain): a firing addressed to a child's id reaches the pair through its caller (§5.10), as it
+        did before this check (attack32).
+
         Raises:
             InvalidSessionIdError: a malformed id.
             UsageError: the stored session names another workflow; the message names it.
         """
         head = self.store.head(session_id)
-        if head is not None and head.workflow != workflow_dir.name:
+        if head is not None and workflow_dir.name not in self._pair_workflows(session_id, head.workflow):
             raise UsageError(
                 f"session '{session_id}' belongs to workflow '{head.workflow}', not '{workflow_dir.name}': "
                 f"nothing was changed; name workflow '{head.workflow}' instead"
             )
+
+    def _pair_workflows(self, session_id: str, workflow: str) -> set[str]:
+        """``workflow`` (the session's) and the workflows of its callers up the child-id chain (§4.1, §5.10)."""
+        from archmax.session.ids import parent_session_id
+
+        found = {workflow}
+        caller = parent_session_id(session_id)
+        while caller is not None:
+            head = self.store.head(caller)
+            if head is None:
+                break
+            found.add(head.workflow)
+            caller = parent_session_id(caller)
+        return found
 
     def workflow_spec(self, slug: str, cache: dict[str, Any]) -> Any:
         """The workflow a session names, for the decision context; None when it cannot be loaded."""

@@ -5,7 +5,9 @@ as ``mail:<conversation id>``, and a sender who is not a participant of an exist
 carries no reply token of it) is quarantined, whatever its Message-ID; an operator releases it with
 ``archmax quarantine``. A mail whose reply token names a park that is no longer the session's
 current park (a late answer to an earlier question) is refused: exit 1 with
-``SessionNotAwaitingInputError`` naming both parks, nothing written (BEHAVIOUR.md §5.11).
+``SessionNotAwaitingInputError`` naming both parks, nothing written (BEHAVIOUR.md §5.11). A mail
+whose conversation is a session of another workflow than ``--workflow``'s is refused (exit 2,
+nothing written), as ``run``/``deliver`` refuse one (attack32: it resumed under the wrong states).
 
 Rule source: BEHAVIOUR.md §11 (``email``), §5.11; issue 13 item 1, issue 21 items 1, 3 and 6, issue 23 item 5
 (one admission rule; a local file has no receipt verdicts, so the authentication policy is not
@@ -54,11 +56,13 @@ def run(cli: Context) -> int:
         raw = Path(a.file).read_bytes()
     except OSError as exc:
         raise UsageError(f"cannot read '{a.file}': {exc.strerror or exc}") from exc
-    agent = cli.agent(resolve_workflow(cli.root, a.workflow, how="pass --workflow <slug>"))
+    workflow_dir = resolve_workflow(cli.root, a.workflow, how="pass --workflow <slug>")
+    agent = cli.agent(workflow_dir)
     door = MailDoor(store=cli.store, workflow=agent.workflow, spec=agent.spec, thread=reply_threader(cli.store),
                     reply_secret=configured_secret(os.environ))  # fmt: skip
     admission = admit(door, parse_email(raw, trigger=a.trigger), raw)  # no receipt: no verdicts
     firing, sid = admission.firing, admission.session_id
+    cli.refuse_other_workflow(sid, workflow_dir)  # a conversation of another workflow: nothing written (§3.3)
     if not cli.json:
         resolved = agent.workflow.resolve_session(trigger=firing.trigger, variables=firing.variables, session_id=sid)
         for warning in [*firing.warnings, *resolved.warnings]:

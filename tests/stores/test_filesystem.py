@@ -195,6 +195,8 @@ def test_a_store_never_written_reads_as_empty_and_creates_nothing(store, root):
     assert (store.list(), store.due("2030-01-01T00:00:00.000Z"), store.outbox_pending()) == ([], [], [])
     assert store.load("s") is None and store.head("s") is None and store.get_spec(HASH) is None
     assert not root.exists()
+    assert store.delete("s") is False  # nothing to delete: no lock file either (attack32)
+    assert not root.exists()
     store.seed("s", {"a.txt": "x"})  # the first write creates the store's own folders
     assert sorted(p.name for p in root.iterdir()) == [".locks", ".tmp", "s"]
 

@@ -329,6 +329,9 @@ class FilesystemStore(FsOutboxMarks, StoreFallbacks):
             StoreError: on I/O failure.
         """
         folder = self._folder(session_id)
+        with io_errors(session_id):
+            if not folder.is_dir():
+                return False  # nothing to delete: no lock taken, so no folder or lock file made (§3.3)
         with self._locked(folder, session_id), io_errors(session_id):
             if not folder.is_dir():
                 return False

@@ -109,3 +109,14 @@ def test_decode_body_passes_plain_json_through_and_round_trips_gzip() -> None:
     assert decode_body(data) == data
     assert decode_body(encode_body(data)) == data
     assert encode_body(data) == encode_body(data)  # deterministic: no timestamp in the header
+
+
+@pytest.mark.parametrize("body", [b"", encode_body(b"")], ids=["empty", "gzip-of-nothing"])
+def test_an_empty_chunk_body_is_a_store_error_at_every_load_of_a_warm_store(aws_env: Any, body: bytes) -> None:
+    """A chunk object emptied (a copy tool, an operator's mistake): each load names it, not a KeyError (attack32)."""
+    _, _, key = _snapshot(aws_env, "empty")
+    aws_env.s3.put_object(Bucket=aws_env.bucket, Key=key, Body=body)
+    store = aws_env.store()
+    for _ in range(2):  # the second load finds the bytes the first one read in the store's chunk cache
+        with pytest.raises(StoreError, match="not valid JSON"):
+            store.load("empty")

@@ -290,7 +290,7 @@ class AwsReads(AwsState):
             fetched = {k: fetch(k) for k in missing}
         for key, data in fetched.items():
             self._cache_chunk(key, data)
-        return [have.get(k) or fetched[k] for k in keys]
+        return [have[k] if k in have else fetched[k] for k in keys]  # an empty body is bytes too (attack32)
 
     def _cache_chunk(self, key: str, data: bytes) -> None:
         with self._lock:

@@ -390,3 +390,38 @@ def test_an_old_lifes_redelivered_batch_leaves_the_outbox_mark_of_the_session_st
 
     assert CUSTOMER_ID in aws.store.outbox_pending()
     assert len(aws.sent_mail()) == 1  # the new life's question is still owed
+
+
+CALLING = {"states": {"work": {"triggers": {"manual": None}, "tools": {"allow": ["archmax_workflow_b"]}}}}
+CALLED = {"states": {"work": {"triggers": {"manual": None}}}}
+
+
+@pytest.mark.parametrize("child", ["finishes", "waits"])
+def test_a_sub_workflow_pairs_events_all_go_out_through_the_stream_alone(aws, child):
+    """Both sessions of a caller/child pair commit entries in one operation: the filtered stream sends every one.
+
+    Each commit that records entries sets the outbox mark the template's filter asks for (issue 24),
+    the child's as the caller's; nothing is left for the sweep (no session stays outbox-pending).
+    """
+    from archmax import create_agent
+    from archmax.models.scripted import ScriptedModel
+    from archmax.spec import workflow_from_dict
+
+    aws.verify_domain()
+    script = [{"call": {"archmax_workflow_b": {}}}]
+    script += [{"say": "b done"}, {"say": "a done"}] if child == "finishes" else [
+        {"call": {"archmax_wait": {"reason": "the order id"}}}, {"say": "Which order?"}
+    ]  # fmt: skip
+    agent = create_agent(
+        workflow_from_dict(CALLING, "a"), aws.store, ScriptedModel(script), outbound=False, clock=FakeClock(),
+        workflows={"b": workflow_from_dict(CALLED, "b")},
+    )  # fmt: skip
+    kind = agent.workflow.send("pair-1", "go").kind
+    assert kind == ("completed" if child == "finishes" else "parked")
+    assert sorted(aws.store.outbox_pending()) == ["pair-1", "pair-1~work:b:1"]  # the premise: both recorded entries
+    assert aws.handle(aws.stream_event(), FakeLambdaContext()) == {"batchItemFailures": []}
+    detail = "Session Completed" if child == "finishes" else "Session Parked"
+    events = aws.put_events()
+    assert sorted(e["detail"]["session_id"] for e in events) == ["pair-1", "pair-1~work:b:1"]
+    assert all(e["detail-type"] == detail for e in events)
+    assert aws.store.outbox_pending() == []  # nothing left for the sweep

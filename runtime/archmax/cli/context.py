@@ -137,18 +137,23 @@ class Context:
 
         A sub-workflow child's id may be fired through its caller's workflow (or any caller's up its
         chain): a firing addressed to a child's id reaches the pair through its caller (§5.10), as it
-        did before this check (attack32).
+        did before this check (attack32). A session whose workflow is no longer in the workspace (its
+        folder renamed) is not refused: :meth:`session_workflow` then tells the user to pass
+        ``--workflow``, and that is how it continues.
 
         Raises:
             InvalidSessionIdError: a malformed id.
             UsageError: the stored session names another workflow; the message names it.
         """
         head = self.store.head(session_id)
-        if head is not None and workflow_dir.name not in self._pair_workflows(session_id, head.workflow):
-            raise UsageError(
-                f"session '{session_id}' belongs to workflow '{head.workflow}', not '{workflow_dir.name}': "
-                f"nothing was changed; name workflow '{head.workflow}' instead"
-            )
+        if head is None or workflow_dir.name in self._pair_workflows(session_id, head.workflow):
+            return
+        if find_workflow(self.root, head.workflow) is None:
+            return  # its workflow is gone from the workspace (renamed): --workflow is the way on (attack32)
+        raise UsageError(
+            f"session '{session_id}' belongs to workflow '{head.workflow}', not '{workflow_dir.name}': "
+            f"nothing was changed; name workflow '{head.workflow}' instead"
+        )
 
     def _pair_workflows(self, session_id: str, workflow: str) -> set[str]:
         """``workflow`` (the session's) and the workflows of its callers up the child-id chain (§4.1, §5.10)."""

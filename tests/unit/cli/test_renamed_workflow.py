@@ -1,0 +1,34 @@
+"""A session whose workflow folder was renamed is reached with ``--workflow <new name>`` (attack32).
+
+Without ``--workflow`` the CLI says the session's workflow ``is not under workflows/; pass --root or
+--workflow`` (BEHAVIOUR.md §11: which workflow a session command uses). The refusal of a session
+fired through another workflow (5bde42e) must not then refuse that very advice: it guards against
+the wrong one of two workflows in the workspace, not against the only way left to continue.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from ._support import EXAMPLES, INBOX_SCRIPT
+
+SID = "c-1"
+
+
+def test_a_renamed_workflows_session_continues_with_workflow_naming_the_new_folder(cli, tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    shutil.copytree(EXAMPLES / "workflows" / "support-inbox", root / "workflows" / "support-inbox")
+    flags = ["--root", str(root), "--store", str(tmp_path / "store"), "--model", INBOX_SCRIPT]
+    first = cli(*flags, "run", "support-inbox", "About the thing", "--session", SID, "--trigger", "email_received")
+    assert first.code == 0, first.err
+    (root / "workflows" / "support-inbox").rename(root / "workflows" / "helpdesk")  # the team renamed it
+
+    advised = cli(*flags, "deliver", SID, "--trigger", "email_reply", "--message", "It is ORD-1001.")
+    assert advised.code == 2 and "pass --root or --workflow" in advised.err, advised.err
+
+    run = cli(
+        *flags, "deliver", SID, "--trigger", "email_reply", "--message", "It is ORD-1001.", "--workflow", "helpdesk"
+    )
+    assert run.code == 0, run.err
+    assert "ORD-1001" in run.out

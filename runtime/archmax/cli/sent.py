@@ -52,7 +52,10 @@ class Sends:
     """
 
     def __init__(self) -> None:
-        self._answered: list[tuple[weakref.ref[Outcome], list[Committed]]] = []
+        # id(outcome) -> (a weak reference to it, what its operation committed): an entry leaves when
+        # its Outcome dies, so a door call costs the same however many Outcomes the caller keeps (an
+        # ``archmax sweep`` keeps every one it woke: scanning them all made N wakes cost N², attack32)
+        self._answered: dict[int, tuple[weakref.ref[Outcome], list[Committed]]] = {}
 
     def door(self, door: Door) -> Door:
         """``door`` (the engine's :func:`~archmax.engine.door.apply`) keeping what each operation committed to send."""
@@ -60,15 +63,24 @@ class Sends:
         def keeping(rt: Runtime, firing: EngineFiring, *, riders: Riders | None = None) -> Applied:
             applied = door(rt, firing, riders=riders)
             if applied.outcome is not None:
-                self._answered = [(ref, c) for ref, c in self._answered if ref() is not None]
-                self._answered.append((weakref.ref(applied.outcome), [committed(r) for r in applied.to_send()]))
+                self._keep(applied.outcome, [committed(r) for r in applied.to_send()])
             return applied
 
         return keeping
 
+    def _keep(self, outcome: Outcome, commits: list[Committed]) -> None:
+        key = id(outcome)
+
+        def forget(ref: weakref.ref[Outcome]) -> None:
+            if self._answered.get(key, (None,))[0] is ref:  # not a later Outcome given the same id
+                del self._answered[key]
+
+        self._answered[key] = (weakref.ref(outcome, forget), commits)
+
     def of(self, outcome: Outcome) -> list[Committed]:
         """What the operation that answered ``outcome`` (this very object) committed to send; ``[]`` if none here."""
-        return next((c for ref, c in self._answered if ref() is outcome), [])
+        ref, commits = self._answered.get(id(outcome), (None, []))
+        return commits if ref is not None and ref() is outcome else []
 
 
 def sent_lines(store: Any, commits: Iterable[Committed]) -> list[str]:

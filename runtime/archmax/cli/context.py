@@ -191,6 +191,23 @@ class Context:
         """One line on stderr."""
         print(text, file=self.err)
 
+    def sent_before_error(self) -> None:
+        """Print the ``sent:`` lines of an operation that raised after committing messages (README; attack32).
+
+        The agent sends what the operation let go of before its error goes on (a sub-workflow child
+        finished, then its caller's next model call failed: issue 20); the user reads the ``error:``
+        line, and these say what went out all the same. Best effort: a store failing to read them
+        prints nothing more.
+        """
+        if self.json or not self.sends.raised:
+            return
+        try:
+            lines = sent_lines(self.store, self.sends.raised)
+        except ArchmaxError:
+            return
+        for line in lines:
+            self.note(line)
+
     def outcome(self, outcome: Any) -> int:
         """Print an Outcome (§11's table, or JSON) and what its operation sent; the exit code.
 

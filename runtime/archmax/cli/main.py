@@ -124,6 +124,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ArchmaxError as exc:
         code = report(exc, 1, as_json)
         if cli is not None and not as_json:
+            cli.sent_before_error()  # what the operation sent before it raised
             from archmax.cli.hints import hint_after
 
             hint = hint_after(cli, exc)

@@ -56,12 +56,22 @@ class Sends:
         # its Outcome dies, so a door call costs the same however many Outcomes the caller keeps (an
         # ``archmax sweep`` keeps every one it woke: scanning them all made N wakes cost N², attack32)
         self._answered: dict[int, tuple[weakref.ref[Outcome], list[Committed]]] = {}
+        self.raised: list[Committed] = []
+        """What the last operation that raised had committed to send (a child finished, then its caller failed)."""
 
     def door(self, door: Door) -> Door:
         """``door`` (the engine's :func:`~archmax.engine.door.apply`) keeping what each operation committed to send."""
 
         def keeping(rt: Runtime, firing: EngineFiring, *, riders: Riders | None = None) -> Applied:
-            applied = door(rt, firing, riders=riders)
+            from archmax.engine.work import releases
+
+            self.raised = []  # the last operation's only
+            with releases() as released:  # passed on to the agent's own collection when the door raises
+                try:
+                    applied = door(rt, firing, riders=riders)
+                except Exception:
+                    self.raised = [committed(r) for r in released.values()]  # sent all the same (issue 20)
+                    raise
             if applied.outcome is not None:
                 self._keep(applied.outcome, [committed(r) for r in applied.to_send()])
             return applied

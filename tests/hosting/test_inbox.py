@@ -234,3 +234,17 @@ def test_filesystem_inbox_creates_nothing_until_its_first_write(tmp_path):
         "sessions",
     ]
     assert inbox.sessions_with_pending() == ["conv-1"]
+
+
+@pytest.mark.parametrize("removed", ["", ".tmp", "pending", "sessions"])
+def test_filesystem_inbox_folders_deleted_by_hand_under_a_live_instance_are_made_again(tmp_path, removed):
+    """``archmax serve`` keeps one inbox; ``.inbox/`` (or a folder of it) removed by hand must not fail every put (attack32)."""
+    import shutil
+
+    inbox = FilesystemInbox(tmp_path / "sessions")
+    inbox.put(item("m-1", session_id="conv-0"))
+    shutil.rmtree(tmp_path / "sessions" / ".inbox" / removed)
+    assert inbox.put(item("m-2"))
+    assert [i.delivery_id for i in inbox.pending("conv-1")] == ["m-2"]
+    assert "conv-1" in inbox.sessions_with_pending()
+    assert list((tmp_path / "sessions" / ".inbox" / ".tmp").iterdir()) == []

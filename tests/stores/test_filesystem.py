@@ -251,3 +251,21 @@ def test_a_head_json_written_before_heads_carried_parked_at_still_counts_for_the
 
     assert store.oldest_park("support-inbox") == ("old-park", "2025-01-01T00:00:00.000Z")
     assert store.head("old-park").parked_at == "2025-01-01T00:00:00.000Z"
+
+
+@pytest.mark.parametrize("removed", [".tmp", ".locks", ""], ids=["tmp", "locks", "whole-store"])
+def test_a_store_folder_deleted_by_hand_under_a_live_instance_is_made_again_by_the_next_write(store, root, removed):
+    """``archmax serve`` keeps one store; a user who ``rm -rf`` its folder (or ``.tmp``) then writes again (attack32).
+
+    The store makes its own folders once per instance (c103dec); one removed since must not fail
+    every later write with ``No such file or directory`` until a restart.
+    """
+    import shutil
+
+    store.commit("a", make_record("a", 1), 0)
+    shutil.rmtree(root / removed)
+    store.commit("b", make_record("b", 1), 0)
+    store.commit("b", make_record("b", 2), 1)
+    store.seed("b", {"notes.txt": "kept"})
+    assert store.head("b").version == 2 and store.get("b", "notes.txt") == b"kept"
+    assert [p.name for p in (root / ".tmp").iterdir()] == []  # no temporary file left behind

@@ -108,9 +108,29 @@ class FilesystemInbox(LocalInbox):
             return (sessions / f"{folder}.json").exists() or (sessions / f"{folder_name(session_id)}.json").is_file()
 
     def _atomic_write(self, path: Path, data: bytes) -> None:
+        """Replace ``path`` with ``data`` at once; folders removed since :meth:`_folders` made them are made again.
+
+        ``.inbox/`` deleted by hand while ``archmax serve`` runs would otherwise fail every write
+        until a restart (attack32).
+        """
+        try:
+            self._replace(path, data)
+        except FileNotFoundError:
+            if all((self.base / sub).is_dir() for sub in (".tmp", path.parent.name)):
+                raise
+            self._made = False
+            self._folders()
+            self._replace(path, data)
+
+    def _replace(self, path: Path, data: bytes) -> None:
         tmp = self.base / ".tmp" / uuid.uuid4().hex
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
+        try:
+            tmp.write_bytes(data)
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                tmp.unlink()  # a partial write leaves nothing behind
+            raise
 
     # ------------------------------------------------------------------ protocol
 

@@ -493,20 +493,40 @@ class FilesystemStore(FsOutboxMarks, StoreFallbacks):
     def _temp(self) -> Path:
         return self._own(".tmp", None) / uuid.uuid4().hex
 
-    def _create(self, target: Path, data: bytes, *, fsync: bool = False) -> None:
-        """Create ``target`` holding ``data`` all at once; ``FileExistsError`` if it exists."""
+    def _write_temp(self, data: bytes, *, fsync: bool = False) -> Path:
+        """A new temporary file under ``.tmp`` holding ``data``.
+
+        ``.tmp`` is made once per instance (:meth:`_own`); one removed since (the store folder deleted
+        by hand while ``archmax serve`` runs) is made again, not failed on until a restart (attack32).
+        """
         tmp = self._temp()
         try:
-            write_file(tmp, data, fsync=fsync)
+            try:
+                write_file(tmp, data, fsync=fsync)
+            except FileNotFoundError:
+                if tmp.parent.is_dir():
+                    raise
+                self._made.discard(".tmp")
+                tmp = self._temp()
+                write_file(tmp, data, fsync=fsync)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)  # a partial write leaves nothing behind
+            raise
+        return tmp
+
+    def _create(self, target: Path, data: bytes, *, fsync: bool = False) -> None:
+        """Create ``target`` holding ``data`` all at once; ``FileExistsError`` if it exists."""
+        tmp = self._write_temp(data, fsync=fsync)
+        try:
             os.link(tmp, target)  # atomic create-only: the full content appears, or nothing
         finally:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
 
     def _replace(self, target: Path, data: bytes) -> None:
-        tmp = self._temp()
+        tmp = self._write_temp(data)
         try:
-            write_file(tmp, data)
             os.replace(tmp, target)
         except BaseException:
             with contextlib.suppress(FileNotFoundError):

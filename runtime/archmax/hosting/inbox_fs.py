@@ -48,15 +48,16 @@ class FilesystemInbox(LocalInbox):
     def __init__(self, root: str | os.PathLike[str], *, lock_timeout_s: float = 30.0) -> None:
         self.base = Path(root).absolute() / ".inbox"
         self._lock_timeout_s = lock_timeout_s
-        self._made = False  # whether the folders below are known to exist
 
     def _folders(self) -> None:
-        """Create ``.inbox/`` and its four folders, once per instance, before the first lock."""
-        if not self._made:
-            with _io_errors():
-                for sub in ("sessions", "pending", ".locks", ".tmp"):
-                    (self.base / sub).mkdir(parents=True, exist_ok=True)
-            self._made = True
+        """Make ``.inbox/`` and its four folders where missing, before every write's lock.
+
+        Not remembered: ``.inbox/`` removed by hand while ``archmax serve`` runs is made again by
+        the next write instead of failing every write until a restart (attack32).
+        """
+        with _io_errors():
+            for sub in ("sessions", "pending", ".locks", ".tmp"):
+                (self.base / sub).mkdir(parents=True, exist_ok=True)
 
     # ------------------------------------------------------------------ plumbing
 
@@ -108,21 +109,7 @@ class FilesystemInbox(LocalInbox):
             return (sessions / f"{folder}.json").exists() or (sessions / f"{folder_name(session_id)}.json").is_file()
 
     def _atomic_write(self, path: Path, data: bytes) -> None:
-        """Replace ``path`` with ``data`` at once; folders removed since :meth:`_folders` made them are made again.
-
-        ``.inbox/`` deleted by hand while ``archmax serve`` runs would otherwise fail every write
-        until a restart (attack32).
-        """
-        try:
-            self._replace(path, data)
-        except FileNotFoundError:
-            if all((self.base / sub).is_dir() for sub in (".tmp", path.parent.name)):
-                raise
-            self._made = False
-            self._folders()
-            self._replace(path, data)
-
-    def _replace(self, path: Path, data: bytes) -> None:
+        """Replace ``path`` with ``data`` at once (its folders were made by :meth:`_folders`)."""
         tmp = self.base / ".tmp" / uuid.uuid4().hex
         try:
             tmp.write_bytes(data)

@@ -84,7 +84,6 @@ class FilesystemStore(FsOutboxMarks, StoreFallbacks):
         self.capabilities = local_capabilities(None, Capability.APPEND_TEXT)
         self.root = Path(root).absolute()
         self._lock_timeout_s = lock_timeout_s
-        self._made: set[str] = set()  # own folders known to exist (created on first use)
 
     # ------------------------------------------------------------------ checkpoints
 
@@ -409,16 +408,17 @@ class FilesystemStore(FsOutboxMarks, StoreFallbacks):
         return acquired(lock, session_id)
 
     def _own(self, name: str, session_id: str | None) -> Path:
-        """``root/<name>`` (``.locks`` or ``.tmp``), created (with ``root``) the first time it is needed.
+        """``root/<name>`` (``.locks`` or ``.tmp``), made (with ``root``) whenever it is missing.
+
+        Made on use, not remembered: a folder removed by hand under a live instance (``rm -rf
+        sessions`` while ``archmax serve`` runs) is made again by the next write (attack32).
 
         Raises:
             StoreError: the folder cannot be created.
         """
         path = self.root / name
-        if name not in self._made:
-            with io_errors(session_id):
-                path.mkdir(parents=True, exist_ok=True)
-            self._made.add(name)
+        with io_errors(session_id):
+            path.mkdir(parents=True, exist_ok=True)
         return path
 
     def _inside(self, folder: Path, session_id: str, rel: str) -> Path:
@@ -494,21 +494,10 @@ class FilesystemStore(FsOutboxMarks, StoreFallbacks):
         return self._own(".tmp", None) / uuid.uuid4().hex
 
     def _write_temp(self, data: bytes, *, fsync: bool = False) -> Path:
-        """A new temporary file under ``.tmp`` holding ``data``.
-
-        ``.tmp`` is made once per instance (:meth:`_own`); one removed since (the store folder deleted
-        by hand while ``archmax serve`` runs) is made again, not failed on until a restart (attack32).
-        """
+        """A new temporary file under ``.tmp`` (made if missing, :meth:`_own`) holding ``data``."""
         tmp = self._temp()
         try:
-            try:
-                write_file(tmp, data, fsync=fsync)
-            except FileNotFoundError:
-                if tmp.parent.is_dir():
-                    raise
-                self._made.discard(".tmp")
-                tmp = self._temp()
-                write_file(tmp, data, fsync=fsync)
+            write_file(tmp, data, fsync=fsync)
         except BaseException:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)  # a partial write leaves nothing behind

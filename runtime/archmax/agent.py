@@ -52,7 +52,6 @@ from archmax.session.results import Outcome, Resolution, SessionSummary, summary
 from archmax.session.variables import check_host_variables
 from archmax.spec import Workflow, load_workflow
 from archmax.stores.base import Capability, SessionStore
-from archmax.stores.riders import Riders
 
 
 class WorkflowOperations:
@@ -349,7 +348,7 @@ class Agent:
         self.workflow = WorkflowOperations(self)
         self.sessions = Sessions(runtime)
 
-    def apply(self, firing: EngineFiring, *, riders: Riders | None = None) -> Outcome | None:
+    def apply(self, firing: EngineFiring) -> Outcome | None:
         """Pass one firing through the engine's door, then run its consequences from the committed record.
 
         The consequence is the in-process outbox dispatch (``create_agent(outbound=...)``): it sends
@@ -361,14 +360,13 @@ class Agent:
         Args:
             firing: A firing of :mod:`archmax.session.firing` (``Send``, ``Turn``, ``Deliver``, ``Reply``,
                 ``Decide``, ``Recover``) whose session id was parsed at the edge.
-            riders: Inbox writes riding the firing's commits (a host's drain, issue 10).
 
         Returns:
             The :class:`Outcome`; ``None`` for a ``Recover`` that found no dead turn.
         """
         with releases() as released:  # what an operation that raises let go of reaches this collection
             try:
-                applied = self._door(self.runtime, firing, riders=riders)
+                applied = self._door(self.runtime, firing)
             except Exception:  # not a BaseException: a process that dies sends nothing
                 self._dispatch(list(released.values()))  # a child finished before its caller's error (issue 20)
                 raise

@@ -21,7 +21,6 @@ if TYPE_CHECKING:
     from archmax.session.firing import EngineFiring
     from archmax.session.records import Checkpoint, OutboxEntry
     from archmax.session.results import Outcome
-    from archmax.stores.riders import Riders
 
 
 class Committed(NamedTuple):
@@ -62,13 +61,13 @@ class Sends:
     def door(self, door: Door) -> Door:
         """``door`` (the engine's :func:`~archmax.engine.door.apply`) keeping what each operation committed to send."""
 
-        def keeping(rt: Runtime, firing: EngineFiring, *, riders: Riders | None = None) -> Applied:
+        def keeping(rt: Runtime, firing: EngineFiring) -> Applied:
             from archmax.engine.work import releases
 
             self.raised = []  # the last operation's only
             with releases() as released:  # passed on to the agent's own collection when the door raises
                 try:
-                    applied = door(rt, firing, riders=riders)
+                    applied = door(rt, firing)
                 except Exception:
                     self.raised = [committed(r) for r in released.values()]  # sent all the same (issue 20)
                     raise

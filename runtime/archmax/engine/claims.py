@@ -21,7 +21,6 @@ from archmax.engine.work import Work
 from archmax.errors import CommitConflictError
 from archmax.session.records import PARKED_STATUSES, Checkpoint, Message, SessionStatus
 from archmax.session.results import Outcome, exit_of, reply_of, variables_view
-from archmax.stores.riders import Riders
 
 INTERRUPTED = "interrupted: the process running this turn stopped before this call returned"
 
@@ -50,10 +49,9 @@ def open_work(
     version: int,
     *,
     warnings: Iterable[str] = (),
-    riders: Riders | None = None,
 ) -> Work:
-    """The :class:`Work` of one operation on ``record`` (at ``version``), carrying ``riders`` (issue 10)."""
-    return Work(rt.store, rt.clock, rt.lease_ttl_s, record, version, warnings=list(warnings), riders=riders)
+    """The :class:`Work` of one operation on ``record`` (at ``version``)."""
+    return Work(rt.store, rt.clock, rt.lease_ttl_s, record, version, warnings=list(warnings))
 
 
 def claim(work: Work) -> None:

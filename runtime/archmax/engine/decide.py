@@ -16,10 +16,9 @@ from archmax.errors import InvalidDecisionTargetError, SessionNotParkedError
 from archmax.session.firing import Decide
 from archmax.session.notes import decision_note_text, make_note
 from archmax.session.records import Checkpoint, SessionStatus
-from archmax.stores.riders import Riders
 
 
-def decide(rt: Runtime, f: Decide, riders: Riders | None = None) -> Applied:
+def decide(rt: Runtime, f: Decide) -> Applied:
     """A person picks one of the parked human state's edges (§3.7).
 
     Raises:
@@ -29,7 +28,7 @@ def decide(rt: Runtime, f: Decide, riders: Riders | None = None) -> Applied:
     rec = rt.store.load(f.session_id)
     if parked_channel(rt, rec) == "decision":
         refuse_stale_park(rec, f.park_id)
-    return decide_at_park(rt, rec, f.to, f.comment, riders, session_id=f.session_id)
+    return decide_at_park(rt, rec, f.to, f.comment, session_id=f.session_id)
 
 
 def decide_at_park(
@@ -37,7 +36,6 @@ def decide_at_park(
     rec: Checkpoint | None,
     to: str | None,
     comment: str | None,
-    riders: Riders | None = None,
     *,
     session_id: str | None = None,
 ) -> Applied:
@@ -47,7 +45,7 @@ def decide_at_park(
         raise SessionNotParkedError(sid, str(rec.status) if rec else None)
     assert rec is not None and rec.pending_decision is not None
     if rec.delegation is not None:  # the child's decision: forward (§5.10)
-        return forwarding.forward_decision(rt, rec, to, comment, riders, decide=decide_at_park)
+        return forwarding.forward_decision(rt, rec, to, comment, decide=decide_at_park)
     pending = rec.pending_decision
     valid = [t.to for t in pending.transitions if t.to != pending.state]
     target = to.strip() if isinstance(to, str) else ""
@@ -55,7 +53,7 @@ def decide_at_park(
         raise InvalidDecisionTargetError(target or None, valid, session_id=sid)
     note_comment = comment.strip() if isinstance(comment, str) and comment.strip() else None
     record = rec  # a load is the caller's own object (SessionStore.load)
-    work = open_work(rt, record, rec.version, riders=riders)
+    work = open_work(rt, record, rec.version)
     edge_type = next((t.type for t in pending.transitions if t.to == target), None)
     rt.trail(record, "human", target, note_comment)
     record.messages.extend(make_note("decision", decision_note_text(pending.state, target, edge_type, note_comment)))

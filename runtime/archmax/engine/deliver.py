@@ -29,12 +29,11 @@ from archmax.session.firing import Deliver
 from archmax.session.notes import event_note_text, make_note
 from archmax.session.records import Checkpoint, Message, SessionStatus
 from archmax.session.variables import check_host_variables, seed_host_variables, set_trigger_variable
-from archmax.stores.riders import Riders
 
 _RESUMABLE = (SessionStatus.AWAITING_INPUT, SessionStatus.RUNNING)
 
 
-def deliver(rt: Runtime, f: Deliver, riders: Riders | None = None) -> Applied:
+def deliver(rt: Runtime, f: Deliver) -> Applied:
     """Resume an ``input`` park (§3.5).
 
     Raises:
@@ -54,7 +53,7 @@ def deliver(rt: Runtime, f: Deliver, riders: Riders | None = None) -> Applied:
     else:
         rec = rt.store.load(sid)
     if died_applying(rt, rec, f.delivery_id):
-        return continue_dead_turn(rt, rec, riders)  # type: ignore[arg-type]  # its claim carried its files
+        return continue_dead_turn(rt, rec)  # type: ignore[arg-type]  # its claim carried its files
     refuse_duplicate(rt.store, rec, f.delivery_id, sid)
     if parked_channel(rt, rec) != "input":
         raise SessionNotAwaitingInputError(sid, str(rec.status) if rec else None)
@@ -66,7 +65,7 @@ def deliver(rt: Runtime, f: Deliver, riders: Riders | None = None) -> Applied:
     check_host_variables(f.variables, f.files, source=f"delivered to session '{sid}'", session_id=sid)
     prepared = prepare_files(rt.store, sid, f.files)
     text = f.message if (f.message or "").strip() else None
-    return resume_park(rt, rec, f.trigger.strip(), f.variables, text, prepared, "deliver", [], f.delivery_id, riders)
+    return resume_park(rt, rec, f.trigger.strip(), f.variables, text, prepared, "deliver", [], f.delivery_id)
 
 
 def resume_park(
@@ -79,15 +78,14 @@ def resume_park(
     disposition: str,
     warnings: list[str],
     delivery_id: str | None = None,
-    riders: Riders | None = None,
 ) -> Applied:
     """Resume the checked input park of ``rec`` with one claim, then run the turn (§3.5, §8)."""
     assert rec.pending_input is not None
     if rec.delegation is not None:  # the park belongs to a delegated child: forward it (§3.5, §5.10)
         parts = forwarding.Delivery(trigger, variables, message, prepared, delivery_id)
-        return forwarding.forward_delivery(rt, rec, parts, disposition, warnings, riders, resume=resume_park)
+        return forwarding.forward_delivery(rt, rec, parts, disposition, warnings, resume=resume_park)
     record = rec  # a load is the caller's own object (SessionStore.load): no copy
-    work = open_work(rt, record, rec.version, warnings=warnings, riders=riders)
+    work = open_work(rt, record, rec.version, warnings=warnings)
     state = record.pending_input.state  # type: ignore[union-attr]
     values = dict(variables or {})
     title_notes = seed_host_variables(record.variables, values)

@@ -4,7 +4,7 @@ Rule source: BEHAVIOUR.md §3 (operations: each validates the session's state an
 before it writes anything, then claims the session with a conditional commit that takes the lease),
 DESIGN.md §2 (the engine), issue 23 ("The door").
 
-``apply(rt, firing, riders=...)`` picks the module of the firing's kind — :mod:`~archmax.engine.turn`
+``apply(rt, firing)`` picks the module of the firing's kind — :mod:`~archmax.engine.turn`
 (``Send``, ``Turn``), :mod:`~archmax.engine.deliver`, :mod:`~archmax.engine.reply`,
 :mod:`~archmax.engine.decide`, :mod:`~archmax.engine.recover` — and answers :class:`Applied`
 (the Outcome and the committed record). The firing rule is :mod:`~archmax.engine.firing_rule`; claims
@@ -22,26 +22,23 @@ from archmax.engine.claims import Applied
 from archmax.engine.runtime import Runtime
 from archmax.engine.work import releases
 from archmax.session.firing import Decide, Deliver, EngineFiring, Expire, Recover, Reply, Send, Turn
-from archmax.stores.riders import Riders
 
 
 class Door(Protocol):
     """The shape of :func:`apply`, and of anything wrapping it (``Agent(runtime, door)``)."""
 
-    def __call__(self, rt: Runtime, firing: EngineFiring, *, riders: Riders | None = None) -> Applied:
-        """Apply ``firing`` on ``rt`` with ``riders`` riding its commits (see :func:`apply`)."""
+    def __call__(self, rt: Runtime, firing: EngineFiring) -> Applied:
+        """Apply ``firing`` on ``rt`` (see :func:`apply`)."""
         ...
 
 
-def apply(rt: Runtime, firing: EngineFiring, *, riders: Riders | None = None) -> Applied:
+def apply(rt: Runtime, firing: EngineFiring) -> Applied:
     """Apply one firing to its session.
 
     Args:
         rt: The assembled runtime of the session's workflow.
         firing: ``Send``, ``Turn``, ``Deliver``, ``Reply``, ``Decide`` or ``Recover``
             (:mod:`archmax.session.firing`); its session id was parsed at the edge.
-        riders: Inbox writes that ride this firing's commits of its session (an inbox drain's lease
-            and the item's done mark, :mod:`archmax.stores.riders`); ``None``: none.
 
     Returns:
         :class:`Applied`: ``outcome`` (``None`` only for a ``Recover`` that found no dead turn),
@@ -54,37 +51,37 @@ def apply(rt: Runtime, firing: EngineFiring, *, riders: Riders | None = None) ->
     rt, firing = forwarding.addressed(rt, firing)  # a child's id reaches the pair through its caller (§5.10)
     with releases() as released:  # the pair's other session may have committed messages to send too
         # the first read is what a warm store remembers, checked by the claim (issue 24: the claim is the read)
-        applied = remembered.claim_checked(rt, getattr(firing, "session_id", None), lambda: _route(rt, firing, riders))
+        applied = remembered.claim_checked(rt, getattr(firing, "session_id", None), lambda: _route(rt, firing))
         applied = forwarding.caught_up(rt, firing, applied)  # and the child's news reaches it
     own = applied.record.session_id if applied.record is not None else None
     return applied._replace(others=tuple(r for sid, r in released.items() if sid != own))
 
 
-def _route(rt: Runtime, firing: EngineFiring, riders: Riders | None) -> Applied:
+def _route(rt: Runtime, firing: EngineFiring) -> Applied:
     if isinstance(firing, Send):
-        return turn.send(rt, firing, riders)
+        return turn.send(rt, firing)
     if isinstance(firing, Deliver):
-        return deliver.deliver(rt, firing, riders)
+        return deliver.deliver(rt, firing)
     if isinstance(firing, Reply):
-        return reply.reply(rt, firing, riders)
+        return reply.reply(rt, firing)
     if isinstance(firing, Decide):
-        return decide.decide(rt, firing, riders)
+        return decide.decide(rt, firing)
     if isinstance(firing, Recover):
-        return recover.recover(rt, firing, riders)
+        return recover.recover(rt, firing)
     if isinstance(firing, Turn):
-        return turn.invoke(rt, firing, riders)
+        return turn.invoke(rt, firing)
     if isinstance(firing, Expire):
-        return expire.expire(rt, firing, riders)
+        return expire.expire(rt, firing)
     raise TypeError(f"not a firing: {type(firing).__name__}")
 
 
 def run_child(rt: Runtime, firing: EngineFiring) -> Applied:
-    """The :class:`~archmax.engine.runtime.FiringRunner` of sub-workflow children: nothing riding.
+    """The :class:`~archmax.engine.runtime.FiringRunner` of sub-workflow children.
 
     The caller drives its own child here, so the firing goes to the child itself, never back through
     the caller (:func:`~archmax.engine.forwarding.addressed` is for firings from outside).
     """
-    return _route(rt, firing, None)
+    return _route(rt, firing)
 
 
 __all__ = ["Applied", "Door", "apply", "run_child"]

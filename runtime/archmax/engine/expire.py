@@ -19,7 +19,6 @@ from archmax.session.firing import Expire
 from archmax.session.notes import make_note
 from archmax.session.records import Checkpoint, SessionStatus
 from archmax.session.variables import set_trigger_variable
-from archmax.stores.riders import Riders
 
 TIMEOUT_TRIGGER = "timeout"
 """The trigger a deadline fires (an input park gets it as a delivery)."""
@@ -30,7 +29,7 @@ def timed_out(duration: str | None) -> str:
     return f"wait timed out after {duration}"
 
 
-def expire(rt: Runtime, f: Expire, riders: Riders | None = None) -> Applied:
+def expire(rt: Runtime, f: Expire) -> Applied:
     """Fire ``timeout`` into the decision park ``f`` names, once its deadline has passed (§5.11).
 
     A caller parked at its child's decision (§5.10) carries the child's deadline; the timeout is the
@@ -47,10 +46,10 @@ def expire(rt: Runtime, f: Expire, riders: Riders | None = None) -> Applied:
         raise SessionNotParkedError(sid, str(rec.status) if rec else None)
     assert rec is not None
     refuse_other_park(sid, rec.version, str(rec.status), f.park_version)
-    return expire_at_park(rt, rec, f.now or rt.now(), riders)
+    return expire_at_park(rt, rec, f.now or rt.now())
 
 
-def expire_at_park(rt: Runtime, rec: Checkpoint, now: str, riders: Riders | None = None) -> Applied:
+def expire_at_park(rt: Runtime, rec: Checkpoint, now: str) -> Applied:
     """Fire ``timeout`` into the decision park of ``rec`` (checked to be one) if its deadline passed by ``now``.
 
     Raises:
@@ -65,11 +64,11 @@ def expire_at_park(rt: Runtime, rec: Checkpoint, now: str, riders: Riders | None
     if pending.timeout_at is None or pending.timeout_at > now:
         raise SessionNotAwaitingInputError(sid, str(rec.status), "its park's deadline has not passed")
     if rec.delegation is not None:  # the child's deadline, mirrored: the child's park times out (§5.10)
-        return forwarding.forward_expire(rt, rec, now, riders, expire=expire_at_park)
+        return forwarding.forward_expire(rt, rec, now, expire=expire_at_park)
     state = rt.workflow.states.get(pending.state)
     edge = state.timeout_transition if state is not None else None
     record = rec  # a load is the caller's own object (SessionStore.load)
-    work = open_work(rt, record, rec.version, riders=riders)
+    work = open_work(rt, record, rec.version)
     set_trigger_variable(record.variables, TIMEOUT_TRIGGER)
     record.trigger = TIMEOUT_TRIGGER
     record.pending_decision = None

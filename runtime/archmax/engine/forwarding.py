@@ -33,7 +33,6 @@ from archmax.session.firing import EngineFiring, Recover, Turn
 from archmax.session.ids import SessionId, parent_session_id, validate_delivery_id
 from archmax.session.records import Checkpoint, ForwardedDelivery, SessionStatus
 from archmax.session.results import Outcome
-from archmax.stores.riders import Riders
 
 
 class Delivery(NamedTuple):
@@ -70,7 +69,6 @@ def forward_delivery(
     parts: Delivery,
     disposition: str,
     warnings: list[str],
-    riders: Riders | None,
     *,
     resume: Callable[..., Applied],
 ) -> Applied:
@@ -92,7 +90,7 @@ def forward_delivery(
         child_version=child.version,
     )
     park = rec.model_copy(update={})  # the caller's park as it stands (fields only; messages are shared)
-    work = _claim_caller(rt, rec, warnings, riders, after="delivery", delivery_id=parts.delivery_id, forward=forward)
+    work = _claim_caller(rt, rec, warnings, after="delivery", delivery_id=parts.delivery_id, forward=forward)
     answers: list[Outcome | None] = []
 
     def body() -> None:
@@ -182,7 +180,6 @@ def forward_decision(
     rec: Checkpoint,
     to: str | None,
     comment: str | None,
-    riders: Riders | None,
     *,
     decide: Callable[..., Applied],
 ) -> Applied:
@@ -201,7 +198,7 @@ def forward_decision(
     target = to.strip() if isinstance(to, str) else ""
     if not target or target not in valid:
         raise InvalidDecisionTargetError(target or None, valid, session_id=rec.session_id)
-    work = _claim_caller(rt, rec, [], riders, after="decision")
+    work = _claim_caller(rt, rec, [], after="decision")
     answers: list[Outcome | None] = []
 
     def body() -> None:
@@ -216,7 +213,6 @@ def forward_expire(
     rt: Runtime,
     rec: Checkpoint,
     now: str,
-    riders: Riders | None,
     *,
     expire: Callable[..., Applied],
 ) -> Applied:
@@ -235,7 +231,7 @@ def forward_expire(
     assert pending is not None
     if pending.timeout_at is None or pending.timeout_at > now:
         raise SessionNotAwaitingInputError(child.session_id, str(child.status), "its park's deadline has not passed")
-    work = _claim_caller(rt, rec, [], riders, after="decision")
+    work = _claim_caller(rt, rec, [], after="decision")
     answers: list[Outcome | None] = []
 
     def body() -> None:
@@ -250,7 +246,6 @@ def _claim_caller(
     rt: Runtime,
     rec: Checkpoint,
     warnings: list[str],
-    riders: Riders | None,
     *,
     after: str | None,
     delivery_id: str | None = None,
@@ -261,7 +256,7 @@ def _claim_caller(
     ``forward`` (a delivery for the child) is committed with the claim, so it outlives this process.
     """
     channel = rec.channel
-    work = open_work(rt, rec, rec.version, warnings=warnings, riders=riders)
+    work = open_work(rt, rec, rec.version, warnings=warnings)
     rec.pending_input = rec.pending_decision = None
     rec.park_phase = None
     rec.status = SessionStatus.RUNNING
@@ -416,7 +411,7 @@ def caught_up(rt: Runtime, firing: EngineFiring, applied: Applied) -> Applied:
     if caller_rt is None:
         return applied
     try:
-        work = _claim_caller(caller_rt, caller, [], None, after=caller.delegation.after)
+        work = _claim_caller(caller_rt, caller, [], after=caller.delegation.after)
     except SessionStateError:
         return applied  # another firing claimed the caller first: it settles with the child
     return guarded(caller_rt, work, lambda: TurnLoop(caller_rt, work).run(), "turn")

@@ -14,10 +14,9 @@ from archmax.engine.runtime import Runtime
 from archmax.errors import SessionNotResumableError
 from archmax.session.firing import Recover
 from archmax.session.records import Checkpoint, SessionStatus
-from archmax.stores.riders import Riders
 
 
-def recover(rt: Runtime, f: Recover, riders: Riders | None = None) -> Applied:
+def recover(rt: Runtime, f: Recover) -> Applied:
     """Finish a dead turn; ``Applied(None, None)`` when the session is not mid-turn.
 
     Raises:
@@ -28,12 +27,12 @@ def recover(rt: Runtime, f: Recover, riders: Riders | None = None) -> Applied:
         return Applied(None, None)
     if lease_live(rt, rec):
         raise SessionNotResumableError(f.session_id, str(rec.status))
-    return continue_dead_turn(rt, rec, riders)
+    return continue_dead_turn(rt, rec)
 
 
-def continue_dead_turn(rt: Runtime, rec: Checkpoint, riders: Riders | None = None) -> Applied:
+def continue_dead_turn(rt: Runtime, rec: Checkpoint) -> Applied:
     """Take the session over (§3.12) and continue the turn from its last checkpoint, adding nothing."""
-    work = open_work(rt, rec, rec.version, riders=riders)  # a load is the caller's own object: no copy
+    work = open_work(rt, rec, rec.version)  # a load is the caller's own object: no copy
     answer_interrupted_calls(rec)
     work.recovered = True
     preflight_model(rt, rec.position)

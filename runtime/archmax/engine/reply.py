@@ -17,10 +17,9 @@ from archmax.engine.runtime import Runtime
 from archmax.errors import EmptyMessageError, SessionNotParkedError
 from archmax.session.firing import Reply
 from archmax.session.records import Checkpoint, Message
-from archmax.stores.riders import Riders
 
 
-def reply(rt: Runtime, f: Reply, riders: Riders | None = None) -> Applied:
+def reply(rt: Runtime, f: Reply) -> Applied:
     """Answer a person's message at a decision park (§3.6).
 
     Raises:
@@ -30,7 +29,7 @@ def reply(rt: Runtime, f: Reply, riders: Riders | None = None) -> Applied:
     rec = rt.store.load(f.session_id)
     if parked_channel(rt, rec) == "decision":
         refuse_stale_park(rec, f.park_id)
-    return answer_park(rt, rec, f.message, [], None, riders, session_id=f.session_id)
+    return answer_park(rt, rec, f.message, [], None, session_id=f.session_id)
 
 
 def lost_decision_park(rt: Runtime, session_id: str) -> Callable[[Checkpoint | None], Exception | None]:
@@ -50,7 +49,6 @@ def answer_park(
     message: str,
     warnings: list[str],
     delivery_id: str | None,
-    riders: Riders | None = None,
     *,
     session_id: str | None = None,
 ) -> Applied:
@@ -64,7 +62,7 @@ def answer_park(
     if rec.delegation is not None:  # the child's decision: forward (§5.10)
         return forwarding.forward_reply(rt, rec, message, warnings, delivery_id, answer=answer_park)
     record = rec  # a load is the caller's own object (SessionStore.load)
-    work = open_work(rt, record, rec.version, warnings=warnings, riders=riders)
+    work = open_work(rt, record, rec.version, warnings=warnings)
     record.reply_only = True
     record.messages.append(Message(role="user", content=message))
     remember_delivery(rt.store, record, delivery_id)

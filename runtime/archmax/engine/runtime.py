@@ -38,7 +38,7 @@ class FiringRunner(Protocol):
     """
 
     def __call__(self, rt: Runtime, firing: EngineFiring) -> Applied:
-        """Apply ``firing`` to a session of ``rt``'s workflow, nothing riding."""
+        """Apply ``firing`` to a session of ``rt``'s workflow."""
         ...
 
 

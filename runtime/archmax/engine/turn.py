@@ -42,15 +42,14 @@ from archmax.session.ids import SessionId
 from archmax.session.records import Checkpoint, Message, SessionStatus
 from archmax.session.variables import check_host_variables, seed_host_variables, set_trigger_variable
 from archmax.spec import check_value_type
-from archmax.stores.riders import Riders
 
 
-def send(rt: Runtime, f: Send, riders: Riders | None = None) -> Applied:
+def send(rt: Runtime, f: Send) -> Applied:
     """Apply the firing rule (§3.2) to an explicit id: a turn, a delivery into an input park, or a reply."""
     sid = f.session_id
     rec = rt.store.load(sid)
     if died_applying(rt, rec, f.delivery_id):
-        return continue_dead_turn(rt, rec, riders)  # type: ignore[arg-type]  # its claim carried its files
+        return continue_dead_turn(rt, rec)  # type: ignore[arg-type]  # its claim carried its files
     refuse_duplicate(rt.store, rec, f.delivery_id, sid)
     refuse_stale_park(rec, f.park_id, unparked=True)  # a mail answering a park that is gone (§5.11)
     disposition, recovered = classify(rt, sid, rec)
@@ -64,13 +63,13 @@ def send(rt: Runtime, f: Send, riders: Riders | None = None) -> Applied:
             for name, given in (("trigger", f.trigger), ("variables", f.variables), ("files", f.files))
             if given
         ]
-        return answer.answer_park(rt, rec, f.message or "", warnings + dropped, f.delivery_id, riders)
+        return answer.answer_park(rt, rec, f.message or "", warnings + dropped, f.delivery_id)
     prepared = prepare_files(rt.store, sid, f.files)
     if disposition == "resume":
         assert rec is not None  # parked on input
         text = f.message if (f.message or "").strip() else None
         trigger = (f.trigger.strip() if isinstance(f.trigger, str) else f.trigger) or "manual"
-        parts = (trigger, f.variables, text, prepared, "deliver", warnings, f.delivery_id, riders)
+        parts = (trigger, f.variables, text, prepared, "deliver", warnings, f.delivery_id)
         return resume.resume_park(rt, rec, *parts)
     if rt.workflow.disabled:
         raise WorkflowDisabledError(rt.workflow.slug, session_id=sid)
@@ -80,10 +79,10 @@ def send(rt: Runtime, f: Send, riders: Riders | None = None) -> Applied:
     if not rt.workflow.is_declared(trig):
         raise UnknownTriggerError(trig, rt.workflow.declared_triggers(), session_id=sid)
     opening = _Opening(sid, f.message or "", trig, f.variables, prepared, recovered, warnings, f.delivery_id)
-    return open_turn(rt, rec, opening, riders)
+    return open_turn(rt, rec, opening)
 
 
-def invoke(rt: Runtime, f: Turn, riders: Riders | None = None) -> Applied:
+def invoke(rt: Runtime, f: Turn) -> Applied:
     """Always open a new turn (§3.9); the id comes from §4.2 when not given."""
     trig = f.trigger or "manual"
     sid, _, warnings = resolve_id(
@@ -100,7 +99,7 @@ def invoke(rt: Runtime, f: Turn, riders: Riders | None = None) -> Applied:
         raise UnknownTriggerError(trig, rt.workflow.declared_triggers(), session_id=sid)
     prepared = prepare_files(rt.store, sid, f.files)
     opening = _Opening(sid, f.message, trig, f.variables, prepared, recovered, warnings, None, allow_disabled=True)
-    return open_turn(rt, rec, opening, riders)
+    return open_turn(rt, rec, opening)
 
 
 class _Opening:
@@ -124,7 +123,7 @@ class _Opening:
         self.allow_disabled = allow_disabled
 
 
-def open_turn(rt: Runtime, rec: Checkpoint | None, o: _Opening, riders: Riders | None) -> Applied:
+def open_turn(rt: Runtime, rec: Checkpoint | None, o: _Opening) -> Applied:
     """Open a turn (§8) with one conditional commit that claims the session, then run it."""
     now = rt.now()
     if rec is None:
@@ -132,7 +131,7 @@ def open_turn(rt: Runtime, rec: Checkpoint | None, o: _Opening, riders: Riders |
         version = 0
     else:
         record, version = rec, rec.version  # a load is the caller's own object (SessionStore.load): no copy
-    work = open_work(rt, record, version, warnings=o.warnings, riders=riders)
+    work = open_work(rt, record, version, warnings=o.warnings)
     abandoned_input = record.pending_input is not None and record.status == SessionStatus.AWAITING_INPUT
     if o.recovered:
         answer_interrupted_calls(record)

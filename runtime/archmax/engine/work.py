@@ -25,7 +25,6 @@ from archmax.outbound.outbox import record_outbox
 from archmax.outbound.settled import settled_in
 from archmax.session.records import Checkpoint, Lease, Usage, stamp_park
 from archmax.stores.base import SessionStore
-from archmax.stores.riders import Riders
 
 _WAITING: ContextVar[tuple[Work, ...]] = ContextVar("archmax_callers_waiting_on_a_child", default=())
 """The operations of the callers whose child runs in this context, outermost first."""
@@ -90,8 +89,6 @@ class Work:
         start_version: The version the operation loaded (what its artifacts continue from, §9.5).
         usage: What this operation spent.
         warnings: Warnings for ``Outcome.warnings``.
-        riders: The inbox writes that may ride this operation's commits (``store.commit(...,
-            riders=...)``, :mod:`archmax.stores.riders`); ``None``: nothing rides.
     """
 
     store: SessionStore
@@ -106,7 +103,6 @@ class Work:
     usage: Usage | None = None
     warnings: list[str] = field(default_factory=list)
     recovered: bool = False
-    riders: Riders | None = None
     outbox_words: str | None = None
     """The words the turn-ending commit mails when they are not the record's own (a caller answering
     through its child's decision park, issue 20 item 4); ``None`` reads them from the record."""
@@ -176,7 +172,7 @@ class Work:
             record_outbox(rec, self.start_messages, settled=settled, words=self.outbox_words)
         owner = None if claim or not self.holds_lease else self.owner
         try:
-            self.store.commit(rec.session_id, rec, self.version, lease_owner=owner, riders=self.riders)
+            self.store.commit(rec.session_id, rec, self.version, lease_owner=owner)
         except Exception as exc:
             if lease and not isinstance(exc, CommitConflictError):
                 # it may have applied: this child may hold a live lease nobody renews, so its callers keep

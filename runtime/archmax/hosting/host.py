@@ -46,8 +46,6 @@ from archmax.session.firing import Deliver, Firing, Send
 from archmax.session.ids import parent_session_id, parse_session_id, validate_delivery_id
 from archmax.session.results import Outcome
 from archmax.session.variables import check_host_variables
-from archmax.stores.base import Capability
-from archmax.stores.riders import Riders
 
 if TYPE_CHECKING:
     from archmax.agent import Agent
@@ -229,9 +227,10 @@ class Host:
         event is applied after the turn that beat it (nothing lost). Any other refusal → marked
         ``failed`` with the error text, not retried.
         When nothing is left, the lease is released only if no item arrived since the counter was
-        read; otherwise the drain goes round again. On ``DynamoInbox`` + ``AwsStore`` no drain lease is
-        taken: the session's own lease keeps a second drainer out, and the done mark and the counter
-        check ride the commit that ends the turn (:meth:`_drain_riding`, issues 10 and 24).
+        read; otherwise the drain goes round again. On an inbox that declares
+        ``InboxCapability.SESSION_LEASE_DRAIN`` (``DynamoInbox``) no drain lease is taken: the
+        session's own lease keeps a second drainer out, each item is marked after its operation
+        returned, and the drain goes round until a read finds nothing (:meth:`_drain_unleased`, issue 24).
 
         Args:
             session_id: The queue to drain: :func:`~archmax.hosting.inbox_base.queue_id` of the
@@ -240,7 +239,7 @@ class Host:
         Returns:
             One entry per item tried, in order: the :class:`Outcome`, or the error it raised
             (``DuplicateDeliveryError`` included). ``[]`` when another drainer holds the lease (or,
-            riding, when nothing waits).
+            without a drain lease, when nothing waits).
 
         Raises:
             InvalidSessionIdError; an ArchmaxError of the inbox (``StoreError``), after the drain lease
@@ -249,8 +248,8 @@ class Host:
         """
         session_id = parse_session_id(session_id)
         owner = f"drain-{uuid.uuid4().hex}"
-        if self._rides():
-            return self._drain_riding(session_id, owner)
+        if InboxCapability.SESSION_LEASE_DRAIN in self.inbox.capabilities:
+            return self._drain_unleased(session_id, owner)
         try:
             return self._drain_leased(session_id, owner)
         except ArchmaxError:
@@ -327,51 +326,67 @@ class Host:
         except ArchmaxError as exc:
             log.warning("drain lease of session %r: could not let it go after a failed drain: %s", session_id, exc)
 
-    def _rides(self) -> bool:
-        """The inbox's marks and counter check can ride the store's commits (DynamoInbox + AwsStore, issue 10)."""
-        return (
-            Capability.COMMIT_RIDERS in self.agent.store.capabilities
-            and InboxCapability.COMMIT_RIDERS in self.inbox.capabilities
-        )
+    def _drain_unleased(self, session_id: str, owner: str) -> list[DrainResult]:
+        """:meth:`drain` without a drain lease: the session's own lease keeps a second drainer out (issue 24).
 
-    def _drain_riding(self, session_id: str, owner: str) -> list[DrainResult]:
-        """:meth:`drain` where the done marks and the arrivals check ride the operation's commits (issues 10, 24).
+        A round is one strongly consistent ``drain_view`` (counter, drain lease, pending items). Each
+        item is applied through the agent's door (its claim is the session's lease: one plain
+        conditional write) and then marked with its own UpdateItem, as the plain drain marks; the
+        drain goes round until a view finds nothing. Nothing rides the operation's commits: a
+        DynamoDB transaction bills every item in it twice, and the session item (~3 KB) is the big
+        one (issue 24: 35.8 → 29.3 write units per webhook cycle, for one more UpdateItem and one
+        more Query).
 
-        One query reads the counter and the pending items. No drain lease is taken: each item's claim
-        is the session's own lease (one plain conditional write), so a second drainer loses the claim
-        (a retryable refusal: it stops) or finds the item applied (a duplicate). The commit that ends
-        an item's turn marks it done; the last item's also checks that the counter is still the one
-        read, so a firing that arrived during the turn fails the check and this drainer goes round
-        (the firing's own drainer found the session busy and stopped). So a firing applied in one turn
-        costs the drain one query beyond the operation's own calls. Whatever did not ride (a
-        duplicate, a refusal, an item that arrived meanwhile) is marked as in the plain drain, and the
-        drain goes round. A drain lease a plain drainer holds (``try_acquire``) is respected.
+        Why nothing is lost without the arrivals check that used to ride the turn's last commit:
+
+        * An item put after this drainer's last view is drained by the item's own drainer:
+          :meth:`accept` always wakes one after the put, and that drainer's view (strongly
+          consistent) sees the item. This drainer's operations let the session's lease go in the
+          commit that ends each turn, before :meth:`_run` returns, so before the mark and the final
+          view; the item's drainer therefore finds the session free of *this* drainer. It may lose
+          the claim to a third drainer, which then applies the item (the same argument, one level
+          on), or answer a duplicate (applied by the third: marked done).
+        * An item put before this drainer's last view is in that view (``ConsistentRead``) and is
+          applied by this round. So an item whose own drainer stopped because this drainer's turn
+          held the session (``SessionNotResumableError``, retryable) is seen here: that refusal
+          came after the put and before this turn's commit, which precedes the last view.
+        * An item applied but not marked (the process died between the commit that ended its turn
+          and the mark; or the mark failed) is still pending. Its re-drive (the next wake, or the
+          sweep's) answers ``DuplicateDeliveryError``: the claim that applied it committed its
+          delivery id in the record (the newest 200, ``DELIVERY_IDS_KEPT``; an id leaving that
+          window is written as a marker file *before* the commit that drops it, so no id is ever
+          forgotten: ``archmax.engine.deliveries``), and the door refuses a duplicate before
+          classifying the firing. It is then marked done and nothing is applied twice. (One whose
+          turn died *before* its ending commit is continued instead: ``died_applying``.)
+        * A duplicate answered while a turn holds the session is most likely the firing that turn
+          applies: it is left for that turn's drainer to mark (a crash: the sweep's re-drive), and
+          this drainer stops, as on any retryable refusal.
+
+        A drain lease a plain drainer holds (``try_acquire``) is respected. Items of one queue are
+        tried in arrival order and a drainer stops at the first it may not apply now, so a second
+        drainer never overtakes the first's item.
         """
         results: list[DrainResult] = []
         while True:
             view = self.inbox.drain_view(session_id)
             if view.held_by_other(owner, self._now()) or not view.items:
                 return results
-            for i, item in enumerate(view.items):
-                last = i == len(view.items) - 1
-                riders = self.inbox.riders(session_id, item.delivery_id, seen=view.seen if last else None)
-                result = self._apply(item, riders)
-                results.append(result)
-                if isinstance(result, DuplicateDeliveryError) and riders.mid_turn:
-                    return results  # the turn applying it runs now: its commit marks it, a crash the sweep's
+            for item in view.items:
+                result = self._run(item)
+                if isinstance(result, DuplicateDeliveryError) and self._mid_turn(item.session_id):
+                    results.append(result)
+                    return results  # the turn applying it runs now: its drainer marks it, a crash the sweep's
+                results.append(self._settle(item, result))
                 if isinstance(result, ArchmaxError) and is_retryable(result):
-                    # stop here: the turn that holds the session re-checks the counter as it ends, else the sweep
-                    return results
-                if last and riders.done:
-                    return results  # marked done and the counter checked in the turn's last commit: nothing arrived
-            # go round: read again what arrived
+                    return results  # not now: the turn holding the session goes round as it ends, else the sweep
+            # go round: read again what arrived meanwhile
 
-    def _apply(self, item: InboxItem, riders: Riders | None = None) -> DrainResult:
+    def _apply(self, item: InboxItem) -> DrainResult:
         # A warm store's remembered view is checked by the operation's claim, and whatever it answered
         # without writing is answered again on a fresh read: the engine's door does it (issue 24).
-        return self._settle(item, self._run(item, riders), riders)
+        return self._settle(item, self._run(item))
 
-    def _run(self, item: InboxItem, riders: Riders | None) -> Outcome | ArchmaxError:
+    def _run(self, item: InboxItem) -> Outcome | ArchmaxError:
         """Apply one item through the agent's door: the Outcome, or the ArchmaxError it raised."""
         f = item.firing
         # the session it is for: the queue's root or one of its children (an item put before queues
@@ -387,21 +402,19 @@ class Host:
                 sid, f.message, f.trigger, f.variables or None, f.files or None, item.delivery_id, park_id=f.park_id
             )
         try:
-            return self.agent.apply(firing, riders=riders)  # type: ignore[return-value]  # these always answer
+            return self.agent.apply(firing)  # type: ignore[return-value]  # these always answer
         except ArchmaxError as exc:
             return exc
 
-    def _settle(self, item: InboxItem, result: Outcome | ArchmaxError, riders: Riders | None) -> DrainResult:
-        """Mark the item as ``result`` says (unless its mark rode the turn's last commit)."""
+    def _settle(self, item: InboxItem, result: Outcome | ArchmaxError) -> DrainResult:
+        """Mark the item as ``result`` says: done, failed, or (retryable) left pending."""
         sid = item.session_id
-        if isinstance(result, DuplicateDeliveryError) and riders is not None and self._mid_turn(sid):
-            riders.mid_turn = True  # a drainer without a drain lease found the turn applying it running
-        elif isinstance(result, DuplicateDeliveryError):  # the item says why nothing was applied (a reused key)
+        if isinstance(result, DuplicateDeliveryError):  # the item says why nothing was applied (a reused key)
             self.inbox.mark(sid, item.delivery_id, "done", f"{type(result).__name__}: {result}")
         elif isinstance(result, ArchmaxError):
             if not is_retryable(result):  # retryable: not now (another writer, an outage, a lost race): pending
                 self.inbox.mark(sid, item.delivery_id, "failed", f"{type(result).__name__}: {result}")
-        elif riders is None or not riders.done:  # else marked in the commit that ended the turn
+        else:
             self.inbox.mark(sid, item.delivery_id, "done")
         return result
 

@@ -16,16 +16,13 @@ from __future__ import annotations
 import base64
 from datetime import timedelta
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol, runtime_checkable
+from typing import Any, Literal, NamedTuple, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator
 
 from archmax.clock import format_instant, parse_instant
 from archmax.session.firing import Firing
 from archmax.session.ids import parent_session_id
-
-if TYPE_CHECKING:
-    from archmax.stores.riders import Riders
 
 ItemStatus = Literal["pending", "done", "failed"]
 ItemKind = Literal["send", "deliver"]
@@ -137,11 +134,11 @@ class DrainView(NamedTuple):
 class InboxCapability(StrEnum):
     """What an inbox declares it does beyond the core (tested as ``InboxCapability.X in inbox.capabilities``)."""
 
-    COMMIT_RIDERS = "commit_riders"
-    """``riders()`` builds the done mark and the arrivals check as writes that ride a store commit
-    (``Capability.COMMIT_RIDERS``, :mod:`archmax.stores.riders`); the drain then takes no drain lease:
-    the session's own lease keeps a second drainer out (issue 24). Without it ``riders()`` raises
-    ``NotImplementedError`` and the host drains with the drain lease and its own writes."""
+    SESSION_LEASE_DRAIN = "session_lease_drain"
+    """The host drains it without a drain lease: the session's own lease keeps a second drainer out,
+    and ``drain_view`` reads the counter, the drain lease and the pending items in ONE strongly
+    consistent read, so the drain costs one query a round (``Host._drain_unleased``, issues 10
+    and 24). Without it the host takes the drain lease (``try_acquire`` / ``release``)."""
 
 
 @runtime_checkable
@@ -201,13 +198,6 @@ class Inbox(Protocol):
         """The counter, the drain lease and the pending items, read in that order."""
         ...
 
-    def riders(self, session_id: str, delivery_id: str, *, seen: int | None) -> Riders:
-        """The writes that ride the applying operation's commits (needs ``COMMIT_RIDERS``).
-
-        ``seen``: the arrivals counter the drainer read, for the item it saw last (else ``None``).
-        """
-        ...
-
 
 class LocalInbox:
     """The optional members of :class:`Inbox` for an inbox without the DynamoDB fast paths (memory, files)."""
@@ -225,14 +215,6 @@ class LocalInbox:
     def arrivals_and_pending(self, session_id: str) -> tuple[int, list[InboxItem]]:
         """:meth:`arrivals`, then :meth:`pending` (two reads: the counter first, so nothing is missed)."""
         return self.arrivals(session_id), self.pending(session_id)
-
-    def riders(self, session_id: str, delivery_id: str, *, seen: int | None) -> Riders:
-        """Not available (no ``COMMIT_RIDERS``): the host drains with its own writes.
-
-        Raises:
-            NotImplementedError: always.
-        """
-        raise NotImplementedError("this inbox has no commit riders (InboxCapability.COMMIT_RIDERS)")
 
 
 class InboxState(BaseModel):

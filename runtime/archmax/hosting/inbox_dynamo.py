@@ -8,8 +8,8 @@ Table: ``pk`` = session id (HASH), ``sk`` = ``d#<delivery id>`` (RANGE). Per ses
   and — only while pending — ``pending_shard`` (the key of the sparse ``pending-items`` GSI, so the
   sweep's re-drive queries waiting items and never scans); done and failed items get a ``ttl``;
 * the item ``sk = "~drain"``: ``arrivals`` (the counter every put bumps), ``lease_owner`` and
-  ``lease_expires_at`` (the drain lease of a plain drain; the riding drain of ``AwsStore`` takes
-  none: its riders are the done mark and a check of ``arrivals``, :meth:`DynamoInbox.riders`).
+  ``lease_expires_at`` (the drain lease of a plain drain; the host's drain of this inbox takes
+  none, ``InboxCapability.SESSION_LEASE_DRAIN``: the session's own lease keeps a second drainer out).
 
 A put is one transaction: the create-only item AND the counter bump conditional on the value read,
 so ``seq`` equals the counter and a drainer that saw the old counter cannot let go without seeing
@@ -59,7 +59,6 @@ from archmax.hosting.inbox_dynamo_items import (
     refuse_oversize,
 )
 from archmax.session.ids import validate_delivery_id, validate_session_id
-from archmax.stores.riders import Riders
 
 _NAMES = {"#o": "lease_owner", "#e": "lease_expires_at", "#a": "arrivals"}
 
@@ -105,8 +104,8 @@ class DynamoInbox:
         StoreError: any AWS failure other than a condition (every method).
     """
 
-    capabilities = frozenset({InboxCapability.COMMIT_RIDERS})
-    """:meth:`riders` ride ``AwsStore`` commits (issue 10)."""
+    capabilities = frozenset({InboxCapability.SESSION_LEASE_DRAIN})
+    """:meth:`drain_view` is one strongly consistent query: the host drains without a drain lease (issue 24)."""
 
     def __init__(
         self,
@@ -413,31 +412,6 @@ class DynamoInbox:
             params["ExclusiveStartKey"] = answer["LastEvaluatedKey"]
         self._remember_arrivals(session_id, seen)
         return DrainView(seen, owner, expires, sorted(items, key=InboxItem.order_key))
-
-    def riders(self, session_id: str, delivery_id: str, *, seen: int | None) -> Riders:
-        """What rides the applying operation's commits (:mod:`archmax.stores.riders`, issues 10 and 24).
-
-        Nothing rides the claim (the session's own lease keeps a second drainer out; a transaction
-        would bill the big session item twice). The commit that ends the turn marks the item done
-        and, with ``seen``, checks that the arrivals counter is still ``seen``: when an item arrived
-        meanwhile the check fails, the commit lands alone and the drain goes round.
-        """
-        on_done: list[dict[str, Any]] = [{"Update": self._mark_request(session_id, delivery_id, "done")}]
-        if seen is not None:
-            on_done.append({"ConditionCheck": self._arrivals_check(session_id, seen)})
-        return Riders(session_id=session_id, delivery_id=delivery_id, on_done=on_done)
-
-    def _arrivals_check(self, session_id: str, seen: int) -> dict[str, Any]:
-        """The condition that the session's arrivals counter is still ``seen`` (0: no counter yet)."""
-        check: dict[str, Any] = {
-            "TableName": self.table_name,
-            "Key": item_key(session_id, DRAIN_KEY),
-            "ConditionExpression": "#a = :seen" if seen else "attribute_not_exists(#a)",
-            "ExpressionAttributeNames": {"#a": "arrivals"},
-        }
-        if seen:
-            check["ExpressionAttributeValues"] = {":seen": {"N": str(seen)}}
-        return check
 
     def arrivals_and_pending(self, session_id: str) -> tuple[int, list[InboxItem]]:
         """:meth:`arrivals` and :meth:`pending` in ONE strongly consistent query (see :meth:`drain_view`)."""

@@ -76,7 +76,6 @@ if TYPE_CHECKING:
     from archmax.session.firing import EngineFiring
     from archmax.session.results import Outcome
     from archmax.stores.base import SessionStore
-    from archmax.stores.riders import Riders
 
 RUNTIME_LOGGER = "archmax"
 
@@ -449,7 +448,7 @@ def observed(door: Door, telemetry: Telemetry) -> Door:
     """
 
     @functools.wraps(door)
-    def observe(rt: Runtime, firing: EngineFiring, *, riders: Riders | None = None) -> Applied:
+    def observe(rt: Runtime, firing: EngineFiring) -> Applied:
         t = telemetry
         operation = firing.kind
         session_id = firing.session_id
@@ -460,7 +459,7 @@ def observed(door: Door, telemetry: Telemetry) -> Door:
             t.logger.append_keys(trigger=trigger)
         with t.subsegment("turn", session_id, operation=operation, trigger=trigger):
             try:
-                applied = door(rt, firing, riders=riders)
+                applied = door(rt, firing)
             except ArchmaxError as exc:
                 t.report_error(exc, operation=operation)
                 raise

@@ -40,7 +40,6 @@ from archmax.stores.codec import (
     head_of_chunk,
 )
 from archmax.stores.fallbacks import StoreFallbacks, local_capabilities
-from archmax.stores.riders import Riders
 
 __all__ = ["BackendSessionStore", "MemoryBackend", "SessionBackend", "create_backend_session_store"]
 
@@ -139,11 +138,8 @@ class BackendSessionStore(StoreFallbacks):
         expected_version: int,
         *,
         lease_owner: str | None = None,
-        riders: Riders | None = None,
     ) -> None:
         """Create version ``expected_version + 1`` with one create-only write (§9.1, §3.12).
-
-        ``riders`` are ignored (no ``COMMIT_RIDERS``): the inbox drain writes its own marks.
 
         Raises:
             InvalidSessionIdError: for an id failing §4.1.

@@ -6,7 +6,7 @@ issue 23 "The port" (everything a caller needs is here, nothing is found by ``ge
 This module is the whole contract between the engine/hosting layers and a store:
 
 * every operation a caller makes is a method of :class:`SessionStore`, with explicit parameters
-  (what rides a commit is ``commit(..., riders=...)``; the store's place is ``location``);
+  (the store's place is ``location``);
 * every optional behaviour is a declared :class:`Capability` in ``store.capabilities``, tested as
   ``Capability.X in store.capabilities`` and never sniffed. A store that lacks a capability still
   has the method: it either refuses (``SessionStoreCapabilityError``: ``list``, ``delete``,
@@ -37,7 +37,6 @@ from pydantic import BaseModel, ConfigDict
 
 from archmax.errors import InvalidFilePathError
 from archmax.session.records import PARKED_STATUSES, Checkpoint, Lease, SessionStatus
-from archmax.stores.riders import Riders
 
 
 class Capability(StrEnum):
@@ -59,10 +58,6 @@ class Capability(StrEnum):
     APPEND_TEXT = "append_text"
     """``append_text()`` appends in place; without it, it rewrites the file (a read and a write).
     Caller: the artifacts writer (engine/artifacts.py) appends trajectory lines only with it."""
-    COMMIT_RIDERS = "commit_riders"
-    """``commit(..., riders=r)`` writes ``r``'s inbox items (drain lease, done mark, release) in the
-    commit's own transaction and records it on ``r`` (``r.claimed`` / ``r.done``). Without it riders
-    are ignored and the caller writes them itself (hosting/host.py's plain drain). Issue 10."""
     GUARDED_READS = "guarded_reads"
     """Inside ``guarded_reads()``, reads may be answered from this instance's memory and every such
     read is checked by the operation's claim (a commit conditional on the version read, which fails
@@ -276,7 +271,6 @@ class SessionStore(Protocol):
         expected_version: int,
         *,
         lease_owner: str | None = None,
-        riders: Riders | None = None,
     ) -> None:
         """Atomically create version ``expected_version + 1`` (``record.version`` must equal it).
 
@@ -285,11 +279,6 @@ class SessionStore(Protocol):
             record: The whole new record.
             expected_version: The version the writer read (0 for a new session).
             lease_owner: When given, the stored record's lease owner must be this owner.
-            riders: The inbox writes that may ride this commit (:mod:`archmax.stores.riders`). With
-                :attr:`Capability.COMMIT_RIDERS` the store writes those that apply to ``record``
-                (:meth:`Riders.for_commit`) in the commit's transaction and marks them landed; a
-                required rider failing is a ``CommitConflictError`` with nothing written. A store
-                without the capability ignores them: the caller then does those writes itself.
 
         Raises:
             CommitConflictError: that version exists already, or the stored lease owner differs.

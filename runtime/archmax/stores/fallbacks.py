@@ -113,7 +113,6 @@ class StoreFallbacks(FileOutboxState):
 
 
 LOCAL_ABSENCES: dict[Capability, str] = {
-    Capability.COMMIT_RIDERS: "commits write the session alone; the inbox drain writes its own lease and marks",
     Capability.GUARDED_READS: "every read is real (a local read is cheap): nothing is served from memory",
     Capability.HELD_MAIL_HINT: "no hint is kept: a summary lists the quarantine folder",
     Capability.ARTIFACTS_ON_READ: "artifacts are files the engine writes at the end of each operation",

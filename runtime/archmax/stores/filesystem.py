@@ -50,7 +50,6 @@ from archmax.stores.base import Capability, DuePark, OldestPark, ReadGuards, Ses
 from archmax.stores.fallbacks import StoreFallbacks, local_capabilities
 from archmax.stores.fs_io import acquired, head_doc, io_errors, scan_latest, write_file
 from archmax.stores.fs_outbox import FsOutboxMarks
-from archmax.stores.riders import Riders
 
 if TYPE_CHECKING:
     pass
@@ -130,7 +129,6 @@ class FilesystemStore(FsOutboxMarks, StoreFallbacks):
         expected_version: int,
         *,
         lease_owner: str | None = None,
-        riders: Riders | None = None,
     ) -> None:
         """Create version ``expected_version + 1`` under the session's file lock (§9.1, §3.12).
 
@@ -140,7 +138,6 @@ class FilesystemStore(FsOutboxMarks, StoreFallbacks):
                 ``record.version`` must be ``expected_version + 1``.
             expected_version: The version the writer read (0 for a new session).
             lease_owner: When given, the stored latest record must hold a lease with this owner.
-            riders: Ignored (no ``COMMIT_RIDERS``): the inbox drain writes its own marks.
 
         Raises:
             InvalidSessionIdError: for an id failing §4.1.

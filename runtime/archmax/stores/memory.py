@@ -33,7 +33,6 @@ from archmax.stores.codec import (
     head_of_chunk,
 )
 from archmax.stores.fallbacks import StoreFallbacks, local_capabilities
-from archmax.stores.riders import Riders
 
 
 @dataclass
@@ -103,7 +102,6 @@ class MemoryStore(StoreFallbacks):
         expected_version: int,
         *,
         lease_owner: str | None = None,
-        riders: Riders | None = None,
     ) -> None:
         """Create version ``expected_version + 1`` if nobody committed since it was read (§9.1, §3.12).
 
@@ -114,7 +112,6 @@ class MemoryStore(StoreFallbacks):
             expected_version: The version the writer read (0 for a new session).
             lease_owner: When given, the stored latest record must hold a lease with this owner (a
                 session with no stored record, or no lease, does not match).
-            riders: Ignored (no ``COMMIT_RIDERS``): the inbox drain writes its own marks.
 
         Raises:
             InvalidSessionIdError: for an id failing §4.1.

@@ -2,9 +2,9 @@
 
 Rule source: BEHAVIOUR.md §9.2 ("a commit writes the checkpoint body to S3, then advances the item
 under a condition on version and the lease owner; a body whose item never advanced is never
-read"), §9.3 (chunked checkpoints), §3.12 (lease owner); issue 10 (inbox riders in the commit's
-transaction: ``Capability.COMMIT_RIDERS``); issue 24 goal 2 (segment items, not S3 segments).
-Round trips: one UpdateItem (or one TransactWriteItems with riders); plus one PutItem when inline
+read"), §9.3 (chunked checkpoints), §3.12 (lease owner); issue 24 goal 2 (segment items, not S3 segments) and
+nothing rides a commit (a transaction would bill the session item twice: the inbox drain writes its
+own marks, hosting/host.py). Round trips: one UpdateItem; plus one PutItem when inline
 chunks move to a segment item (about one commit in ``INLINE_BUDGET / delta``) or one PutObject
 for a chunk too large for a segment item (:mod:`archmax.stores.aws.plan`), its body gzip-compressed
 (:mod:`archmax.stores.aws.bodies`); plus one GetItem when this
@@ -14,7 +14,6 @@ that unlists segment items.
 
 from __future__ import annotations
 
-import builtins
 from typing import Any
 
 from archmax.errors import CommitConflictError, StoreError
@@ -40,7 +39,6 @@ from archmax.stores.aws.plan import (
 from archmax.stores.aws.reads import AwsReads
 from archmax.stores.aws.segments import delete_segments, put_segment, read_segment
 from archmax.stores.codec import chunk_bytes, encode_chunk
-from archmax.stores.riders import RiderKind, Riders
 
 
 class AwsCommits(AwsReads):
@@ -53,7 +51,6 @@ class AwsCommits(AwsReads):
         expected_version: int,
         *,
         lease_owner: str | None = None,
-        riders: Riders | None = None,
     ) -> None:
         """Create version ``expected_version + 1``: put what does not ride the item, then one conditional UpdateItem.
 
@@ -63,15 +60,12 @@ class AwsCommits(AwsReads):
                 ``record.version`` must be ``expected_version + 1``.
             expected_version: The version the writer read (0 for a new session).
             lease_owner: When given, the stored item must hold a lease with this owner (§3.12).
-            riders: The inbox writes that may ride (``Capability.COMMIT_RIDERS``): those
-                :meth:`Riders.for_commit` picks for ``record`` go in the same TransactWriteItems,
-                and are marked landed on ``riders`` when it applied.
 
         Raises:
             InvalidSessionIdError: for an id failing §4.1.
             StoreError: if the record does not fit, or on an AWS failure.
             CommitConflictError: the stored version is not ``expected_version``, or the lease owner
-                differs, or a required rider (the claim's drain lease) failed; ``found`` carries
+                differs; ``found`` carries
                 what the item held (``ALL_OLD``). A condition failure against this call's own landed
                 write (a retried UpdateItem whose first response was lost) is not a conflict: the
                 item is read back and, when it lists this attempt's chunk as ``record.version``, the
@@ -83,7 +77,7 @@ class AwsCommits(AwsReads):
         condition saw (``prime``), so the firing is decided again on it without another read.
         """
         try:
-            self._commit(session_id, record, expected_version, lease_owner, riders)
+            self._commit(session_id, record, expected_version, lease_owner)
         except CommitConflictError as conflict:
             found = conflict_item(conflict)
             if found is not None and "version" in found:
@@ -100,7 +94,6 @@ class AwsCommits(AwsReads):
         record: Checkpoint,
         expected_version: int,
         lease_owner: str | None,
-        riders: Riders | None,
     ) -> None:
         """:meth:`commit`'s writes (the module docstring's protocol)."""
         validate_session_id(session_id)
@@ -122,17 +115,14 @@ class AwsCommits(AwsReads):
             ttl_days=self.finished_ttl_days,
             previous=previous,
         )
-        riding = riders.for_commit(record) if riders is not None else None
         try:
-            self._update_item(session_id, expected_version, request, riders, riding)
+            self._update_item(session_id, expected_version, request)
         except CommitConflictError as conflict:
             # botocore retries an UpdateItem whose response was lost; when the first attempt had
             # applied, the retry fails its condition against our own write. Only the item can tell.
             if not self._landed(conflict, session_id, version, token):
                 self._discard_own(session_id, version, token, placement)  # garbage, never state
                 raise
-            if riders is not None and riding is not None:  # our transaction applied: its riders with it
-                riders.landed(riding[0])
         self._cache_placed(session_id, version, token, placement)
         after = self._plan_after(record, plan, placement)
         self._remember(session_id, after)
@@ -203,62 +193,8 @@ class AwsCommits(AwsReads):
             attrs=committed_attributes(record, placement.sizes, self.finished_ttl_days, previous),
         )
 
-    def _update_item(
-        self,
-        session_id: str,
-        expected_version: int,
-        request: dict[str, Any],
-        riders: Riders | None,
-        riding: tuple[RiderKind, builtins.list[dict[str, Any]]] | None,
-    ) -> None:
-        """The commit's conditional UpdateItem, or one TransactWriteItems with the drain's riders (issue 10).
-
-        ``riding`` is what of ``riders`` rides this commit (``Riders.for_commit``). The session's own
-        condition failing is a :class:`CommitConflictError` as ever; a required rider failing (the
-        claim's drain lease) is one too, with nothing written; an optional rider failing (the done
-        mark and release) makes the commit again without it.
-
-        Raises:
-            CommitConflictError / StoreError: as :meth:`commit`.
-        """
-        if riders is None or riding is None:
-            self._update_alone(session_id, expected_version, request)
-            return
-        kind, extra = riding
-        if not extra:  # nothing rides (the AWS drain's claim, issue 24): one plain conditional write
-            self._update_alone(session_id, expected_version, request)
-            riders.landed(kind)
-            return
-        try:
-            aws_call(
-                self._ddb.transact_write_items,
-                operation="commit",
-                session_id=session_id,
-                TransactItems=[{"Update": request}, *extra],
-            )
-        except StoreError as exc:
-            reasons = _cancellation_reasons(exc.__cause__)
-            if reasons is None:
-                raise
-            mine = reasons[0] if reasons else {}
-            if mine.get("Code") == "ConditionalCheckFailed":
-                raise CommitConflictError(
-                    session_id, expected_version, found_in_item(mine.get("Item"))
-                ) from exc.__cause__
-            failed = [r.get("Code") for r in reasons[1:] if r.get("Code") not in (None, "None")]
-            if kind == "claim" or any(code != "ConditionalCheckFailed" for code in failed):
-                if all(code == "ConditionalCheckFailed" for code in failed):
-                    raise CommitConflictError(
-                        session_id, expected_version, {"drain_lease": "held by another drainer"}
-                    ) from exc.__cause__
-                raise StoreError(f"AWS commit transaction cancelled: {reasons}", session_id=session_id) from exc
-            # an item arrived (or the mark could not apply): commit alone; the drain does the rest itself
-            self._update_alone(session_id, expected_version, request)
-            return
-        riders.landed(kind)
-
-    def _update_alone(self, session_id: str, expected_version: int, request: dict[str, Any]) -> None:
-        """The commit's conditional UpdateItem with nothing riding along."""
+    def _update_item(self, session_id: str, expected_version: int, request: dict[str, Any]) -> None:
+        """The commit's conditional UpdateItem (nothing rides it: issue 24)."""
         aws_call(
             self._ddb.update_item,
             operation="commit",
@@ -314,11 +250,3 @@ class AwsCommits(AwsReads):
             aws_call(self._s3.delete_object, operation="discard", Bucket=self.bucket, Key=key)
         except StoreError:
             pass  # an unreferenced chunk is garbage, never state: failing to tidy it is harmless
-
-
-def _cancellation_reasons(exc: BaseException | None) -> builtins.list[dict[str, Any]] | None:
-    """A cancelled transaction's ``CancellationReasons`` (one per item, in order), else ``None``."""
-    response = getattr(exc, "response", None)
-    if not isinstance(response, dict) or response.get("Error", {}).get("Code") != "TransactionCanceledException":
-        return None
-    return list(response.get("CancellationReasons") or [])

@@ -2,7 +2,7 @@
 
 Rule source: DESIGN.md §3 (AWS store). :class:`AwsState` is the base of the store's parts, each in
 its own module by job: :mod:`~archmax.stores.aws.reads` (item and chunk reads, guarded reads,
-the held-mail hint), :mod:`~archmax.stores.aws.commit` (the conditional commit and its riders),
+the held-mail hint), :mod:`~archmax.stores.aws.commit` (the conditional commit),
 :mod:`~archmax.stores.aws.files` (session files, delete, specs, the held-mail note) and
 :mod:`~archmax.stores.aws.store` (listings; the assembled ``AwsStore``).
 """

@@ -69,7 +69,7 @@ class AwsStore(AwsOutboxState, AwsFiles, StoreFallbacks):
         set(Capability) - {Capability.APPEND_TEXT},
         reasons={Capability.APPEND_TEXT: "S3 objects are immutable: an append rewrites the object"},
     )
-    """Every fast path (riders, guarded reads, the held-mail hint, artifacts on read, the outbox
+    """Every fast path (guarded reads, the held-mail hint, artifacts on read, the outbox
     stream); not ``APPEND_TEXT`` (the default read-then-write serves it)."""
 
     @property

@@ -14,6 +14,7 @@ import pytest
 from archmax.clock import format_instant
 from archmax.errors import DeliveryQueuedError, DuplicateDeliveryError, StoreError, is_retryable
 from archmax.hosting.host import Host
+from archmax.hosting.inbox_base import InboxCapability
 from archmax.session.firing import Firing
 from archmax.session.notes import is_runtime_note
 
@@ -97,8 +98,8 @@ class LostAcquireAnswer:
 
 def test_a_drain_whose_lease_answer_was_lost_asks_again_and_drains_now(make_host, clock):
     host = make_host([*FIRST_TURN, ack(1)])
-    if host._rides():  # noqa: SLF001 - DynamoInbox + AwsStore take no drain lease at all
-        pytest.skip("the riding drain (DynamoInbox + AwsStore) takes no drain lease")
+    if InboxCapability.SESSION_LEASE_DRAIN in host.inbox.capabilities:
+        pytest.skip("the drain of DynamoInbox takes no drain lease")
     host.inbox = LostAcquireAnswer(host.inbox)
     host.accept(email("first", "ses-1"))
     assert host.inbox.lost == 1
@@ -131,8 +132,8 @@ def test_a_drain_whose_release_failed_asks_again_so_the_next_wake_drains_now(mak
     the lease with an owner nobody runs, so the next firing's wake could not drain and its item waited
     for the lease to expire (900 s) and a sweep."""
     host = make_host([*FIRST_TURN, ack(1)])
-    if host._rides():  # noqa: SLF001 - DynamoInbox + AwsStore take no drain lease at all
-        pytest.skip("the riding drain (DynamoInbox + AwsStore) takes no drain lease")
+    if InboxCapability.SESSION_LEASE_DRAIN in host.inbox.capabilities:
+        pytest.skip("the drain of DynamoInbox takes no drain lease")
     host.inbox = FailedRelease(host.inbox, applied)
     host.accept(email("first", "ses-1"))
     assert host.inbox.failed == 1
@@ -178,8 +179,8 @@ def test_a_drain_that_failed_on_an_inbox_error_lets_its_lease_go_so_the_next_wak
     left the lease with an owner nobody runs, so the next firing's wake could not drain and both
     items waited for the lease's 900 s and a sweep. A drain that fails lets its lease go (best effort)."""
     host = make_host([*FIRST_TURN, ack(1)])
-    if host._rides():  # noqa: SLF001 - DynamoInbox + AwsStore take no drain lease at all
-        pytest.skip("the riding drain (DynamoInbox + AwsStore) takes no drain lease")
+    if InboxCapability.SESSION_LEASE_DRAIN in host.inbox.capabilities:
+        pytest.skip("the drain of DynamoInbox takes no drain lease")
     host.inbox = FailsOnce(host.inbox, method, times, applied=applied)
     host.accept(email("first", "ses-1"))  # its drain fails; the item stays pending
     assert host.inbox.failed == times

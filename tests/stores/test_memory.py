@@ -15,7 +15,7 @@ def test_memory_store_satisfies_the_protocol_with_every_local_capability():
     store = MemoryStore()
     assert isinstance(store, SessionStore)
     assert store.capabilities == {Capability.LIST, Capability.DELETE, Capability.UPLOAD_FILES, Capability.APPEND_TEXT}
-    assert "commits write the session alone" in store.capabilities.reason(Capability.COMMIT_RIDERS)
+    assert "every read is real" in store.capabilities.reason(Capability.GUARDED_READS)
 
 
 def test_a_reduced_memory_store_declares_what_it_lacks_and_why():

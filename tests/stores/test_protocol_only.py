@@ -31,6 +31,6 @@ def test_a_member_outside_the_protocol_is_not_reachable_through_the_wrapper(tmp_
 def test_the_wrapper_forwards_values_calls_and_keywords_to_the_store():
     store = MemoryStore()
     wrapped = protocol_only(store)
-    wrapped.commit("s-1", make_record("s-1", 1, lease_owner="me"), 0, lease_owner=None, riders=None)
+    wrapped.commit("s-1", make_record("s-1", 1, lease_owner="me"), 0, lease_owner=None)
     assert store.head("s-1").version == 1 and wrapped.load("s-1") == store.load("s-1")
     assert wrapped.capabilities is store.capabilities and Capability.APPEND_TEXT in wrapped.capabilities

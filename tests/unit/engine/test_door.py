@@ -1,4 +1,4 @@
-"""The engine's one door: ``archmax.engine.apply(runtime, firing, riders=...)`` (issue 23 "The door").
+"""The engine's one door: ``archmax.engine.apply(runtime, firing)`` (issue 23 "The door").
 
 Rule source: issue 23 (one entry; a firing value names its kind; the caller gets the committed
 record for what follows a commit; a wrapper of the door sees every firing; a session id is parsed
@@ -55,9 +55,9 @@ def test_a_wrapper_given_to_the_agent_sees_every_firing_of_the_public_api_by_kin
     h = harness(HUMAN, script)
     seen: list[tuple[str, str]] = []
 
-    def observed(rt, firing, *, riders=None):
+    def observed(rt, firing):
         seen.append((firing.kind, firing.session_id))
-        return apply(rt, firing, riders=riders)
+        return apply(rt, firing)
 
     agent = Agent(h.agent.runtime, observed)
     agent.workflow.send("s1", "Refund please")
@@ -78,9 +78,9 @@ def test_the_facade_refuses_a_bad_id_before_the_door_is_reached():
     h = harness(TWO, [wait_then()])
     reached: list[object] = []
 
-    def observed(rt, firing, *, riders=None):
+    def observed(rt, firing):
         reached.append(firing)
-        return apply(rt, firing, riders=riders)
+        return apply(rt, firing)
 
     agent = Agent(h.agent.runtime, observed)
     with pytest.raises(InvalidSessionIdError):

@@ -476,14 +476,14 @@ class DiesAfterTheChildFinished(MemoryStore):
 
     dead = None
 
-    def commit(self, session_id, record, expected_version, *, lease_owner=None, riders=None):
+    def commit(self, session_id, record, expected_version, *, lease_owner=None):
         if session_id == "s" and self.dead is None:
             child = self.load("s~ask:lookup:1")
             if child is not None and child.status == SessionStatus.COMPLETED:
                 self.dead = True
         if session_id == "s" and self.dead:
             raise KeyboardInterrupt("the process stopped before the caller took the result")
-        return super().commit(session_id, record, expected_version, lease_owner=lease_owner, riders=riders)
+        return super().commit(session_id, record, expected_version, lease_owner=lease_owner)
 
 
 def test_a_crash_after_the_child_finished_but_before_the_caller_took_the_result_is_recovered(tmp_path):
@@ -506,10 +506,10 @@ class DiesAfterTheCallerClaimedAForward(MemoryStore):
 
     dead = died = False
 
-    def commit(self, session_id, record, expected_version, *, lease_owner=None, riders=None):
+    def commit(self, session_id, record, expected_version, *, lease_owner=None):
         if self.dead:
             raise KeyboardInterrupt("the process is gone")
-        super().commit(session_id, record, expected_version, lease_owner=lease_owner, riders=riders)
+        super().commit(session_id, record, expected_version, lease_owner=lease_owner)
         forwarding = session_id == "s" and record.delegation is not None and record.delegation.forward is not None
         if forwarding and not self.died:
             self.dead = self.died = True

@@ -52,16 +52,23 @@ def test_a_webhook_cycle_counts_the_self_invoke_and_drains_in_another_send_conta
     assert bill.wru > 0 and bill.rru > 0
 
 
-def test_a_warm_webhook_cycle_cancels_nothing_and_writes_the_session_item_in_one_transaction(stack):
-    """Issue 24: the accept reads the session and puts only inbox items; the claim is a plain write."""
+def test_a_warm_webhook_cycle_cancels_nothing_and_writes_the_session_item_in_no_transaction(stack):
+    """Issue 24: the accept reads the session and puts only inbox items; nothing rides the session's commits."""
     calls, _bill = _one_cycle(stack, "webhook", warm=True)
     assert stack.meter.ended_failed == {}  # no cancelled transaction, no failed condition
     send = {k.split(" ", 1)[1]: n for k, n in stack.meter.ended_by_function.items() if k.startswith("send ")}
     assert send["dynamodb.GetItem"] == 1  # the accept's read of the session
-    assert send["dynamodb.TransactWriteItems"] == 2  # the inbox put; the park's commit with the done mark
-    assert send["dynamodb.Query"] == 1  # the drain's view of the inbox
-    assert send["dynamodb.UpdateItem"] == 1  # the claim, nothing riding it
+    assert send["dynamodb.TransactWriteItems"] == 1  # the inbox put (item + counter), nothing else
+    assert send["dynamodb.Query"] == 2  # the drain's view, and its view again after the mark
+    assert send["dynamodb.UpdateItem"] == 3  # the claim, the park's commit, the done mark
     assert send["lambda.Invoke"] == 1
+    writes = stack.meter.ended_writes
+    assert ("send", "TransactWriteItems", "sessions item") not in writes  # the session item is never billed 2x
+    assert writes["send", "UpdateItem", "sessions item"].writes == 2  # the claim and the park
+    mark = writes["send", "UpdateItem", "inbox item"]  # the done mark: the small inbox item alone
+    assert (mark.writes, mark.table_units, dict(mark.index_units)) == (1, 1, {"pending-items": 1})
+    put = writes["send", "TransactWriteItems", "inbox item"]  # the put: item + counter, billed 2x each
+    assert (put.writes, put.table_units) == (2, 4)
 
 
 def test_a_deliver_cycle_runs_the_handler_and_the_outbound_function_and_no_self_invoke(stack):

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from archmax import create_agent
-from archmax.errors import DuplicateDeliveryError, SessionNotResumableError
+from archmax.errors import DuplicateDeliveryError
 from archmax.hosting.host import Host
 from archmax.hosting.inbox import DynamoInbox
 from archmax.hosting.inbox_base import DRAIN_KEY
@@ -163,9 +163,7 @@ def test_a_crash_between_the_turns_commit_and_the_mark_is_answered_duplicate_on_
 # ---------------------------------------------------------------- items put while the drainer works
 
 
-def test_an_item_put_during_the_turn_stops_its_own_drainer_and_the_holder_applies_it_going_round(
-    make_aws_host, aws
-):
+def test_an_item_put_during_the_turn_stops_its_own_drainer_and_the_holder_applies_it_going_round(make_aws_host, aws):
     seen: list[Any] = []
 
     def second_email() -> None:  # its accept wakes its own drainer (another container) mid-turn

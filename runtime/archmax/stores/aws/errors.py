@@ -65,14 +65,12 @@ def error_kind(exc: ClientError) -> ErrorKind:
 def conflict_item(conflict: CommitConflictError) -> dict[str, Any] | None:
     """The item a failed conditional write returned (``ALL_OLD``: no extra call), or ``None``.
 
-    A plain write's ``Item``; a cancelled transaction's first reason's (the conditional write on the
-    item is always the transaction's first entry).
+    The store writes no transaction (issue 24: nothing rides a commit), so this is a plain write's ``Item``.
     """
     response = getattr(conflict.__cause__, "response", None)
     if not isinstance(response, dict):
         return None
-    reasons = response.get("CancellationReasons") or [{}]
-    item = response.get("Item") or reasons[0].get("Item")
+    item = response.get("Item")
     return item if isinstance(item, dict) and item else None
 
 

@@ -225,6 +225,33 @@ class WorkflowDisabledError(CallerError):
         super().__init__(f"workflow '{workflow}' is disabled: it starts no new turns", session_id=session_id)
 
 
+class OtherWorkflowSessionError(CallerError):
+    """A firing at a session recorded under another workflow than the agent's; nothing was changed (HTTP 409).
+
+    An agent assembled for workflow ``x`` whose store also holds sessions of ``y`` (``archmax serve
+    x`` on a workspace's shared ``sessions/``, a library host) would otherwise resume ``y``'s park
+    under ``x``'s states. The engine's door refuses it on the record it reads, before the claim
+    (:func:`archmax.engine.firing_rule.refuse_other_workflow`): a firing at a sub-workflow child's
+    id reaches the pair through its caller first (§5.10), and an agent that adopts the session's
+    workflow (``Runtime.adopts``: the CLI's renamed workflow folder) continues it. Not retryable: the
+    session will never be this workflow's. Rule source: BEHAVIOUR.md §3.3 (a refused firing writes
+    nothing), §9.3 (the record's ``workflow``), §11 (which workflow a session command uses); attack32.
+
+    Attributes:
+        workflow: The workflow the session's record names.
+        agent_workflow: The slug of the agent's workflow the firing came through.
+    """
+
+    def __init__(self, session_id: str, workflow: str, agent_workflow: str) -> None:
+        self.workflow = workflow
+        self.agent_workflow = agent_workflow
+        super().__init__(
+            f"session '{session_id}' belongs to workflow '{workflow}', not '{agent_workflow}': nothing was "
+            f"changed; fire it through workflow '{workflow}'",
+            session_id=session_id,
+        )
+
+
 class SessionStateError(CallerError):
     """The session is not in a state that allows the operation.
 

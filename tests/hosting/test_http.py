@@ -30,6 +30,7 @@ CASES = [
     (e.AttachmentLimitError("attachments", 20, 500, session_id="s"), 413),
     (e.UnknownQuarantineError("s", "ses-1"), 404),
     (e.WorkflowDisabledError("wf", session_id="s"), 409),
+    (e.OtherWorkflowSessionError("s", "y", "x"), 409),
     (e.SessionNotAwaitingInputError("s", "running"), 409),
     (e.SessionNotParkedError("s", "completed"), 409),
     (e.SessionNotResumableError("s", "running"), 409),

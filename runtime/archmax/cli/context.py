@@ -65,13 +65,17 @@ class Context:
         """An agent for one workflow with its host tools, the configured model and the store.
 
         Its door keeps what each operation committed to send (:class:`~archmax.cli.sent.Sends`), for
-        the ``sent:`` lines :meth:`outcome` prints.
+        the ``sent:`` lines :meth:`outcome` prints. It adopts the sessions of a workflow that is no
+        longer in the workspace (``Runtime.adopts``): a renamed folder's sessions still name the old
+        slug, and the engine refuses every other workflow's session (attack32), as
+        :meth:`refuse_other_workflow` does here first.
         """
         from archmax.agent import Agent, create_agent
         from archmax.engine.door import apply
 
         model = build_model(model_spec(self.model_flag), record=self.record_flag)
         agent = create_agent(workflow_dir, self.store, model, tools=load_workspace_tools(workflow_dir), clock=clock)
+        agent.runtime.adopts = self._gone_from_workspace
         self.last_agent = Agent(agent.runtime, self.sends.door(apply))
         return self.last_agent
 
@@ -148,12 +152,16 @@ class Context:
         head = self.store.head(session_id)
         if head is None or workflow_dir.name in self._pair_workflows(session_id, head.workflow):
             return
-        if find_workflow(self.root, head.workflow) is None:
+        if self._gone_from_workspace(head.workflow):
             return  # its workflow is gone from the workspace (renamed): --workflow is the way on (attack32)
         raise UsageError(
             f"session '{session_id}' belongs to workflow '{head.workflow}', not '{workflow_dir.name}': "
             f"nothing was changed; name workflow '{head.workflow}' instead"
         )
+
+    def _gone_from_workspace(self, workflow: str) -> bool:
+        """Whether workflow ``workflow`` is no longer under ``<root>/workflows`` (renamed or removed)."""
+        return find_workflow(self.root, workflow) is None
 
     def _pair_workflows(self, session_id: str, workflow: str) -> set[str]:
         """``workflow`` (the session's) and the workflows of its callers up the child-id chain (§4.1, §5.10)."""

@@ -2,7 +2,8 @@
 
 Rule source: BEHAVIOUR.md §11. Exit codes: 0 success or a park; 1 a failed or rejected result or
 any other ``ArchmaxError``; 2 a usage error (bad flags, bad JSON, a non-object ``--variables``, a
-bad ``--file``, and the id/path/name/empty/missing-trigger errors from the command line); 130 a
+bad ``--file``, the id/path/name/empty/missing-trigger errors from the command line, and a session
+fired through another workflow); 130 a
 turn interrupted with Ctrl-C (the shell's code for SIGINT).
 """
 
@@ -17,6 +18,7 @@ from archmax.errors import (
     InvalidSessionPathError,
     InvalidVariableNameError,
     MissingDeliveryTriggerError,
+    OtherWorkflowSessionError,
 )
 
 USAGE = 2
@@ -33,6 +35,7 @@ USAGE_ERRORS = (
     InvalidVariableNameError,
     EmptyMessageError,
     MissingDeliveryTriggerError,
+    OtherWorkflowSessionError,  # the engine's refusal of another workflow's session, as the CLI's own (attack32)
 )
 """Archmax errors that come from command-line input and therefore exit 2 (§11)."""
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from archmax.engine import forwarding
 from archmax.engine.claims import Applied, claim_park, guarded, open_work
-from archmax.engine.firing_rule import parked_channel, preflight_model, refuse_stale_park
+from archmax.engine.firing_rule import parked_channel, preflight_model, refuse_other_workflow, refuse_stale_park
 from archmax.engine.loop import TurnLoop
 from archmax.engine.reply import lost_decision_park
 from archmax.engine.runtime import Runtime
@@ -26,6 +26,7 @@ def decide(rt: Runtime, f: Decide) -> Applied:
         ``f.park_id`` names a park that is no longer current (§5.11).
     """
     rec = rt.store.load(f.session_id)
+    refuse_other_workflow(rt, rec)  # another workflow's park: refused before the claim (attack32)
     if parked_channel(rt, rec) == "decision":
         refuse_stale_park(rec, f.park_id)
     return decide_at_park(rt, rec, f.to, f.comment, session_id=f.session_id)

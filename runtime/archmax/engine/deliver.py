@@ -18,6 +18,7 @@ from archmax.engine.firing_rule import (
     parked_channel,
     preflight_model,
     refuse_other_park,
+    refuse_other_workflow,
     refuse_stale_park,
 )
 from archmax.engine.loop import TurnLoop
@@ -46,12 +47,14 @@ def deliver(rt: Runtime, f: Deliver) -> Applied:
         # A double-fired timer is refused from the cheap head alone, without reading the checkpoint;
         # otherwise the head and the checkpoint come from one store read (load_if).
         head, rec = rt.store.load_if(sid, lambda h: h.status in _RESUMABLE)
+        refuse_other_workflow(rt, head)  # another workflow's park: refused before the claim (attack32)
         if rec is None:
             raise SessionNotAwaitingInputError(sid, str(head.status) if head else None)
         assert head is not None  # a record came with its head
         refuse_other_park(sid, head.version, str(head.status), f.park_version)
     else:
         rec = rt.store.load(sid)
+        refuse_other_workflow(rt, rec)
     if died_applying(rt, rec, f.delivery_id):
         return continue_dead_turn(rt, rec)  # type: ignore[arg-type]  # its claim carried its files
     refuse_duplicate(rt.store, rec, f.delivery_id, sid)

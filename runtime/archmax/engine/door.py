@@ -45,8 +45,14 @@ def apply(rt: Runtime, firing: EngineFiring) -> Applied:
         ``record``, the record the operation's last commit left (``None`` when nothing was committed),
         and ``others``, the other sessions of the pair it let go of with outbox entries (§5.10).
 
+    A firing at a session recorded under another workflow than ``rt``'s is refused by every kind on
+    the record it reads, before its claim (:func:`~archmax.engine.firing_rule.refuse_other_workflow`,
+    attack32): a child's id is first routed through its caller, or to its own workflow (§5.10), and a
+    runtime that ``adopts`` the session's workflow (the CLI's renamed folder) continues it.
+
     Raises:
         Every typed refusal of the firing's kind (BEHAVIOUR.md §3.4–§3.9, §3.12); nothing is written.
+        OtherWorkflowSessionError: the session belongs to another workflow (BEHAVIOUR.md §3.3).
     """
     rt, firing = forwarding.addressed(rt, firing)  # a child's id reaches the pair through its caller (§5.10)
     with releases() as released:  # the pair's other session may have committed messages to send too

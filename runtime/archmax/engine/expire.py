@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from archmax.engine import forwarding
 from archmax.engine.claims import Applied, claim_park, guarded, open_work
-from archmax.engine.firing_rule import parked_channel, refuse_other_park
+from archmax.engine.firing_rule import parked_channel, refuse_other_park, refuse_other_workflow
 from archmax.engine.loop import TurnLoop
 from archmax.engine.reply import lost_decision_park
 from archmax.engine.runtime import Runtime
@@ -42,6 +42,7 @@ def expire(rt: Runtime, f: Expire) -> Applied:
     """
     sid = f.session_id
     rec = rt.store.load(sid)
+    refuse_other_workflow(rt, rec)  # another workflow's park: refused before the claim (attack32)
     if parked_channel(rt, rec) != "decision":
         raise SessionNotParkedError(sid, str(rec.status) if rec else None)
     assert rec is not None

@@ -1,7 +1,7 @@
 """The firing rule: what a session's state makes of a firing, decided before anything is written.
 
-Rule source: BEHAVIOUR.md §3.1 (parks), §3.2 (the firing rule), §3.8 (``resolve_session``),
-§3.12 (leases), §4.2 (id precedence). Everything here reads; nothing commits.
+Rule source: BEHAVIOUR.md §3.1 (parks), §3.2 (the firing rule), §3.3 (a refusal writes nothing:
+a session of another workflow, attack32), §3.8 (``resolve_session``), §3.12 (leases), §4.2 (id precedence). Everything here reads; nothing commits.
 """
 
 from __future__ import annotations
@@ -10,11 +10,17 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 from archmax.engine.runtime import Runtime
-from archmax.errors import SessionNotAwaitingInputError, SessionNotResumableError, UnknownSessionTriggerError
-from archmax.session.ids import SessionId, mint_session_id, parse_session_id
+from archmax.errors import (
+    OtherWorkflowSessionError,
+    SessionNotAwaitingInputError,
+    SessionNotResumableError,
+    UnknownSessionTriggerError,
+)
+from archmax.session.ids import SessionId, mint_session_id, parent_session_id, parse_session_id
 from archmax.session.paths import SessionPath, parse_session_path, resolve_session_id
 from archmax.session.records import Checkpoint, SessionStatus, is_finished
 from archmax.session.results import Resolution
+from archmax.stores.base import SessionHead
 
 Disposition = Literal["turn", "resume", "reply"]
 
@@ -73,6 +79,35 @@ def died_applying(rt: Runtime, rec: Checkpoint | None, delivery_id: str | None) 
         and rec.status == SessionStatus.RUNNING
         and not lease_live(rt, rec)
     )
+
+
+def refuse_other_workflow(rt: Runtime, found: Checkpoint | SessionHead | None) -> None:
+    """Refuse a firing at a session recorded under another workflow than ``rt``'s, before anything is written.
+
+    The door's rule (attack32): an agent of workflow ``x`` whose store also holds sessions of ``y``
+    (``archmax serve x`` on a workspace's shared ``sessions/``, a library host) must not resume
+    ``y``'s park under ``x``'s states. Every firing kind checks the record (or head) it read first,
+    before its claim, so a refusal changes nothing (BEHAVIOUR.md §3.3). The comparison is the
+    record's ``workflow`` (§9.3) against ``rt.workflow.slug``:
+
+    * a firing addressed to a sub-workflow child's id has already been routed through its caller
+      (or to the child's own workflow) by :func:`~archmax.engine.forwarding.addressed` (§5.10), so
+      the pair's firings reach here with matching slugs;
+    * ``rt.adopts(slug)`` true lets the runtime continue that workflow's session as its own (the
+      CLI's renamed workflow folder, whose sessions still name the old slug: BEHAVIOUR.md §11).
+
+    Args:
+        rt: The runtime the firing came through.
+        found: The session's record or head as read; ``None`` (no such session) passes.
+
+    Raises:
+        OtherWorkflowSessionError: the session belongs to another workflow; the message names both.
+    """
+    if found is None or found.workflow == rt.workflow.slug:
+        return
+    if rt.adopts is not None and rt.adopts(found.workflow):
+        return
+    raise OtherWorkflowSessionError(found.session_id, found.workflow, rt.workflow.slug)
 
 
 def refuse_other_park(session_id: str, version: int, status: str, park_version: int | None) -> None:
@@ -178,14 +213,21 @@ def resolve_session(
 ) -> Resolution:
     """Classify a firing without writing anything (§3.8).
 
+    A session of another workflow is refused here as the door refuses it (a host's accept then
+    inboxes nothing), except at a sub-workflow child's id: the door routes a firing there through
+    its caller first (§5.10), and checks it after that.
+
     Raises:
-        InvalidSessionPathError, InvalidSessionIdError, UnknownSessionTriggerError, SessionNotResumableError.
+        InvalidSessionPathError, InvalidSessionIdError, UnknownSessionTriggerError, SessionNotResumableError,
+        OtherWorkflowSessionError (:func:`refuse_other_workflow`; attack32).
     """
     trig = trigger or "manual"
     sid, minted, warnings = resolve_id(
         rt, session_id=session_id, session_path=session_path, trigger=trig, variables=variables
     )
     rec = rt.store.load(sid)
+    if parent_session_id(sid) is None:
+        refuse_other_workflow(rt, rec)
     disposition, recovered = classify(rt, sid, rec)
     if disposition == "turn":
         if rec is None and not rt.workflow.is_declared(trig):

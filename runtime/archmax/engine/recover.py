@@ -8,7 +8,7 @@ started the dead turn carried the firing's files, so nothing of the firing is ap
 from __future__ import annotations
 
 from archmax.engine.claims import Applied, answer_interrupted_calls, claim, guarded, open_work
-from archmax.engine.firing_rule import lease_live, preflight_model
+from archmax.engine.firing_rule import lease_live, preflight_model, refuse_other_workflow
 from archmax.engine.loop import TurnLoop
 from archmax.engine.runtime import Runtime
 from archmax.errors import SessionNotResumableError
@@ -23,6 +23,7 @@ def recover(rt: Runtime, f: Recover) -> Applied:
         SessionNotResumableError: the lease is still live, or another process recovered it first.
     """
     rec = rt.store.load(f.session_id)
+    refuse_other_workflow(rt, rec)  # another workflow's dead turn: its own workflow's host finishes it (attack32)
     if rec is None or rec.status != SessionStatus.RUNNING:
         return Applied(None, None)
     if lease_live(rt, rec):

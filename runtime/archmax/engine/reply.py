@@ -11,7 +11,7 @@ from collections.abc import Callable
 from archmax.engine import forwarding
 from archmax.engine.claims import Applied, claim_park, guarded, open_work
 from archmax.engine.deliveries import remember_delivery
-from archmax.engine.firing_rule import parked_channel, preflight_model, refuse_stale_park
+from archmax.engine.firing_rule import parked_channel, preflight_model, refuse_other_workflow, refuse_stale_park
 from archmax.engine.loop import TurnLoop
 from archmax.engine.runtime import Runtime
 from archmax.errors import EmptyMessageError, SessionNotParkedError
@@ -27,6 +27,7 @@ def reply(rt: Runtime, f: Reply) -> Applied:
         names a park that is no longer current (§5.11).
     """
     rec = rt.store.load(f.session_id)
+    refuse_other_workflow(rt, rec)  # another workflow's park: refused before the claim (attack32)
     if parked_channel(rt, rec) == "decision":
         refuse_stale_park(rec, f.park_id)
     return answer_park(rt, rec, f.message, [], None, session_id=f.session_id)

@@ -90,6 +90,13 @@ class Runtime:
     """The in-process :class:`~archmax.outbound.dispatch.Dispatcher`, or ``None`` (the stream sends, or nothing)."""
     runner: FiringRunner | None = None
     """The door child sessions of sub-workflow calls go through (set at assembly)."""
+    adopts: Callable[[str], bool] | None = None
+    """Whether this runtime continues a session its record says is of workflow ``slug``, another than its own.
+
+    ``None`` (the default): never; a firing at another workflow's session is refused
+    (:func:`~archmax.engine.firing_rule.refuse_other_workflow`, attack32). The CLI sets it to "that
+    workflow is no longer in the workspace" (its folder was renamed: ``--workflow <new name>`` is
+    the way on, BEHAVIOUR.md §11); a library host that renamed a workflow may set it the same way."""
     artifacts: Any = field(default=None, init=False)
     """This workflow's :class:`~archmax.engine.artifacts.ArtifactWriter` (§9.5), built with the runtime."""
     spec_snapshots: set[str] = field(default_factory=set, init=False)

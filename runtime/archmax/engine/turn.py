@@ -28,6 +28,7 @@ from archmax.engine.firing_rule import (
     died_applying,
     lease_live,
     preflight_model,
+    refuse_other_workflow,
     refuse_stale_park,
     resolve_id,
 )
@@ -48,6 +49,7 @@ def send(rt: Runtime, f: Send) -> Applied:
     """Apply the firing rule (§3.2) to an explicit id: a turn, a delivery into an input park, or a reply."""
     sid = f.session_id
     rec = rt.store.load(sid)
+    refuse_other_workflow(rt, rec)  # another workflow's session: refused before anything is written (attack32)
     if died_applying(rt, rec, f.delivery_id):
         return continue_dead_turn(rt, rec)  # type: ignore[arg-type]  # its claim carried its files
     refuse_duplicate(rt.store, rec, f.delivery_id, sid)
@@ -89,6 +91,7 @@ def invoke(rt: Runtime, f: Turn) -> Applied:
         rt, session_id=f.session_id, session_path=f.session_path, trigger=trig, variables=f.variables
     )
     rec = rt.store.load(sid)
+    refuse_other_workflow(rt, rec)  # a new turn under this workflow's states on another's session (attack32)
     if rec is not None and lease_live(rt, rec):
         raise SessionNotResumableError(sid, str(rec.status))
     recovered = rec is not None and rec.status == SessionStatus.RUNNING

@@ -38,6 +38,7 @@ ERROR_STATUS: dict[type[e.ArchmaxError], int] = {
     e.SessionNotResumableError: 409,
     e.CommitConflictError: 409,
     e.WorkflowDisabledError: 409,
+    e.OtherWorkflowSessionError: 409,
     # applied the first time: a redelivery is a success that changed nothing
     e.DuplicateDeliveryError: 200,
     # the deployment is wrong (workflow, store capability): 500

@@ -19,6 +19,7 @@ from typing import Protocol
 
 from archmax.engine import decide, deliver, expire, forwarding, recover, remembered, reply, turn
 from archmax.engine.claims import Applied
+from archmax.engine.firing_rule import refuse_outside_pair
 from archmax.engine.runtime import Runtime
 from archmax.engine.work import releases
 from archmax.session.firing import Decide, Deliver, EngineFiring, Expire, Recover, Reply, Send, Turn
@@ -47,13 +48,16 @@ def apply(rt: Runtime, firing: EngineFiring) -> Applied:
 
     A firing at a session recorded under another workflow than ``rt``'s is refused by every kind on
     the record it reads, before its claim (:func:`~archmax.engine.firing_rule.refuse_other_workflow`,
-    attack32): a child's id is first routed through its caller, or to its own workflow (§5.10), and a
-    runtime that ``adopts`` the session's workflow (the CLI's renamed folder) continues it.
+    attack32): a child's id is first refused to a workflow outside its caller chain
+    (:func:`~archmax.engine.firing_rule.refuse_outside_pair`), then routed through its caller, or to
+    its own workflow (§5.10); a runtime that ``adopts`` the session's workflow (the CLI's renamed
+    folder) continues it.
 
     Raises:
         Every typed refusal of the firing's kind (BEHAVIOUR.md §3.4–§3.9, §3.12); nothing is written.
         OtherWorkflowSessionError: the session belongs to another workflow (BEHAVIOUR.md §3.3).
     """
+    refuse_outside_pair(rt, getattr(firing, "session_id", None))  # only the pair's workflows reach it (attack32)
     rt, firing = forwarding.addressed(rt, firing)  # a child's id reaches the pair through its caller (§5.10)
     with releases() as released:  # the pair's other session may have committed messages to send too
         # the first read is what a warm store remembers, checked by the claim (issue 24: the claim is the read)

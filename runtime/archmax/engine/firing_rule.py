@@ -110,6 +110,35 @@ def refuse_other_workflow(rt: Runtime, found: Checkpoint | SessionHead | None) -
     raise OtherWorkflowSessionError(found.session_id, found.workflow, rt.workflow.slug)
 
 
+def refuse_outside_pair(rt: Runtime, session_id: str | None) -> None:
+    """Refuse a firing at a sub-workflow child's id through a workflow outside its caller chain.
+
+    A firing addressed to a child's id reaches the pair through its caller (BEHAVIOUR.md §5.10), so
+    the agent of the child's workflow or of any caller up its chain may send it (the CLI's rule too,
+    ``Context.refuse_other_workflow``). Any other workflow's agent is refused before the door routes
+    the firing (attack32): its registry could otherwise find the pair's workflows beside its own and
+    drive them. Reads the heads up the chain until one is this runtime's (or one it ``adopts``); an
+    id without a caller, or a chain of which nothing is stored yet, passes (the kind checks it).
+
+    Raises:
+        OtherWorkflowSessionError: naming the nearest stored session's workflow and the agent's.
+    """
+    if session_id is None or parent_session_id(session_id) is None:
+        return
+    own = rt.workflow.slug
+    nearest: str | None = None
+    current: str | None = session_id
+    while current is not None:
+        head = rt.store.head(current)
+        if head is not None:
+            if head.workflow == own or (rt.adopts is not None and rt.adopts(head.workflow)):
+                return
+            nearest = nearest or head.workflow
+        current = parent_session_id(current)
+    if nearest is not None:
+        raise OtherWorkflowSessionError(session_id, nearest, own)
+
+
 def refuse_other_park(session_id: str, version: int, status: str, park_version: int | None) -> None:
     """Refuse a delivery naming a park (``park_version``) that is not the session's current version.
 
@@ -214,12 +243,13 @@ def resolve_session(
     """Classify a firing without writing anything (§3.8).
 
     A session of another workflow is refused here as the door refuses it (a host's accept then
-    inboxes nothing), except at a sub-workflow child's id: the door routes a firing there through
-    its caller first (§5.10), and checks it after that.
+    inboxes nothing); at a sub-workflow child's id, a workflow outside its caller chain is refused
+    (:func:`refuse_outside_pair`), as the door refuses it before routing the firing through the
+    caller (§5.10).
 
     Raises:
         InvalidSessionPathError, InvalidSessionIdError, UnknownSessionTriggerError, SessionNotResumableError,
-        OtherWorkflowSessionError (:func:`refuse_other_workflow`; attack32).
+        OtherWorkflowSessionError (:func:`refuse_other_workflow`, :func:`refuse_outside_pair`; attack32).
     """
     trig = trigger or "manual"
     sid, minted, warnings = resolve_id(
@@ -228,6 +258,8 @@ def resolve_session(
     rec = rt.store.load(sid)
     if parent_session_id(sid) is None:
         refuse_other_workflow(rt, rec)
+    else:
+        refuse_outside_pair(rt, sid)
     disposition, recovered = classify(rt, sid, rec)
     if disposition == "turn":
         if rec is None and not rt.workflow.is_declared(trig):

@@ -33,6 +33,7 @@ from archmax.errors import (
     DuplicateDeliveryError,
     EmptyMessageError,
     MissingDeliveryTriggerError,
+    OtherWorkflowSessionError,
     SessionNotResumableError,
     UnknownSessionTriggerError,
     UnknownTriggerError,
@@ -55,6 +56,17 @@ if TYPE_CHECKING:
 log = logging.getLogger("archmax.hosting")
 
 DrainResult = Outcome | ArchmaxError
+
+
+def _left_pending(exc: ArchmaxError) -> bool:
+    """Whether a drained item's error leaves it pending for a later drain rather than ``failed``.
+
+    "Not now" (:func:`archmax.errors.is_retryable`), or "not this host's": the session belongs to
+    another workflow (``OtherWorkflowSessionError``), whose own host drains the queue (two ``archmax
+    serve`` on one workspace share its ``.inbox``; attack32). Marking it failed would lose that
+    host's event; the drain stops there instead, as for a retryable error.
+    """
+    return is_retryable(exc) or isinstance(exc, OtherWorkflowSessionError)
 
 
 class Host:
@@ -224,8 +236,9 @@ class Host:
         :func:`archmax.errors.is_retryable` calls "not now" — ``SessionNotResumableError`` (mid-turn
         elsewhere), ``StoreError`` or ``ModelError`` (an outage mid-turn), or a park race lost to
         another event (``lost_race``) → left pending, draining stops; the sweep re-drives it and the
-        event is applied after the turn that beat it (nothing lost). Any other refusal → marked
-        ``failed`` with the error text, not retried.
+        event is applied after the turn that beat it (nothing lost). A session of another workflow
+        (``OtherWorkflowSessionError``: two hosts share the inbox) → left pending for its own host,
+        draining stops (attack32). Any other refusal → marked ``failed`` with the error text, not retried.
         When nothing is left, the lease is released only if no item arrived since the counter was
         read; otherwise the drain goes round again. On an inbox that declares
         ``InboxCapability.SESSION_LEASE_DRAIN`` (``DynamoInbox``) no drain lease is taken: the
@@ -273,7 +286,7 @@ class Host:
                     just_acquired = False
                     result = self._apply(item)
                     results.append(result)
-                    if isinstance(result, ArchmaxError) and is_retryable(result):
+                    if isinstance(result, ArchmaxError) and _left_pending(result):
                         blocked = True
                         seen = self.inbox.arrivals(session_id)  # stop here: what waits is the sweep's
                         break
@@ -377,7 +390,7 @@ class Host:
                     results.append(result)
                     return results  # the turn applying it runs now: its drainer marks it, a crash the sweep's
                 results.append(self._settle(item, result))
-                if isinstance(result, ArchmaxError) and is_retryable(result):
+                if isinstance(result, ArchmaxError) and _left_pending(result):
                     return results  # not now: the turn holding the session goes round as it ends, else the sweep
             # go round: read again what arrived meanwhile
 
@@ -412,7 +425,7 @@ class Host:
         if isinstance(result, DuplicateDeliveryError):  # the item says why nothing was applied (a reused key)
             self.inbox.mark(sid, item.delivery_id, "done", f"{type(result).__name__}: {result}")
         elif isinstance(result, ArchmaxError):
-            if not is_retryable(result):  # retryable: not now (another writer, an outage, a lost race): pending
+            if not _left_pending(result):  # not now (another writer, an outage, a lost race), or not ours: pending
                 self.inbox.mark(sid, item.delivery_id, "failed", f"{type(result).__name__}: {result}")
         else:
             self.inbox.mark(sid, item.delivery_id, "done")

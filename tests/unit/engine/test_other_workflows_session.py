@@ -163,7 +163,9 @@ DEAD_TURN_FIRINGS: dict[str, Callable[[Any], Any]] = {
 
 
 @pytest.mark.parametrize("firing", DEAD_TURN_FIRINGS, ids=list(DEAD_TURN_FIRINGS))
-def test_another_workflows_dead_turn_is_not_taken_over(store: Any, tmp_path: Path, clock: FakeClock, firing: str) -> None:
+def test_another_workflows_dead_turn_is_not_taken_over(
+    store: Any, tmp_path: Path, clock: FakeClock, firing: str
+) -> None:
     with pytest.raises(RuntimeError):
         agent_y(store, ASKING, Crashes(), clock).workflow.send(SID, "hi")
     clock.advance(minutes=16)  # its lease expired: its own workflow's sweep would take it over

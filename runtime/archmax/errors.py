@@ -231,11 +231,14 @@ class OtherWorkflowSessionError(CallerError):
     An agent assembled for workflow ``x`` whose store also holds sessions of ``y`` (``archmax serve
     x`` on a workspace's shared ``sessions/``, a library host) would otherwise resume ``y``'s park
     under ``x``'s states. The engine's door refuses it on the record it reads, before the claim
-    (:func:`archmax.engine.firing_rule.refuse_other_workflow`): a firing at a sub-workflow child's
-    id reaches the pair through its caller first (§5.10), and an agent that adopts the session's
-    workflow (``Runtime.adopts``: the CLI's renamed workflow folder) continues it. Not retryable: the
-    session will never be this workflow's. Rule source: BEHAVIOUR.md §3.3 (a refused firing writes
-    nothing), §9.3 (the record's ``workflow``), §11 (which workflow a session command uses); attack32.
+    (:func:`archmax.engine.firing_rule.refuse_other_workflow`). A firing at a sub-workflow child's
+    id is let through by the workflow of the child or of any caller up its chain, and reaches the
+    pair through its caller (§5.10); any other workflow is refused there too
+    (:func:`~archmax.engine.firing_rule.refuse_outside_pair`). An agent that adopts the session's
+    workflow (``Runtime.adopts``: the CLI's renamed workflow folder) continues it. Not retryable:
+    the session will never be this workflow's; a host's drain leaves such an inbox item pending for
+    the session's own host. Rule source: BEHAVIOUR.md §3.3 (a refused firing writes nothing), §9.3
+    (the record's ``workflow``), §11 (which workflow a session command uses); attack32.
 
     Attributes:
         workflow: The workflow the session's record names.

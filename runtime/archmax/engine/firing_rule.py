@@ -1,7 +1,9 @@
 """The firing rule: what a session's state makes of a firing, decided before anything is written.
 
 Rule source: BEHAVIOUR.md §3.1 (parks), §3.2 (the firing rule), §3.3 (a refusal writes nothing:
-a session of another workflow, attack32), §3.8 (``resolve_session``), §3.12 (leases), §4.2 (id precedence). Everything here reads; nothing commits.
+a session of another workflow, attack32), §3.8 (``resolve_session``), §3.12 (leases), §4.2 (id
+precedence), §5.10 (a child's id reaches the pair through its caller). Everything here reads;
+nothing commits.
 """
 
 from __future__ import annotations

@@ -15,9 +15,11 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from botocore.exceptions import ClientError
 
 from archmax import create_agent
@@ -385,3 +387,73 @@ def test_a_marker_write_that_fails_keeps_the_id_in_the_window_and_the_redrive_is
     assert kinds(container([]).drain(SID)) == ["DuplicateDeliveryError"]
     assert user_texts(host).count("About the thing we discussed") == 1
     assert "Direct last" not in user_texts(host)
+
+
+# ---------------------------------------------------------------- a caller and its child: one queue, warm containers
+
+LOOKUP_WITH_REVIEW = {
+    "states": {
+        "find": {"triggers": {"manual": None}, "transitions": [{"to": "review", "description": "A person approves."}]},
+        "review": {
+            "type": "human",
+            "transitions": [
+                {"to": "approved", "description": "Approved."},
+                {"to": "find", "description": "Again."},
+            ],
+        },
+        "approved": None,
+    }
+}
+CALLER = {
+    "states": {
+        "ask": {
+            "triggers": {"manual": None},
+            "tools": {"allow": ["archmax_workflow_lookup"]},
+            "transitions": [{"to": "done", "description": "Answered."}],
+        },
+        "done": None,
+    }
+}
+TO_REVIEW = {"call": {"archmax_advance": {"to": "review", "reason": "needs approval"}}}
+
+
+@pytest.fixture
+def pair_container(aws: Any, clock: FakeClock, tmp_path: Path) -> Callable[[list[dict[str, Any]]], Host]:
+    """``pair_container(entries)``: a container (own store, inbox, agent) of a caller whose child parks at a decision."""
+    for slug, doc in {"parent": CALLER, "lookup": LOOKUP_WITH_REVIEW}.items():
+        (tmp_path / slug).mkdir()
+        (tmp_path / slug / "workflow.yaml").write_text(yaml.safe_dump(doc), encoding="utf-8")
+
+    def build(entries: list[dict[str, Any]]) -> Host:
+        agent = create_agent(tmp_path / "parent", aws.store(), ScriptedModel(entries), clock=clock)
+        return Host(agent, DynamoInbox(INBOX_TABLE, client=aws.dynamodb, clock=clock), waker=lambda sid: None)
+
+    return build
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="forward_reply writes the child on a remembered (old) view of the caller, never checked: the "
+    "caller's commit of the answer's mail then conflicts with its own newer version and is dropped",
+)
+def test_a_reply_drained_by_a_container_whose_view_of_the_caller_is_old_is_mailed_by_the_caller(pair_container):
+    """The caller answers a person at its child's decision by committing the child's words to its outbox (issue 20
+    item 4). A warm container remembers the caller at an older version (issue 24: the claim is the read); the
+    reply is forwarded to the child without claiming the caller, so nothing checked that view before the child was
+    written, and the caller's commit of the answer then lost to its own newer version: the child answered, the
+    item was marked done, and the person's mail was never committed."""
+    warm = pair_container(
+        [{"call": {"archmax_workflow_lookup": {}}}, TO_REVIEW, {"say": "Please approve."}, {"say": "It is pending."}]
+    )
+    assert warm.agent.workflow.send("s", "go").parked_channel == "decision"  # warm remembers the caller now
+    other = pair_container([TO_REVIEW, {"say": "Please approve again."}])
+    assert other.decide_now("s", to="find").parked_channel == "decision"  # the child parks again: caller moved on
+    before = other.agent.store.load("s")
+
+    other.accept(Firing(trigger="manual", message="What is pending?", delivery_id="mail-1"), session_id="s")
+    assert [getattr(r, "reply", r) for r in warm.drain("s")] == ["It is pending."]  # the child answered
+
+    after = other.agent.store.load("s")
+    assert status_of(other, "mail-1", "s") == "done"
+    assert len(after.outbox) == len(before.outbox) + 1  # the answer's mail, committed by the caller
+    assert after.version == before.version + 1

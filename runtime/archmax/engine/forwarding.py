@@ -150,6 +150,7 @@ def forward_reply(
     # The child remembers the reply's delivery id (the caller stays parked, unclaimed): a redelivery to
     # the caller is a duplicate there (issue 22: each event applied once across the pair).
     refuse_duplicate(child_rt.store, child, delivery_id, child.session_id)
+    _refuse_moved_caller(rt, rec)
     child_answer = answer(child_rt, child, message, [], delivery_id).outcome
     assert child_answer is not None  # a reply always answers
     work = open_work(rt, rec, rec.version, warnings=warnings)  # nothing claimed
@@ -157,6 +158,23 @@ def forward_reply(
     outcome = build_outcome(work, "reply")
     update = {"reply": child_answer.reply, "usage": child_answer.usage}
     return Applied(outcome.model_copy(update=update), work.record if mailed else None)
+
+
+def _refuse_moved_caller(rt: Runtime, rec: Checkpoint) -> None:
+    """Refuse to write the child while the caller's view is not its latest version (one read of its head).
+
+    Nothing claims the caller before its child answers, so no conditional write checks the view the
+    reply was routed on; a warm store answers that view from memory (issue 24, ``engine.remembered``),
+    and one that is old would have the child answer and then the caller's commit of the answer's mail
+    lose to the caller's own newer version: the words never reach the person. Refused here, before
+    anything is written, the door decides again on a fresh read (attackdrain finding).
+
+    Raises:
+        CommitConflictError: the caller is at another version than ``rec`` (nothing was written).
+    """
+    head = rt.store.head(rec.session_id)
+    if head is None or head.version != rec.version:
+        raise CommitConflictError(rec.session_id, rec.version, head.version if head is not None else None)
 
 
 def _record_answer(work: Work, text: str) -> bool:

@@ -431,11 +431,6 @@ def pair_container(aws: Any, clock: FakeClock, tmp_path: Path) -> Callable[[list
     return build
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="forward_reply writes the child on a remembered (old) view of the caller, never checked: the "
-    "caller's commit of the answer's mail then conflicts with its own newer version and is dropped",
-)
 def test_a_reply_drained_by_a_container_whose_view_of_the_caller_is_old_is_mailed_by_the_caller(pair_container):
     """The caller answers a person at its child's decision by committing the child's words to its outbox (issue 20
     item 4). A warm container remembers the caller at an older version (issue 24: the claim is the read); the

@@ -452,3 +452,50 @@ def test_a_reply_drained_by_a_container_whose_view_of_the_caller_is_old_is_maile
     assert status_of(other, "mail-1", "s") == "done"
     assert len(after.outbox) == len(before.outbox) + 1  # the answer's mail, committed by the caller
     assert after.version == before.version + 1
+
+
+# ---------------------------------------------------------------- a process that dies mid-turn keeps its lease
+
+
+@contextmanager
+def dies_at_session_write(client: Any, after: int) -> Iterator[None]:
+    """The process dies at every sessions-table UpdateItem after the first ``after`` (its lease is never let go)."""
+    seen: list[int] = []
+
+    def before(params: dict[str, Any], **_: Any) -> None:
+        if params.get("TableName") == INBOX_TABLE:
+            return
+        seen.append(1)
+        if len(seen) > after:
+            raise Crash("killed mid-turn")
+
+    event = "before-parameter-build.dynamodb.UpdateItem"
+    client.meta.events.register(event, before, unique_id="dies-at-session-write")
+    try:
+        yield
+    finally:
+        client.meta.events.unregister(event, unique_id="dies-at-session-write")
+
+
+def test_a_turn_whose_process_died_holding_the_lease_blocks_the_queue_until_it_expires_then_both_apply_in_order(
+    container, aws, clock
+):
+    dying = container(FIRST_TURN)
+    dying.accept(email("About the thing we discussed", "ses-1"))
+    with dies_at_session_write(aws.dynamodb, after=1), pytest.raises(Crash):  # the claim lands; nothing after it
+        dying.drain(SID)
+    head = dying.agent.store.head(SID)
+    assert head.status == SessionStatus.RUNNING and head.lease is not None  # died holding the lease
+
+    second = container(FIRST_TURN + [ack(1)])
+    second.accept(email("It is order 42", "ses-2"))
+    # its own drainer finds ses-1 applied by a turn that still holds the session: left to it, stops in order
+    assert kinds(second.drain(SID)) == ["DuplicateDeliveryError"]
+    assert [i.delivery_id for i in second.inbox.pending(SID)] == ["ses-1", "ses-2"]
+
+    clock.advance(seconds=901)  # the dead turn's lease expired
+    report = container(FIRST_TURN + [ack(1)]).sweep()
+    assert [r.results for r in report.redriven] == [["parked", "parked"]]  # ses-1's turn continued, then ses-2
+    assert report.redriven[0].recovered
+    assert second.inbox.sessions_with_pending() == []
+    assert user_texts(second) == ["About the thing we discussed", "It is order 42"]

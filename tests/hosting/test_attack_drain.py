@@ -499,3 +499,27 @@ def test_a_turn_whose_process_died_holding_the_lease_blocks_the_queue_until_it_e
     assert report.redriven[0].recovered
     assert second.inbox.sessions_with_pending() == []
     assert user_texts(second) == ["About the thing we discussed", "It is order 42"]
+
+
+def test_a_childs_firing_applied_but_unmarked_then_the_callers_each_once_in_one_queue(pair_container):
+    child_id = "s~ask:lookup:1"
+    ask = {"say": "Which order?", "call": {"archmax_wait": {"reason": "the order number"}}}
+    first = pair_container(
+        [{"call": {"archmax_workflow_lookup": {}}}, ask, {"say": "Found ORD-1."}, {"say": "Your order is ORD-1."}]
+    )
+    assert first.agent.workflow.send("s", "go").parked_channel == "input"  # through its child
+    accepted = first.accept(Firing(trigger="manual", message="ORD-1", delivery_id="x-1"), session_id=child_id)
+    assert accepted.session_id == child_id
+    first.accept(Firing(trigger="manual", message="Thanks", delivery_id="y-1"), session_id="s")
+    assert [i.session_id for i in first.inbox.pending("s")] == ["s", "s"]  # one queue: the caller's
+    with crash_on_mark(first, "x-1"), pytest.raises(Crash):
+        first.drain("s")
+    assert first.agent.store.head("s").status == SessionStatus.COMPLETED  # x-1 reached the child and back
+
+    redriver = pair_container([{"say": "You are welcome."}])
+    assert [r.results for r in redriver.sweep().redriven] == [["duplicate", "completed"]]
+    caller_texts = [m.content for m in redriver.agent.store.load("s").messages if m.role == "user"]
+    child_texts = [m.content for m in redriver.agent.store.load(child_id).messages if m.role == "user"]
+    assert caller_texts.count("Thanks") == 1 and "ORD-1" not in caller_texts
+    assert child_texts.count("ORD-1") == 1
+    assert redriver.inbox.sessions_with_pending() == []

@@ -555,3 +555,29 @@ def test_an_item_the_door_cannot_apply_is_refused_once_and_the_queue_behind_it_i
     assert raised == []  # a typed refusal, answered: nothing escapes the drain
     assert host.inbox.get("s1", "d-1").status == "failed"  # refused once, with its reason
     assert host.inbox.get("s1", "d-2").status != "pending"  # the queue behind it moved on
+
+
+# ---------------------------------------------------------------- the sweep's re-drive racing a live drain
+
+
+def test_the_sweeps_redrive_during_a_live_drain_changes_nothing_and_the_drainer_finishes_in_order(container):
+    model = GatedModel(FIRST_TURN + [ack(1)])
+    live = container(model)
+    live.accept(email("About the thing we discussed", "ses-1"))
+    live.accept(email("It is order 42", "ses-2"))
+    running = Runner(live.drain, SID)
+    running.start()
+    assert model.entered.wait(30)  # ses-1's turn holds the session
+    version = live.agent.store.head(SID).version
+
+    report = container([]).sweep()  # another container's sweep, while the lease is live
+    assert [r.results for r in report.redriven] == [["duplicate"]]  # ses-1 is the running turn's: left to it
+    assert report.stale == []  # its lease is live: not a dead turn
+    assert live.agent.store.head(SID).version == version  # the sweep wrote nothing to the session
+    assert [i.delivery_id for i in live.inbox.pending(SID)] == ["ses-1", "ses-2"]
+
+    model.open()
+    running.join(60)
+    assert running.raised is None and kinds(running.result) == ["parked", "parked"]
+    assert live.inbox.sessions_with_pending() == []
+    assert user_texts(live) == ["About the thing we discussed", "It is order 42"]

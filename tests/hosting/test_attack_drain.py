@@ -593,3 +593,33 @@ def test_the_sweeps_redrive_during_a_live_drain_changes_nothing_and_the_drainer_
     assert running.raised is None and kinds(running.result) == ["parked", "parked"]
     assert live.inbox.sessions_with_pending() == []
     assert user_texts(live) == ["About the thing we discussed", "It is order 42"]
+
+
+def test_a_reply_the_child_applied_unmarked_and_pushed_out_of_its_window_stays_a_duplicate_at_the_caller(
+    pair_container, small_window
+):
+    """The child remembers a forwarded reply; more replies push it out of the child's window (a marker); the call
+    ends and the caller adopts the child's ids and markers (issue 22); the unmarked item's re-drive then reaches
+    the caller alone, which must still answer it a duplicate."""
+    replies = [{"say": f"Answer {n}."} for n in range(small_window + 1)]
+    first = pair_container(
+        [{"call": {"archmax_workflow_lookup": {}}}, TO_REVIEW, {"say": "Please approve."}, *replies]
+        + [{"say": "Approved."}, {"say": "The refund is approved."}]
+    )
+    assert first.agent.workflow.send("s", "go").parked_channel == "decision"
+    first.accept(Firing(trigger="manual", message="What is pending?", delivery_id="mail-x"), session_id="s")
+    with crash_on_mark(first, "mail-x"), pytest.raises(Crash):
+        first.drain("s")  # the child answered mail-x; the item is still pending
+    for n in range(1, small_window + 1):
+        assert first.send_now("s", f"And now {n}?", delivery_id=f"mail-{n}").disposition == "reply"
+    child = first.agent.store.load("s~ask:lookup:1")
+    assert "mail-x" not in child.delivery_ids  # left the child's window, as a marker
+    assert first.decide_now("s", to="approved").kind == "completed"  # the call is over: the caller adopted
+    caller = first.agent.store.load("s")
+    assert "mail-x" not in caller.delivery_ids  # so only the adopted marker can answer its re-drive
+    assert first.agent.store.get("s", deliveries.marker_path("mail-x")) is not None
+
+    redriver = pair_container([{"say": "A new turn opened by an event applied before."}])
+    assert [r.results for r in redriver.sweep().redriven] == [["duplicate"]]
+    caller_texts = [m.content for m in redriver.agent.store.load("s").messages if m.role == "user"]
+    assert "What is pending?" not in caller_texts

@@ -623,3 +623,27 @@ def test_a_reply_the_child_applied_unmarked_and_pushed_out_of_its_window_stays_a
     assert [r.results for r in redriver.sweep().redriven] == [["duplicate"]]
     caller_texts = [m.content for m in redriver.agent.store.load("s").messages if m.role == "user"]
     assert "What is pending?" not in caller_texts
+
+
+def test_an_undeclared_trigger_accepted_at_a_park_is_refused_once_the_session_finished_and_the_next_item_runs(
+    container,
+):
+    """A firing at an input park is a delivery, whose trigger is never matched, so the accept lets an undeclared one
+    in; an item before it finishes the session, so at the drain it would open a turn: refused, marked failed, never
+    retried, and the item after it applied."""
+    answer = [
+        {"call": {"archmax_advance": {"to": "answer", "reason": "names ORD-1"}}, "expect_state": "clarify"},
+        {"say": "ORD-1 has shipped."},
+    ]
+    host = container(FIRST_TURN + answer + [{"say": "Happy to help again.", "expect_state": "answer"}])
+    host.accept(email("About the thing we discussed", "ses-0"))
+    assert kinds(host.drain(SID)) == ["parked"]
+    host.accept(email("It is ORD-1", "ses-1", trigger="email_reply"))
+    bad = host.accept(email("Hello?", "ses-bad", trigger="no_such_trigger"), session_id=SID)
+    assert bad.disposition == "resume"  # accepted: what it would be now
+    host.accept(email("A new question", "ses-2"))
+
+    assert kinds(host.drain(SID)) == ["completed", "UnknownTriggerError", "completed"]
+    assert status_of(host, "ses-bad") == "failed"
+    assert host.sweep().redriven == []
+    assert user_texts(host) == ["About the thing we discussed", "It is ORD-1", "A new question"]

@@ -2,7 +2,8 @@
 
 The benchmarks' own helper (they import nothing from tests/): one ``ThreadedMotoServer`` on
 127.0.0.1 with an OS-chosen port, one request at a time inside moto (as the tests' server: moto's
-backends take no lock), dummy credentials passed to every client (``os.environ`` is
+backends take no lock) after an optional per-request network round trip slept outside that lock
+(:class:`RoundTripGate`), dummy credentials passed to every client (``os.environ`` is
 neither read nor changed), the ``SessionsTable`` and ``InboxTable`` created from the template's
 own properties (decoded with cfn-lint, so ``!Ref`` and friends parse), and :class:`CallCounter`,
 which counts AWS operations with botocore's ``before-call`` event hooks.
@@ -17,8 +18,10 @@ from __future__ import annotations
 import functools
 import json
 import threading
+import time
 import urllib.request
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Self
@@ -60,14 +63,78 @@ def table_definition(logical_id: str) -> dict[str, Any]:
     return {k: props[k] for k in _TABLE_KEYS if k in props}
 
 
-class MotoServer:
-    """A moto server on 127.0.0.1 (port chosen by the OS), quiet, stopped with :meth:`stop`."""
+class RoundTripGate:
+    """A WSGI app around moto's: a network round trip per request, then moto's work one request at a time.
 
-    def __init__(self) -> None:
+    Each request first sleeps ``latency_ms`` (the round trip a deployed caller pays per AWS call:
+    the caller waits, the service's CPU is not the caller's), *outside* the lock, so concurrent
+    requests' round trips overlap as they do on a real network; then it enters ``app`` under one
+    lock, so moto's own work stays serialized (its backends take no lock). ``latency_ms`` 0 (the
+    default) sleeps not at all: the server as it was before the model (issue 24 goal 5).
+
+    ``requests`` counts requests served; ``max_sleeping`` is the most requests seen sleeping their
+    round trip at the same moment (the evidence that the sleep is outside the lock). ``sleep`` is
+    injectable (seconds in, as :func:`time.sleep`). ``latency_ms`` may be changed between phases;
+    a negative value raises ``ValueError`` and changes nothing.
+    """
+
+    def __init__(self, app: Any, latency_ms: float = 0.0, sleep: Callable[[float], None] = time.sleep) -> None:
+        self._app = app
+        self._sleep = sleep
+        self._lock = threading.Lock()  # moto's work: one request at a time
+        self._counts = threading.Lock()  # the counters only
+        self._latency_ms = 0.0
+        self.latency_ms = latency_ms
+        self.requests = 0
+        self.sleeping = 0
+        self.max_sleeping = 0
+
+    @property
+    def latency_ms(self) -> float:
+        """Milliseconds slept per request before moto sees it (0: none)."""
+        return self._latency_ms
+
+    @latency_ms.setter
+    def latency_ms(self, value: float) -> None:
+        if value < 0:
+            raise ValueError(f"latency_ms must be >= 0, got {value!r}")
+        self._latency_ms = float(value)
+
+    def _round_trip(self) -> None:
+        latency = self._latency_ms
+        with self._counts:
+            self.requests += 1
+            if not latency:
+                return
+            self.sleeping += 1
+            self.max_sleeping = max(self.max_sleeping, self.sleeping)
+        try:
+            self._sleep(latency / 1000)
+        finally:
+            with self._counts:
+                self.sleeping -= 1
+
+    def __call__(self, environ: Any, start_response: Any) -> Any:
+        self._round_trip()  # outside the lock: round trips overlap
+        with self._lock:
+            return list(self._app(environ, start_response))
+
+
+class MotoServer:
+    """A moto server on 127.0.0.1 (port chosen by the OS), quiet, stopped with :meth:`stop`.
+
+    ``latency_ms`` (default 0, >= 0): the network round trip each HTTP request pays before moto
+    sees it (:class:`RoundTripGate`: outside the one-at-a-time lock); settable between phases.
+    ``sleep`` is the gate's (tests inject one); ``gate`` exposes its request counts.
+    """
+
+    def __init__(self, latency_ms: float = 0.0, sleep: Callable[[float], None] = time.sleep) -> None:
         import logging
 
         from moto.server import DomainDispatcherApplication, MotoRequestHandler, ThreadedMotoServer, create_backend_app
         from werkzeug.serving import make_server
+
+        gate = RoundTripGate(DomainDispatcherApplication(create_backend_app), latency_ms, sleep)
 
         class OneAtATime(ThreadedMotoServer):
             """Moto's threaded server letting one request at a time into moto (the threaded rows).
@@ -75,28 +142,31 @@ class MotoServer:
             Moto's backends take no lock: two threads' writes interleave inside it (a transaction's
             deepcopy of a table another request is changing fails with a 500), and two conditional
             writes can both succeed where DynamoDB applies each atomically. The clients stay real
-            threads on real connections; only moto's own work is taken one request at a time.
+            threads on real connections; only moto's own work is taken one request at a time
+            (:class:`RoundTripGate`, whose round-trip sleep is outside that lock).
             """
 
-            def _server_entry(self) -> None:  # ThreadedMotoServer's, with the app behind a lock
-                app, lock = DomainDispatcherApplication(create_backend_app), threading.Lock()
-
-                def serialized(environ: Any, start_response: Any) -> Any:
-                    with lock:
-                        return list(app(environ, start_response))
-
-                self._server = make_server(
-                    self._ip_address, self._port, serialized, True, request_handler=MotoRequestHandler
-                )
+            def _server_entry(self) -> None:  # ThreadedMotoServer's, with the app behind the gate
+                self._server = make_server(self._ip_address, self._port, gate, True, request_handler=MotoRequestHandler)
                 self._server_ready_event.set()
                 self._server.serve_forever()
 
         logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one line per request on stderr otherwise
+        self.gate = gate
         self._server = OneAtATime(ip_address="127.0.0.1", port=0, verbose=False)
         self._server.start()
         host, port = self._server.get_host_and_port()
         self.endpoint_url = f"http://{host}:{port}"
         self._clients: dict[str, Any] = {}
+
+    @property
+    def latency_ms(self) -> float:
+        """Milliseconds of round trip per request (:attr:`RoundTripGate.latency_ms`)."""
+        return self.gate.latency_ms
+
+    @latency_ms.setter
+    def latency_ms(self, value: float) -> None:
+        self.gate.latency_ms = value
 
     def client(self, service: str) -> Any:
         """The server's boto3 client for ``service`` (built once; a reset keeps connections)."""

@@ -1,7 +1,7 @@
 """archmax side by side with its peer, LangGraph + ``langgraph-checkpoint-aws`` ``DynamoDBSaver``: the issue-10 goal table.
 
 Run: ``make bench`` (installs ``bench/requirements.txt`` first; they are bench-only, never the
-package's), or ``.venv/bin/python bench/peers.py [--rounds 3] [--cycles 20]``.
+package's), or ``.venv/bin/python bench/peers.py [--rounds 3] [--cycles 20] [--latency-ms 4]``.
 
 One moto server on 127.0.0.1 serves both systems in the same run. Every phase and every round
 starts from empty, recreated tables and bucket (``MotoServer.fresh``): moto's ``Query`` walks
@@ -38,6 +38,17 @@ interleaved; at 4 and 16 each thread cycles its own session on one shared instan
 ``import boto3`` (``bench/cold_import.py``'s probe, Lambda-like environment). The last column
 says whether the issue's goal is met. Nothing here is a test: no assertion about time.
 
+The cycles/s rows are measured twice on the same server, side by side. At **0 ms** every request
+is served at once by moto in this interpreter: those rows measure mostly moto's CPU (its
+evaluation of the callers' update expressions, ~70% of the process's CPU in a profile), which on
+AWS is the service's, not the caller's. At **``--latency-ms``** (default ``LATENCY_MS``, 4 ms)
+each HTTP request first sleeps that long outside moto's one-at-a-time lock
+(``_aws.RoundTripGate``), the round trip a deployed caller pays per DynamoDB or S3 call; it
+applies equally to every system, so each pays for the calls it makes. 4 ms is an assumption, not
+a measurement: the low single-digit milliseconds of an in-region call (S3 is often slower, which
+would favour the system making fewer calls). Goal 5 is judged on the latency rows; the 0 ms rows'
+ratios are printed beside them.
+
 Rule source: issue 10 (the goal table), issue 24 goal 5 (throughput at 1/4/16 threads), DESIGN.md §7 (benchmarks side by side in one run).
 """
 
@@ -68,6 +79,7 @@ T0 = "2025-01-01T00:00:00.000Z"
 MODEL = WaiterModel()
 THREADS = (4, 16)  # the issue-24 throughput rows besides the single thread
 SMALL, LARGE = 10, 1000  # transcript lengths (messages) for the bytes row
+LATENCY_MS = 4.0  # the default round trip per AWS call of the latency rows (see the module docstring)
 WINDOW = 40  # cycles measured at each length: more than a snapshot period at ~1,000 messages, so the
 # amortised cost of a full snapshot (written every few dozen cycles there) is in the average, not luck
 
@@ -410,6 +422,17 @@ def thread_throughput(server: MotoServer, rounds: int, cycles: int, threads: int
     return {label: statistics.median(values) for label, values in per.items()}
 
 
+def cycles_per_second(server: MotoServer, rounds: int, cycles: int, thread_cycles: int) -> dict[int, dict[str, float]]:
+    """Per thread count (1 and ``THREADS``), per system: median cycles/s at the server's current ``latency_ms``."""
+    at = f"{server.latency_ms:g} ms"
+    _progress(f"single-thread cycles/s at {at}")
+    out = {1: throughput(server, rounds, cycles)}
+    for threads in THREADS:
+        _progress(f"{threads}-thread cycles/s at {at}")
+        out[threads] = thread_throughput(server, rounds, thread_cycles, threads)
+    return out
+
+
 _IMPORT_PROBE = """
 import sys, time
 started = time.perf_counter()
@@ -517,13 +540,79 @@ def _window_notes(written: dict[str, tuple[Window, Window]], ours: tuple[str, ..
     )
 
 
+def _goal_met(rates: dict[str, float], labels: list[str]) -> bool:
+    """Goal 5 on one row: archmax's public API ≥ 2× the peer and ≥ 1.5× the peer with durability="exit"."""
+    pub, _, peer, peer_exit = labels
+    return rates[pub] >= 2 * rates[peer] and rates[pub] >= 1.5 * rates[peer_exit]
+
+
+def _rate_rows(
+    labels: list[str], at_zero: dict[int, dict[str, float]], at_latency: dict[int, dict[str, float]], latency: float
+) -> list[list[str]]:
+    """The cycles/s rows, per thread count the 0 ms row (not judged) then the latency row (judged)."""
+    _, _, peer, peer_exit = labels
+    rows = []
+    for threads in at_zero:
+        name = f"{'single' if threads == 1 else threads}-thread cycles/s (÷ peer, ÷ exit)"
+        for rates, where, judged in (
+            (at_zero[threads], "0 ms, moto's CPU", False),
+            (at_latency[threads], f"{latency:g} ms round trip", True),
+        ):
+            met = _verdict(_goal_met(rates, labels))
+            rows.append(
+                [
+                    f"{name}, {where}",
+                    *[
+                        f"{rates[label]:.1f} ({rates[label] / rates[peer]:.2f}×, {rates[label] / rates[peer_exit]:.2f}×)"
+                        for label in labels
+                    ],
+                    "≥2× peer, ≥1.5× exit" if judged else "(not judged)",
+                    met if judged else f"({met} here)",
+                ]
+            )
+    return rows
+
+
+def _goal_five(
+    labels: list[str],
+    counted: dict[str, dict[str, CallCounter]],
+    at_zero: dict[int, dict[str, float]],
+    at_latency: dict[int, dict[str, float]],
+    latency: float,
+) -> None:
+    """The goal-5 verdict line: which rows it judges, why, and what the other rows say."""
+    pub, _, peer, peer_exit = labels
+    per_cycle = ", ".join(f"{label} {counted[label]['cycle'].total}" for label in (pub, peer, peer_exit))
+    judged = all(_goal_met(rates, labels) for rates in at_latency.values())
+    zero = all(_goal_met(rates, labels) for rates in at_zero.values())
+    print(
+        f"Goal 5 (issue 24: cycles/s at 1/4/16 threads ≥ 2× peer and ≥ 1.5× peer with durability=exit):"
+        f" {_verdict(judged)}, judged on the {latency:g} ms round-trip rows. A deployed stack pays a network"
+        f" round trip per AWS call (calls per warm cycle: {per_cycle}), and moto's evaluation of the"
+        f" requests, in this interpreter at 0 ms, is DynamoDB's CPU on AWS, not archmax's. The 0 ms rows"
+        f" (moto's CPU in-process, not judged) would be: {_verdict(zero)}."
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds for cycles/s")
     parser.add_argument("--cycles", type=int, default=20, help="cycles timed per system per round")
     parser.add_argument("--thread-cycles", type=int, default=5, help="cycles per thread in the 4- and 16-thread rows")
     parser.add_argument("--import-runs", type=int, default=5, help="fresh interpreters per import target")
+    parser.add_argument(
+        "--latency-ms",
+        type=float,
+        default=LATENCY_MS,
+        help=f"round trip slept per AWS request in the latency rows (default {LATENCY_MS:g}: an assumed in-region call)",
+    )
+    parser.add_argument("--latency-cycles", type=int, default=10, help="single-thread cycles per round at the latency")
+    parser.add_argument(
+        "--latency-thread-cycles", type=int, default=3, help="cycles per thread in the latency's 4- and 16-thread rows"
+    )
     args = parser.parse_args(argv)
+    if args.latency_ms < 0:
+        parser.error("--latency-ms must be >= 0")
     server = MotoServer()
     try:
         _progress("calls per operation")
@@ -531,12 +620,9 @@ def main(argv: list[str] | None = None) -> int:
         reads = cheap_reads(server)
         _progress(f"bytes per cycle at ~{SMALL} and ~{LARGE} messages")
         written = bytes_per_cycle(server)
-        _progress("single-thread cycles/s")
-        rates = throughput(server, args.rounds, args.cycles)
-        threaded = {}
-        for threads in THREADS:
-            _progress(f"{threads}-thread cycles/s")
-            threaded[threads] = thread_throughput(server, args.rounds, args.thread_cycles, threads)
+        at_zero = cycles_per_second(server, args.rounds, args.cycles, args.thread_cycles)
+        server.latency_ms = args.latency_ms
+        at_latency = cycles_per_second(server, args.rounds, args.latency_cycles, args.latency_thread_cycles)
     finally:
         server.stop()
     _progress("cold imports")
@@ -562,19 +648,7 @@ def main(argv: list[str] | None = None) -> int:
             _verdict(growth[pub] <= 1.5 and growth[lam] <= 1.5),
         ]
     )
-    for threads, row_rates in ((1, rates), *threaded.items()):
-        rows.append(
-            [
-                f"{'single' if threads == 1 else threads}-thread cycles/s (÷ peer, ÷ exit)",
-                *[
-                    f"{row_rates[label]:.1f} ({row_rates[label] / row_rates[peer]:.2f}×, "
-                    f"{row_rates[label] / row_rates[peer_exit]:.2f}×)"
-                    for label in labels
-                ],
-                "≥2× peer, ≥1.5× exit",
-                _verdict(row_rates[pub] >= 2 * row_rates[peer] and row_rates[pub] >= 1.5 * row_rates[peer_exit]),
-            ]
-        )
+    rows.extend(_rate_rows(labels, at_zero, at_latency, args.latency_ms))
     ratio = imports["deliver handler"] / imports["import boto3"]
     peer_ratio = imports["peer"] / imports["import boto3"]
     rows.append(
@@ -596,7 +670,8 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"archmax vs LangGraph + DynamoDBSaver, one moto server, one run (fresh tables per phase and round;"
         f" cycles/s: median of {args.rounds} rounds × {args.cycles} cycles, {args.thread_cycles} per thread"
-        f" at {'/'.join(map(str, THREADS))} threads; import: median of {args.import_runs})"
+        f" at {'/'.join(map(str, THREADS))} threads at 0 ms, × {args.latency_cycles} cycles,"
+        f" {args.latency_thread_cycles} per thread at {args.latency_ms:g} ms; import: median of {args.import_runs})"
     )
     print(" | ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)))
     print("-|-".join("-" * w for w in widths))
@@ -610,6 +685,8 @@ def main(argv: list[str] | None = None) -> int:
     for name, counter in reads.items():
         print(f"  {pub}, {name}: {counter.detail()}")
     _window_notes(written, (pub, lam))
+    print()
+    _goal_five(labels, counted, at_zero, at_latency, args.latency_ms)
     return 0
 
 

@@ -555,7 +555,7 @@ def _rate_rows(
     for threads in at_zero:
         name = f"{'single' if threads == 1 else threads}-thread cycles/s (÷ peer, ÷ exit)"
         for rates, where, judged in (
-            (at_zero[threads], "0 ms, moto's CPU", False),
+            (at_zero[threads], "0 ms (moto's CPU)", False),
             (at_latency[threads], f"{latency:g} ms round trip", True),
         ):
             met = _verdict(_goal_met(rates, labels))
@@ -582,15 +582,15 @@ def _goal_five(
 ) -> None:
     """The goal-5 verdict line: which rows it judges, why, and what the other rows say."""
     pub, _, peer, peer_exit = labels
-    per_cycle = ", ".join(f"{label} {counted[label]['cycle'].total}" for label in (pub, peer, peer_exit))
+    per_cycle = "; ".join(f"{label} {counted[label]['cycle'].total}" for label in (pub, peer, peer_exit))
     judged = all(_goal_met(rates, labels) for rates in at_latency.values())
     zero = all(_goal_met(rates, labels) for rates in at_zero.values())
     print(
         f"Goal 5 (issue 24: cycles/s at 1/4/16 threads ≥ 2× peer and ≥ 1.5× peer with durability=exit):"
-        f" {_verdict(judged)}, judged on the {latency:g} ms round-trip rows. A deployed stack pays a network"
-        f" round trip per AWS call (calls per warm cycle: {per_cycle}), and moto's evaluation of the"
-        f" requests, in this interpreter at 0 ms, is DynamoDB's CPU on AWS, not archmax's. The 0 ms rows"
-        f" (moto's CPU in-process, not judged) would be: {_verdict(zero)}."
+        f" {_verdict(judged)}, judged on the {latency:g} ms round-trip rows: a deployed caller waits one network"
+        f" round trip per AWS call (one warm cycle's calls: {per_cycle}), while moto's evaluation of those"
+        f" requests, the bulk of this process's CPU at 0 ms, runs on DynamoDB's machines on AWS, not archmax's."
+        f" The 0 ms rows (moto's CPU in-process, printed beside them, not judged) would be: {_verdict(zero)}."
     )
 
 

@@ -120,6 +120,10 @@ class RoundTripGate:
             return list(self._app(environ, start_response))
 
 
+POOL_CONNECTIONS = 32
+"""Connections each bench client keeps (the peer's saver is given the same, bench/peers.py): 16 threads share one."""
+
+
 class MotoServer:
     """A moto server on 127.0.0.1 (port chosen by the OS), quiet, stopped with :meth:`stop`.
 
@@ -183,7 +187,7 @@ class MotoServer:
             service,
             endpoint_url=self.endpoint_url,
             region_name=REGION,
-            config=Config(retries={"max_attempts": 2, "mode": "standard"}, max_pool_connections=32),
+            config=Config(retries={"max_attempts": 2, "mode": "standard"}, max_pool_connections=POOL_CONNECTIONS),
             **_CREDENTIALS,
         )
 

@@ -70,7 +70,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from _aws import REGION, REPO, AwsEnv, CallCounter, MotoServer
+from _aws import POOL_CONNECTIONS, REGION, REPO, AwsEnv, CallCounter, MotoServer
 from _stream import Sender, streamed_env
 from _workload import AGAIN_MESSAGE, FINISH_MESSAGE, PARK_MESSAGE, START, WORKFLOW, WaiterModel, run_threads
 
@@ -222,7 +222,13 @@ class Peer:
         session = boto3.session.Session(
             aws_access_key_id="bench", aws_secret_access_key="bench", aws_session_token="bench", region_name=REGION
         )
-        self.saver = DynamoDBSaver(PEER_TABLE, session=session, endpoint_url=endpoint_url, region_name=REGION)
+        from botocore.config import Config
+
+        # the pool our clients have (botocore's default is 10: 16 threads would queue for connections)
+        pool = Config(max_pool_connections=POOL_CONNECTIONS)
+        self.saver = DynamoDBSaver(
+            PEER_TABLE, session=session, endpoint_url=endpoint_url, region_name=REGION, boto_config=pool
+        )
         self.clients = (self.saver.client,)
         self.graph = peer_graph(self.saver)
         self.start("warm-up")

@@ -22,7 +22,7 @@ import pytest
 
 from archmax import MemoryStore, SessionStatus, create_agent
 from archmax.clock import FakeClock
-from archmax.errors import ArchmaxError, OtherWorkflowSessionError
+from archmax.errors import OtherWorkflowSessionError
 from archmax.models.base import ModelRequest, ModelResponse
 from archmax.models.scripted import ScriptedModel
 from archmax.spec import workflow_from_dict
@@ -52,12 +52,11 @@ SID = "s1"
 
 def test_a_delivery_through_another_workflows_agent_is_refused_and_changes_nothing() -> None:
     store = MemoryStore()
-    script = [{"call": {"archmax_wait": {"reason": "the order id"}}}, {"say": "Which order?"}]
-    asking = create_agent(workflow_from_dict(ASKING, "y"), store, ScriptedModel(script), clock=FakeClock())
+    asking = create_agent(workflow_from_dict(ASKING, "y"), store, ScriptedModel(WAITS), clock=FakeClock())
     assert asking.workflow.send("s1", "hi").kind == "parked"
     before = store.head("s1")
     other = create_agent(workflow_from_dict(WORKING, "x"), store, ScriptedModel([{"say": "x"}]), clock=FakeClock())
-    with pytest.raises(ArchmaxError):
+    with pytest.raises(OtherWorkflowSessionError):
         other.workflow.deliver("s1", trigger="manual", message="ORD-1")
     assert store.head("s1") == before
 

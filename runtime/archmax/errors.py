@@ -300,32 +300,6 @@ class SessionNotParkedError(SessionStateError):
         )
 
 
-class SubworkflowCallAbandonedError(SessionNotAwaitingInputError, SessionNotParkedError):
-    """A firing at a sub-workflow child whose call its caller abandoned; nothing was changed.
-
-    A caller's new turn (``send``/``invoke``/``run`` opening a turn, or a takeover: BEHAVIOUR.md §8)
-    abandons the sub-workflow call in flight (§3.9: "the park is abandoned"); the child session of that
-    call is closed ``rejected`` and takes no firing any more (``deliver``, ``reply``, ``decide``, ``send``,
-    a timer): a firing at its id reaches the pair through its caller (§5.10), and the caller no longer
-    waits on it. It is both a "not awaiting input" and a "not parked" refusal, so every host that
-    handles those (HTTP 409, a sweep's ``skipped``) handles it; never retryable.
-
-    Attributes:
-        caller_id: The caller session whose new turn abandoned the call.
-    """
-
-    def __init__(self, session_id: str, status: str | None, caller_id: str) -> None:
-        self.caller_id = caller_id
-        SessionStateError.__init__(
-            self,
-            f"session '{session_id}' is not parked awaiting an event: it is the sub-workflow call that its "
-            f"caller '{caller_id}' abandoned when a new turn opened there, and it takes no more firings "
-            f"(its status is '{status}')",
-            session_id=session_id,
-            status=status,
-        )
-
-
 class SessionNotResumableError(SessionStateError):
     """A live lease is held by another writer, or a commit lost to another writer (§3.12)."""
 

@@ -9,8 +9,7 @@ The record counts each state's calls (``Checkpoint.subworkflow_calls``) but not 
 ordinal called, so every ordinal is tried with each slug the session could have called there: the
 trail's ``sub-workflow`` steps on that state, the call in flight (``Checkpoint.delegation``) and the
 state's granted ``archmax_workflow_<slug>`` tools in the session's workflow (a call a new turn abandoned
-leaves no trail step, but its child id is in ``Checkpoint.abandoned_calls``). Each try is one point read
-of the store.
+leaves no trail step). Each try is one point read of the store.
 """
 
 from __future__ import annotations
@@ -26,15 +25,14 @@ def child_ids(rt: Runtime, rec: Checkpoint) -> list[str]:
 
     Returns:
         ``<rec id>~<state>:<slug>:<ordinal>`` for each state in ``rec.subworkflow_calls``, each ordinal
-        from 1 to its count and each candidate slug of that state, then the abandoned calls' child ids,
-        without repeats, in that order.
+        from 1 to its count and each candidate slug of that state, without repeats, in that order.
     """
     spec = _workflow_of(rt, rec)
     ids: list[str] = []
     for state, count in rec.subworkflow_calls.items():
         for slug in _slugs_called_from(rec, spec, state):
             ids.extend(f"{rec.session_id}~{state}:{slug}:{n}" for n in range(1, count + 1))
-    return list(dict.fromkeys(ids + rec.abandoned_calls))  # an abandoned call's child id is on record
+    return list(dict.fromkeys(ids))
 
 
 def descendants(rt: Runtime, rec: Checkpoint) -> list[Checkpoint]:

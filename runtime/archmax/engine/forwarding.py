@@ -13,7 +13,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any, NamedTuple
 
-from archmax.engine.abandon import refuse_abandoned
 from archmax.engine.claims import Applied, build_outcome, claim_park, guarded, open_work
 from archmax.engine.deliveries import refuse_duplicate, remember_delivery, was_applied
 from archmax.engine.firing_rule import parked_channel, preflight_model
@@ -316,17 +315,10 @@ def addressed(rt: Runtime, firing: EngineFiring) -> tuple[Runtime, EngineFiring]
     proceeds, and the child's news always reaches the caller. A retry of a firing the caller (or its
     caller) applied, by its delivery id, goes to that session even after it moved on. Any other
     session of another workflow (a child whose caller moved on) runs under its own workflow's
-    runtime, except the child of a call its caller's new turn abandoned: that firing is refused (and
-    the child closed, if the abandoning turn's close did not land; :mod:`archmax.engine.abandon`).
-    Ids without a caller, and ``Turn`` firings, go where they were sent. The caller's own caller is
-    looked up the same way.
+    runtime. Ids without a caller, and ``Turn`` firings, go where they were sent. The caller's own caller is looked up the same way.
 
     Returns:
         ``(runtime, firing)`` to apply.
-
-    Raises:
-        SubworkflowCallAbandonedError: the firing's id is the child of an abandoned call; nothing applied.
-        DuplicateDeliveryError: see :func:`_ancestor_that_applied`.
     """
     sid = getattr(firing, "session_id", None)
     if sid is None or isinstance(firing, Turn):
@@ -348,8 +340,6 @@ def addressed(rt: Runtime, firing: EngineFiring) -> tuple[Runtime, EngineFiring]
     applier = _ancestor_that_applied(rt, firing, rec, caller)
     if applier is not None:
         return applier
-    # the child of a call its caller's new turn abandoned takes no firing (engine.abandon)
-    refuse_abandoned(rt, sid, caller, rec, getattr(firing, "delivery_id", None), recovering=isinstance(firing, Recover))
     own = _runtime_of(rt, rec.workflow) if rec is not None else None
     return (own or rt), firing
 

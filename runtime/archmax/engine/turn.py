@@ -1,8 +1,7 @@
 """A turn opened by a firing: ``send`` (the firing rule on an explicit id) and ``invoke`` (always a turn).
 
 Rule source: BEHAVIOUR.md §3.2 (the firing rule), §3.4 (send), §3.9 (invoke), §8 (turn opening,
-steps 1–6), §9.4 (spec snapshots), §9.5 (file placement); seed "Starting versus resuming". A turn that
-abandons a sub-workflow call in flight closes the call's child (:mod:`archmax.engine.abandon`).
+steps 1–6), §9.4 (spec snapshots), §9.5 (file placement); seed "Starting versus resuming".
 
 A ``send`` that finds the session parked hands over to :mod:`archmax.engine.deliver` (an input
 park) or :mod:`archmax.engine.reply` (a decision park); otherwise a turn opens here.
@@ -15,7 +14,6 @@ from typing import Any
 
 from archmax.engine import deliver as resume
 from archmax.engine import reply as answer
-from archmax.engine.abandon import abandon_call, close_abandoned
 from archmax.engine.claims import (
     Applied,
     answer_interrupted_calls,
@@ -145,7 +143,6 @@ def open_turn(rt: Runtime, rec: Checkpoint | None, o: _Opening) -> Applied:
     # commit that claims the session, so a crash can never keep the id without the message.
     if record.delegation is not None:  # the call this turn abandons: its child's replies stay the caller's
         adopt_child_deliveries(rt.store, record, rt.store.load(record.delegation.session_id))
-    abandoned_child = abandon_call(record)  # recorded by the claim: the pair's commit point (engine.abandon)
     title_notes = open_record(rt, record, o.message, o.trigger, o.variables)
     remember_delivery(rt.store, record, o.delivery_id)
     preflight_model(rt, record.position)
@@ -166,12 +163,8 @@ def open_turn(rt: Runtime, rec: Checkpoint | None, o: _Opening) -> Applied:
         record.rejected = refusal
     claim_with_files(rt, work, placement)  # CommitConflictError when another writer won
     _opening_warnings(rt, work, o, abandoned_input, title_notes)
-    if abandoned_child is not None:
-        rt.warn(record, "park", f"session '{o.session_id}' abandoned its sub-workflow call '{abandoned_child}'")
 
     def body() -> None:
-        if abandoned_child is not None:  # the child of the abandoned call stops waiting too (§8 step 5)
-            close_abandoned(rt, o.session_id, abandoned_child)
         _snapshot_spec(rt, record)
         if refusal is not None:  # committed rejected by the claim: no model call (§8 step 6)
             work.release()

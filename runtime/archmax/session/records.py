@@ -366,10 +366,6 @@ class Checkpoint(_Record):
     """A failed sub-workflow call not yet recovered, cleared or routed (§5.7)."""
     subworkflow_calls: dict[str, int] = Field(default_factory=dict)
     """Sub-workflow calls made per calling state in the session (the child id's ordinal, §5.10)."""
-    abandoned_calls: list[str] = Field(default_factory=list)
-    """Child ids of the sub-workflow calls a new turn of this session abandoned (§5.10, §8), oldest first.
-    Written in the claim of the turn that abandoned the call, so it is the pair's one commit point: such a
-    child is closed ``rejected`` and refuses every firing (``archmax.engine.abandon``)."""
     delivery_ids: list[str] = Field(default_factory=list)
     """Ids of the last firings applied (newest last, at most ``DELIVERY_IDS_KEPT``), so a redelivered event
     is recognised and applied once; ids older than these are kept as markers (``archmax.engine.deliveries``)."""

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from archmax import create_agent
-from archmax.errors import DuplicateDeliveryError, SubworkflowCallAbandonedError
+from archmax.errors import DuplicateDeliveryError
 from archmax.session.records import SessionStatus
 from reliability.regress_env import *  # noqa: F403 - the fixtures
 from reliability.regress_env import DieAfterCommitWhere, Env, ProcessDied
@@ -95,19 +95,17 @@ def test_a_retry_at_the_childs_id_continues_the_turn_its_first_attempt_started_i
         _agent(env, desk).workflow.send(CHILD, "<<A>>", delivery_id="d-A")
 
 
-def test_a_child_whose_call_was_abandoned_refuses_a_fresh_event_and_the_callers_stays_a_duplicate(
-    env: Env, tmp_path: Path
-) -> None:
-    """A child whose caller moved on with a new turn was abandoned, and is closed (``archmax.engine.abandon``):
-    an id neither applied is refused and applied nowhere, and the caller's event stays a duplicate at the
-    child's id. (Before abandoned children were closed, the fresh event ran the child on its own.)"""
+def test_a_delivery_id_the_child_applied_itself_is_still_the_childs_to_answer(env: Env, tmp_path: Path) -> None:
+    """A child whose caller moved on is an ordinary session: an id it applied is a duplicate there, and an
+    id neither applied is a new event for it (the caller's ids do not shadow fresh ones)."""
     desk, check = workspace(tmp_path)
     _caller_dies_in_its_call(env, desk, lambda r: r.session_id == CHILD)
     _agent(env, desk).workflow.send(CALLER, "<<B>>", delivery_id="d-B")  # the caller moves on
-    assert env.other_store().load(CHILD).status == SessionStatus.REJECTED
     child_agent = _agent(env, check)
-    with pytest.raises(SubworkflowCallAbandonedError):
+    child_agent.workflow.send(CHILD, "<<C>> act:wait", delivery_id="d-C")  # the child, on its own
+    with pytest.raises(DuplicateDeliveryError):
         child_agent.workflow.send(CHILD, "<<C>> act:wait", delivery_id="d-C")
+    assert tokens_in(env.other_store(), CHILD) == ["<<C>>"]
     with pytest.raises(DuplicateDeliveryError):
         child_agent.workflow.send(CHILD, "<<B>>", delivery_id="d-B")  # the caller's event
-    assert _everywhere(env) == ["<<B>>"]
+    assert _everywhere(env) == ["<<B>>", "<<C>>"]

@@ -110,6 +110,32 @@ def remember_delivery(store: SessionStore, record: Checkpoint, delivery_id: str 
     _keep(store, record, record.delivery_ids + [delivery_id])
 
 
+def forget_unhanded_forward(store: SessionStore, record: Checkpoint, child: Checkpoint | None) -> None:
+    """Drop from ``record`` the id of a forwarded delivery its child never applied, as a new turn abandons the call.
+
+    A caller parked through its child is claimed with the delivery it forwards (``delegation.forward``)
+    and remembers its id in that claim; the child applies it next. When the process dies in between,
+    the continuation hands it over (:mod:`archmax.engine.subworkflows`), but a firing that takes over
+    the dead turn opens a new turn, which abandons the call and the forward with it: the event is in no
+    transcript, and its id, kept, would answer the sender's retry ``DuplicateDeliveryError``: lost
+    (found by the pair soak: ``accepted but applied 0 times``). Forgetting the id makes the retry a
+    fresh firing, applied once where the session now is. Nothing to do when the child applied it (its
+    id is then adopted as the pair's, :func:`adopt_child_deliveries`) or the forward had no id.
+
+    Rule source: BEHAVIOUR.md §3.12 (a takeover), §5.10; issue 22 (each event applied once across the pair).
+
+    Raises:
+        StoreError: a marker of the child's could not be read.
+    """
+    d = record.delegation
+    fwd = d.forward if d is not None else None
+    if fwd is None or fwd.delivery_id is None:
+        return
+    if child is not None and was_applied(store, child, fwd.delivery_id):
+        return
+    record.delivery_ids = [i for i in record.delivery_ids if i != fwd.delivery_id]
+
+
 def adopt_child_deliveries(store: SessionStore, record: Checkpoint, child: Checkpoint | None) -> None:
     """Add the ids ``child`` applied during the call and ``record`` lacks, to the caller's next commit.
 

@@ -22,7 +22,12 @@ from archmax.engine.claims import (
     open_work,
     title_warning,
 )
-from archmax.engine.deliveries import adopt_child_deliveries, refuse_duplicate, remember_delivery
+from archmax.engine.deliveries import (
+    adopt_child_deliveries,
+    forget_unhanded_forward,
+    refuse_duplicate,
+    remember_delivery,
+)
 from archmax.engine.firing_rule import (
     classify,
     died_applying,
@@ -142,7 +147,9 @@ def open_turn(rt: Runtime, rec: Checkpoint | None, o: _Opening) -> Applied:
     # The opening (§8 steps 1-5), the message and the firing's delivery id go into the one conditional
     # commit that claims the session, so a crash can never keep the id without the message.
     if record.delegation is not None:  # the call this turn abandons: its child's replies stay the caller's
-        adopt_child_deliveries(rt.store, record, rt.store.load(record.delegation.session_id))
+        child = rt.store.load(record.delegation.session_id)
+        forget_unhanded_forward(rt.store, record, child)  # a dead turn's forward the child never got
+        adopt_child_deliveries(rt.store, record, child)
     title_notes = open_record(rt, record, o.message, o.trigger, o.variables)
     remember_delivery(rt.store, record, o.delivery_id)
     preflight_model(rt, record.position)

@@ -19,7 +19,7 @@ import json
 from typing import Any
 
 from archmax.engine.deliveries import adopt_child_deliveries
-from archmax.engine.firing_rule import lease_live, parked_channel
+from archmax.engine.firing_rule import lease_live, parked_channel, refuse_other_workflow
 from archmax.engine.placement import place_files, prepare_files, session_file_exists
 from archmax.engine.runtime import FiringRunner, RunningTurn, Runtime
 from archmax.engine.work import waiting_on_child
@@ -259,10 +259,19 @@ def _runner(rt: Runtime) -> FiringRunner:
 
 
 def _drive(child_rt: Runtime, d: Delegation, parent: Checkpoint) -> Checkpoint:
-    """The child's latest checkpoint after starting it (no checkpoint yet) or recovering its dead turn."""
+    """The child's latest checkpoint after starting it (no checkpoint yet) or recovering its dead turn.
+
+    Raises:
+        OtherWorkflowSessionError: a session of another workflow than the callee holds the child's id
+            (sent to from outside before the caller made the call); nothing of it is read or changed,
+            and the call fails (attack33: the door's rule, ``refuse_other_workflow``, for the caller's
+            own drive of its child).
+        SessionNotResumableError: another process holds the child's live lease.
+    """
     store = child_rt.store
     child_id = SessionId(d.session_id)  # checked when the call began (``call``)
     child = store.load(d.session_id)
+    refuse_other_workflow(child_rt, child)  # never another workflow's session as this call's child
     if child is None:
         files = {
             name: {"name": path.rsplit("/", 1)[-1], "content": store.get(parent.session_id, path) or b""}

@@ -161,15 +161,6 @@ def test_a_renamed_callers_runtime_reaches_the_pair_at_a_child_id(store: Any, cl
 SQUATTED = "t~work:b:1"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "attack33: a sub-workflow call drives its child id without checking the record's workflow "
-        "(subworkflows._drive): when another workflow's session already holds that id (x sent to it: a "
-        "child id whose caller is not stored passes refuse_outside_pair), the call takes that session "
-        "as its child: its reply becomes the call's result, or its park becomes the caller's"
-    ),
-)
 @pytest.mark.parametrize("x_script", [[{"say": "x's secret"}], PARKS_AGAIN], ids=["completed", "parked"])
 def test_a_call_whose_child_id_another_workflow_holds_fails_and_reads_nothing_of_it(
     store: Any, clock: FakeClock, x_script: list[dict[str, Any]]
@@ -178,7 +169,7 @@ def test_a_call_whose_child_id_another_workflow_holds_fails_and_reads_nothing_of
     x.workflow.send(SQUATTED, "hello")
     before = dump(store, SQUATTED)
     a = agent_a(store, clock, [{"call": {"archmax_workflow_b": {}}}, {"say": "Done."}])
-    assert a.workflow.send("t", "Go.").kind == "completed"
+    a.workflow.send("t", "Go.")  # the failed call ends the turn as any call that could not start (§5.7)
     results = [m.content or "" for m in store.load("t").messages if m.role == "tool"]
     assert len(results) == 1 and "x's secret" not in results[0] and "Which shade?" not in results[0]
     assert "belongs to workflow 'x', not 'b'" in results[0]

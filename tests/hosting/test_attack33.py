@@ -107,3 +107,27 @@ def test_xs_sweep_does_not_apply_ys_accepted_send_to_a_new_session(shared: tuple
     assert inbox.get("new-1", "d-1").status == "pending"
     assert [getattr(r, "reply", None) for r in host_y.drain("new-1")] == ["y here"]
     assert store.head("new-1").workflow == "y"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "attack33: x accepted a send to a new session, which y then created: x's drain meets "
+        "OtherWorkflowSessionError and leaves the item pending for 'its own workflow's host' (_left_pending), "
+        "but no other host reads x's inbox, so it stays pending for ever and every sweep of x re-drives it "
+        "(before attack32's change it was marked failed). The item names no workflow (the same gap as above)"
+    ),
+)
+def test_an_item_x_accepted_for_a_session_y_then_created_is_settled_not_pending_for_ever(
+    shared: tuple[Any, Any], clock: FakeClock
+) -> None:
+    store, inbox = shared
+    x_agent = create_agent(workflow_from_dict(WORKING, "x"), store, ScriptedModel([]), clock=clock)
+    x = Host(x_agent, inbox, waker=lambda _sid: None)  # x's wake has not run yet
+    assert x.accept(Firing(message="hello", session_id="new-1", delivery_id="d-1")).disposition == "turn"
+    y = create_agent(workflow_from_dict(ASKING, "y"), store, ScriptedModel([{"say": "y here"}]), clock=clock)
+    assert y.workflow.send("new-1", "first").kind == "completed"  # y got there first, directly
+    for _ in range(2):
+        x.sweep()
+    assert inbox.get("new-1", "d-1").status == "failed"
+    assert x.sweep().redriven == []
